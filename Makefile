@@ -1,0 +1,35 @@
+# The two commands of the README: `make demo` and `make test`. Each creates .venv and
+# installs what it needs first, so they work on a fresh machine with Python 3.11.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench install browser clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Debian's Chromium for the browser tests (never a downloaded browser build).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	  else echo "chromium missing: sudo apt-get install chromium (browser tests will be skipped)"; fi; }
+
+demo: $(STAMP)
+	$(BIN)/dupescope demo
+
+test: $(STAMP) browser
+	$(BIN)/ruff check .
+	$(BIN)/pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf $(VENV) dupescope-data
