@@ -1,1 +1,1 @@
-
+"""The collector stage: sources -> normaliser -> Arrow batches -> a store."""

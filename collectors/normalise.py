@@ -1,0 +1,133 @@
+"""One source record -> one canonical event row (the job-event contract).
+
+Sources (JSON-lines logs, OTLP spans, span events and log records) first flatten their
+record into a dict of dotted keys; this module picks the canonical fields out of it through
+the aliases and the user's mapping, validates them, and keeps everything else in `attrs`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from collectors.mapping import (
+    CELERY_RETRIES,
+    DEFAULT_MAPPING,
+    OPERATION_EVENTS,
+    OPERATION_KEYS,
+    FieldMapping,
+)
+from collectors.timestamps import TimestampError, to_micros
+from store.schema import EVENT_KINDS, INT_FIELDS, STRING_FIELDS
+
+_KINDS = frozenset(EVENT_KINDS)
+_NO_JOB_ID = frozenset({"enqueue_deduped", "worker_start", "worker_stop"})
+Row = dict[str, Any]
+
+
+class RecordError(ValueError):
+    """A record that cannot become a contract event; the message says why."""
+
+
+def flatten(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested objects become dotted keys, so `{"job": {"id": 1}}` reads as `job.id`."""
+    flat: dict[str, Any] = {}
+    for key, value in record.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            flat.update(flatten(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def content_uid(*parts: object) -> str:
+    """A deterministic id from content: the same record arriving twice gets the same id."""
+    digest = hashlib.blake2b(digest_size=16)
+    for part in parts:
+        digest.update(part if isinstance(part, bytes) else str(part).encode())
+        digest.update(b"\x1f")
+    return digest.hexdigest()
+
+
+class Normaliser:
+    """Maps flat records to canonical rows; one instance per mapping."""
+
+    def __init__(self, mapping: FieldMapping = DEFAULT_MAPPING) -> None:
+        self.mapping = mapping
+        self._sources = {
+            name: mapping.sources_for(name) for name in ("ts", "event", *STRING_FIELDS, *INT_FIELDS)
+        }
+
+    def _take(self, flat: dict[str, Any], canonical: str) -> Any:
+        for key in self._sources[canonical]:
+            if key in flat:
+                value = flat.pop(key)
+                # Remove the other spellings too, so they do not linger in attrs.
+                for other in self._sources[canonical]:
+                    flat.pop(other, None)
+                return value
+        return None
+
+    def normalise(self, flat: dict[str, Any], *, uid: str, source: str) -> Row:
+        """Build a row from a flattened record (consumed). Raises RecordError."""
+        ts_value = self._take(flat, "ts")
+        if ts_value is None:
+            raise RecordError("no timestamp (ts, timestamp, time or @timestamp)")
+        try:
+            ts = to_micros(ts_value)
+        except TimestampError as exc:
+            raise RecordError(str(exc)) from exc
+
+        event = self._event(flat)
+        row: Row = {"event_uid": uid, "ts": ts, "event": event, "source": source}
+        for name in STRING_FIELDS:
+            value = self._take(flat, name)
+            if value is not None:
+                if isinstance(value, dict | list):
+                    raise RecordError(f"{name} must be a string, got {type(value).__name__}")
+                row[name] = str(value)
+        for name in INT_FIELDS:
+            value = self._take(flat, name)
+            if value is not None:
+                row[name] = _as_int(name, value)
+        retries = flat.get(CELERY_RETRIES)
+        if row.get("delivery_attempt") is None and retries is not None:
+            row["delivery_attempt"] = _as_int(CELERY_RETRIES, retries) + 1
+        attempt = row.get("delivery_attempt")
+        if attempt is not None and attempt < 1:
+            raise RecordError(f"delivery_attempt must be >= 1, got {attempt}")
+        if event not in _NO_JOB_ID and not row.get("job_id"):
+            raise RecordError(f"event {event!r} needs a job_id")
+        row["attrs"] = orjson.dumps(flat, default=str).decode() if flat else None
+        return row
+
+    def _event(self, flat: dict[str, Any]) -> str:
+        value = self._take(flat, "event")
+        if value is None:
+            for key in OPERATION_KEYS:
+                operation = flat.get(key)
+                if operation is not None:
+                    value = OPERATION_EVENTS.get(str(operation))
+                    break
+        if value is None:
+            raise RecordError("no event (event or job.event)")
+        name = self.mapping.events.get(str(value), str(value))
+        if name not in _KINDS:
+            raise RecordError(f"unknown event {name!r}")
+        return name
+
+
+def _as_int(name: str, value: Any) -> int:
+    if isinstance(value, bool):
+        raise RecordError(f"{name} must be an integer, got {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    raise RecordError(f"{name} must be an integer, got {value!r}")

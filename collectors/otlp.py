@@ -1,0 +1,170 @@
+"""OTLP traces and logs (protobuf messages) -> canonical rows.
+
+A job execution arrives either as one span whose span events are the lifecycle steps
+(named by the event kind), or as child spans whose name or `job.event` attribute is the
+event. Both shapes give the same rows. Spans that name no lifecycle step are ignored: a
+collector receives whole traces, and most spans are not job events.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+
+from collectors.jsonlines import Decoded, Rejected
+from collectors.mapping import OPERATION_EVENTS, OPERATION_KEYS
+from collectors.normalise import Normaliser, RecordError, content_uid
+from store.schema import EVENT_KINDS
+
+_KINDS = frozenset(EVENT_KINDS)
+# Steps inside an execution: as a child span, their parent span is the execution.
+_WORKER_STEPS = frozenset(
+    {
+        "lock_acquire",
+        "lock_contended",
+        "lock_renew",
+        "lock_release",
+        "lock_expired",
+        "idempotency_hit",
+        "side_effect",
+        "occ_conflict",
+        "commit",
+        "ack",
+        "nack",
+        "fail",
+    }
+)
+
+
+def any_value(value: AnyValue) -> Any:
+    kind = value.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "array_value":
+        return [any_value(v) for v in value.array_value.values]
+    if kind == "kvlist_value":
+        return attributes(value.kvlist_value.values)
+    if kind == "bytes_value":
+        return value.bytes_value.hex()
+    return getattr(value, kind)
+
+
+def attributes(pairs: Any) -> dict[str, Any]:
+    return {kv.key: any_value(kv.value) for kv in pairs}
+
+
+def _span_event(name: str, attrs: dict[str, Any]) -> str | None:
+    """The lifecycle step a span itself records, if any."""
+    for key in ("job.event", "event"):
+        value = attrs.get(key)
+        if isinstance(value, str) and value in _KINDS:
+            return value
+    if name in _KINDS:
+        return name
+    for key in OPERATION_KEYS:
+        operation = attrs.get(key)
+        if operation is not None:
+            return OPERATION_EVENTS.get(str(operation))
+    return None
+
+
+def _worker_identity(resource: dict[str, Any]) -> dict[str, Any]:
+    """host:pid from resource attributes, the contract's usual worker_id."""
+    host, pid = resource.get("host.name"), resource.get("process.pid")
+    if host is not None and pid is not None and "worker_id" not in resource:
+        return {"worker_id": f"{host}:{pid}"}
+    return {}
+
+
+def decode_traces(
+    request: ExportTraceServiceRequest, normaliser: Normaliser, source: str
+) -> Decoded:
+    out = Decoded()
+    for r_index, resource_spans in enumerate(request.resource_spans):
+        resource = attributes(resource_spans.resource.attributes)
+        base = {**resource, **_worker_identity(resource)}
+        for s_index, scope_spans in enumerate(resource_spans.scope_spans):
+            for p_index, span in enumerate(scope_spans.spans):
+                where = (
+                    f"{source}: resource_spans[{r_index}].scope_spans[{s_index}].spans[{p_index}]"
+                )
+                _decode_span(span, base, normaliser, source, where, out)
+    return out
+
+
+def _decode_span(
+    span: Any, base: dict[str, Any], normaliser: Normaliser, source: str, where: str, out: Decoded
+) -> None:
+    trace_id, span_id = span.trace_id.hex(), span.span_id.hex()
+    span_attrs = {**base, **attributes(span.attributes)}
+    own_event = _span_event(span.name, span_attrs)
+    steps = [(i, e) for i, e in enumerate(span.events) if e.name in _KINDS]
+    if own_event is None and steps:
+        own_event = "deliver"  # an execution span: its start is the delivery
+    if own_event is None:
+        out.ignored += 1
+        return
+    if own_event in _WORKER_STEPS and span.parent_span_id:
+        execution_id = span.parent_span_id.hex()
+    elif steps or own_event == "deliver":
+        execution_id = span_id
+    else:
+        execution_id = None
+
+    records: list[tuple[int, int, dict[str, Any], str]] = []
+    own = {**span_attrs, "event": own_event, "span.name": span.name}
+    if steps:
+        own["span.end_us"] = span.end_time_unix_nano // 1_000
+    records.append((-1, span.start_time_unix_nano, own, where))
+    for index, step in steps:
+        attrs = {**span_attrs, **attributes(step.attributes), "event": step.name}
+        records.append((index, step.time_unix_nano, attrs, f"{where} event {index}"))
+
+    for index, time_ns, attrs, place in records:
+        attrs.pop("job.event", None)
+        attrs["ts"] = time_ns
+        attrs.setdefault("trace_id", trace_id)
+        attrs.setdefault("span_id", span_id)
+        if execution_id is not None:
+            attrs.setdefault("execution_id", execution_id)
+        try:
+            row = normaliser.normalise(
+                attrs, uid=content_uid(trace_id, span_id, index), source=source
+            )
+        except RecordError as exc:
+            out.rejected.append(Rejected(place, str(exc)))
+            continue
+        row["execution_id"] = attrs.get("execution_id", execution_id)
+        out.rows.append(row)
+
+
+def decode_logs(request: ExportLogsServiceRequest, normaliser: Normaliser, source: str) -> Decoded:
+    """Log records: attributes plus a structured body; a text body is kept as `msg`."""
+    out = Decoded()
+    for r_index, resource_logs in enumerate(request.resource_logs):
+        resource = attributes(resource_logs.resource.attributes)
+        base = {**resource, **_worker_identity(resource)}
+        for s_index, scope_logs in enumerate(resource_logs.scope_logs):
+            for l_index, record in enumerate(scope_logs.log_records):
+                where = f"{source}: log record {r_index}.{s_index}.{l_index}"
+                attrs = {**base, **attributes(record.attributes)}
+                body = any_value(record.body)
+                if isinstance(body, dict):
+                    attrs.update(body)
+                elif body is not None:
+                    attrs.setdefault("msg", body)
+                if "ts" not in attrs and not any(k in attrs for k in ("timestamp", "time")):
+                    attrs["ts"] = record.time_unix_nano or record.observed_time_unix_nano
+                if record.trace_id:
+                    attrs.setdefault("trace_id", record.trace_id.hex())
+                if record.span_id:
+                    attrs.setdefault("span_id", record.span_id.hex())
+                uid = content_uid(record.SerializeToString(deterministic=True))
+                try:
+                    out.rows.append(normaliser.normalise(attrs, uid=uid, source=source))
+                except RecordError as exc:
+                    out.rejected.append(Rejected(where, str(exc)))
+    return out

@@ -1,0 +1,58 @@
+"""OTLP JSON (the file exporter's JSON Lines and OTLP/HTTP JSON bodies) -> protobuf messages.
+
+OTLP/JSON writes trace and span ids as hex, where protobuf's JSON mapping expects base64;
+ids are converted before parsing. Base64 ids (from a generic protobuf JSON printer) are
+accepted too, told apart by length.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from google.protobuf import json_format
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+_ID_HEX_LENGTHS = {"traceId": 32, "spanId": 16, "parentSpanId": 16}
+
+
+class OtlpJsonError(ValueError):
+    """A JSON document that is not an OTLP export request."""
+
+
+def _fix_ids(node: Any) -> None:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in _ID_HEX_LENGTHS and isinstance(value, str):
+                if value and len(value) == _ID_HEX_LENGTHS[key]:
+                    try:
+                        node[key] = base64.b64encode(bytes.fromhex(value)).decode()
+                    except ValueError as exc:
+                        raise OtlpJsonError(f"{key} is not hex: {value!r}") from exc
+            else:
+                _fix_ids(value)
+    elif isinstance(node, list):
+        for item in node:
+            _fix_ids(item)
+
+
+def kind_of(document: dict[str, Any]) -> str | None:
+    if "resourceSpans" in document or "resource_spans" in document:
+        return "traces"
+    if "resourceLogs" in document or "resource_logs" in document:
+        return "logs"
+    return None
+
+
+def parse_request(document: dict[str, Any]) -> ExportTraceServiceRequest | ExportLogsServiceRequest:
+    kind = kind_of(document)
+    if kind is None:
+        raise OtlpJsonError("neither resourceSpans nor resourceLogs")
+    _fix_ids(document)
+    message = ExportTraceServiceRequest() if kind == "traces" else ExportLogsServiceRequest()
+    try:
+        json_format.ParseDict(document, message, ignore_unknown_fields=True)
+    except json_format.ParseError as exc:
+        raise OtlpJsonError(str(exc)) from exc
+    return message

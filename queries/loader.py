@@ -1,0 +1,90 @@
+"""Named SQL files -> a query in the store's dialect, with parameters bound.
+
+Queries are written once with `:name` placeholders in `queries/sql/<name>.sql`; where
+ClickHouse really differs, `queries/sql/clickhouse/<name>.sql` wins for that dialect (the
+most specific file wins). Placeholders become `$name` for DuckDB and `{name:Type}` for
+ClickHouse, the type taken from a `-- param name: Type` line in the file or from the value.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from store.base import Store
+
+SQL_DIR = Path(__file__).parent / "sql"
+_PLACEHOLDER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
+_DECLARED = re.compile(r"^--\s*param\s+(\w+)\s*:\s*(.+?)\s*$", re.MULTILINE)
+
+
+class QueryNotFound(LookupError):
+    pass
+
+
+@cache
+def sql_text(name: str, dialect: str) -> str:
+    for path in (SQL_DIR / dialect / f"{name}.sql", SQL_DIR / f"{name}.sql"):
+        if path.exists():
+            return path.read_text()
+    raise QueryNotFound(f"no query named {name!r} in {SQL_DIR}")
+
+
+def query_names() -> list[str]:
+    return sorted(p.stem for p in SQL_DIR.glob("*.sql"))
+
+
+def _clickhouse_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "Bool"
+    if isinstance(value, int):
+        return "Int64"
+    if isinstance(value, float):
+        return "Float64"
+    if isinstance(value, datetime):
+        return "DateTime64(6, 'UTC')"
+    if isinstance(value, date):
+        return "Date"
+    if isinstance(value, list | tuple):
+        inner = _clickhouse_type(value[0]) if value else "String"
+        return f"Array({inner.removeprefix('Nullable(').removesuffix(')')})"
+    return "String"
+
+
+def _nullable(kind: str) -> str:
+    if kind.startswith(("Nullable(", "Array(", "LowCardinality(")):
+        return kind
+    return f"Nullable({kind})"
+
+
+def render(sql: str, dialect: str, params: dict[str, Any]) -> str:
+    """Rewrite `:name` placeholders for the dialect; values stay out of the SQL text."""
+    missing = sorted(set(_PLACEHOLDER.findall(_strip_comments(sql))) - set(params))
+    if missing:
+        raise TypeError(f"query needs parameters: {', '.join(missing)}")
+    if dialect == "duckdb":
+        return _PLACEHOLDER.sub(lambda m: f"${m.group(1)}", _strip_comments(sql))
+    declared = dict(_DECLARED.findall(sql))
+
+    def typed(match: re.Match[str]) -> str:
+        name = match.group(1)
+        kind = declared.get(name) or _clickhouse_type(params[name])
+        return "{" + f"{name}:{_nullable(kind)}" + "}"
+
+    return _PLACEHOLDER.sub(typed, _strip_comments(sql))
+
+
+def _strip_comments(sql: str) -> str:
+    return "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
+
+
+def run(store: Store, name: str, **params: Any) -> pd.DataFrame:
+    """Run the named query on `store` and return a data frame."""
+    sql = render(sql_text(name, store.dialect), store.dialect, params)
+    used = set(_PLACEHOLDER.findall(_strip_comments(sql_text(name, store.dialect))))
+    return store.execute(sql, {k: v for k, v in params.items() if k in used})

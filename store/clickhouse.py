@@ -1,0 +1,193 @@
+"""ClickHouse: a server through clickhouse-connect, or chDB (the same engine, in-process).
+
+Both run the ClickHouse dialect of the query library against one `events` table: a
+ReplacingMergeTree partitioned by day and ordered for key lookups, so repeats of an
+event_uid also collapse on merges, with TTL retention.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from store.base import StoreError
+from store.schema import EVENTS_SCHEMA
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+_COLUMN_TYPES = {
+    "event_uid": "String",
+    "ts": "DateTime64(6, 'UTC')",
+    "event": "LowCardinality(String)",
+    "job_type": "LowCardinality(Nullable(String))",
+    "queue": "LowCardinality(Nullable(String))",
+    "delivery_attempt": "Nullable(Int32)",
+    "lock_ttl_ms": "Nullable(Int64)",
+    "visibility_timeout_ms": "Nullable(Int64)",
+}
+
+
+def _identifier(name: str) -> str:
+    if not _IDENTIFIER.match(name):
+        raise StoreError(f"not a valid ClickHouse identifier: {name!r}")
+    return name
+
+
+def events_ddl(
+    database: str = "default",
+    *,
+    ttl_days: int | None = None,
+    cluster: str | None = None,
+) -> list[str]:
+    """CREATE statements for the events table (and, on a cluster, its Distributed front).
+
+    Identifiers cannot be bound parameters, so they are validated instead.
+    """
+    db = _identifier(database)
+    on_cluster = f" ON CLUSTER {_identifier(cluster)}" if cluster else ""
+    columns = ",\n  ".join(
+        f"{f.name} {_COLUMN_TYPES.get(f.name, 'Nullable(String)')}" for f in EVENTS_SCHEMA
+    )
+    ttl = f"\nTTL toDateTime(ts) + INTERVAL {int(ttl_days)} DAY" if ttl_days else ""
+    local = "events_local" if cluster else "events"
+    engine = (
+        "ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/events_local', "
+        "'{replica}')"
+        if cluster
+        else "ReplacingMergeTree"
+    )
+    statements = [
+        f"CREATE DATABASE IF NOT EXISTS {db}{on_cluster}",
+        f"CREATE TABLE IF NOT EXISTS {db}.{local}{on_cluster} (\n  {columns}\n)\n"
+        f"ENGINE = {engine}\nPARTITION BY toDate(ts)\n"
+        f"ORDER BY (ifNull(idempotency_key, ''), ifNull(job_id, ''), ts, event_uid){ttl}",
+    ]
+    if cluster:
+        statements.append(
+            f"CREATE TABLE IF NOT EXISTS {db}.events{on_cluster} AS {db}.events_local\n"
+            f"ENGINE = Distributed({_identifier(cluster)}, {db}, events_local, "
+            f"cityHash64(ifNull(idempotency_key, ifNull(job_id, event_uid))))"
+        )
+    return statements
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("'", "\\'")
+
+
+def param_text(value: Any, *, nested: bool = False) -> str:
+    """A value in ClickHouse's query-parameter text form (what `param_<name>` carries)."""
+    if value is None:
+        return "NULL" if nested else "\\N"
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(UTC)
+        text = value.strftime("%Y-%m-%d %H:%M:%S.%f")
+    elif isinstance(value, date):
+        text = value.isoformat()
+    elif isinstance(value, list | tuple):
+        return "[" + ",".join(param_text(v, nested=True) for v in value) + "]"
+    elif isinstance(value, int | float):
+        return repr(value)
+    else:
+        text = str(value)
+    return f"'{_escape(text)}'" if nested else _escape(text)
+
+
+class ChdbStore:
+    """chDB: the ClickHouse engine in-process, on a folder (or in memory with no path)."""
+
+    dialect = "clickhouse"
+
+    def __init__(self, path: str | None = None, database: str = "dupescope") -> None:
+        from chdb import session
+
+        self.path = path
+        self.database = _identifier(database)
+        self._session = session.Session(path) if path else session.Session()
+        for statement in events_ddl(self.database):
+            self._session.query(statement)
+        self._session.query(f"USE {self.database}")
+
+    def write(self, table: pa.Table) -> int:
+        if table.num_rows == 0:
+            return 0
+        batch = table.cast(EVENTS_SCHEMA)  # noqa: F841 - read by chDB's Python() by name
+        self._session.query(f"INSERT INTO {self.database}.events SELECT * FROM Python(batch)")
+        return table.num_rows
+
+    def execute(self, sql: str, params: dict[str, Any] | None = None) -> pd.DataFrame:
+        return self.arrow(sql, params).to_pandas()
+
+    def arrow(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:
+        text_params = {k: param_text(v) for k, v in (params or {}).items()}
+        try:
+            return self._session.query(sql, "ArrowTable", params=text_params)
+        except Exception as exc:  # chDB raises its own error types
+            raise StoreError(f"query failed on {self.describe()}: {exc}") from exc
+
+    def describe(self) -> str:
+        return f"chDB at {self.path}" if self.path else "chDB in memory"
+
+    def close(self) -> None:
+        self._session.close()
+
+
+class ClickHouseStore:
+    """A ClickHouse server (or cluster) through clickhouse-connect."""
+
+    dialect = "clickhouse"
+
+    def __init__(
+        self,
+        *,
+        host: str,
+        port: int = 8123,
+        username: str = "default",
+        password: str = "",
+        database: str = "default",
+        secure: bool = False,
+        cluster: str | None = None,
+        ttl_days: int | None = None,
+    ) -> None:
+        import clickhouse_connect
+
+        self.database = _identifier(database)
+        self.cluster = cluster
+        try:
+            self._client = clickhouse_connect.get_client(
+                host=host, port=port, username=username, password=password, secure=secure
+            )
+            for statement in events_ddl(self.database, ttl_days=ttl_days, cluster=cluster):
+                self._client.command(statement)
+        except Exception as exc:
+            raise StoreError(f"cannot open ClickHouse at {host}:{port}: {exc}") from exc
+        self._client.database = self.database
+        self._where = f"ClickHouse at {host}:{port}/{database}"
+
+    def write(self, table: pa.Table) -> int:
+        if table.num_rows == 0:
+            return 0
+        self._client.insert_arrow("events", table.cast(EVENTS_SCHEMA), database=self.database)
+        return table.num_rows
+
+    def execute(self, sql: str, params: dict[str, Any] | None = None) -> pd.DataFrame:
+        return self.arrow(sql, params).to_pandas()
+
+    def arrow(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:
+        try:
+            return self._client.query_arrow(sql, parameters=params or {})
+        except Exception as exc:
+            raise StoreError(f"query failed on {self.describe()}: {exc}") from exc
+
+    def describe(self) -> str:
+        return self._where
+
+    def close(self) -> None:
+        self._client.close()

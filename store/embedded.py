@@ -1,0 +1,246 @@
+"""The embedded default: a folder of immutable Parquet segments, read through DuckDB.
+
+A DuckDB database file cannot be shared by a writing and a reading process, so the writer
+(ingest, the collector) adds immutable segments `events/day=YYYY-MM-DD/<id>.parquet`, each
+written under a temporary name, fsynced and renamed; readers (CLI, dashboard, alerts) query
+the set of segments they listed, in their own in-process DuckDB. Compaction merges a day's
+segments into one, without repeats and sorted by (idempotency_key, ts) so that min/max
+statistics prune a key lookup; replaced segments move to `.trash/` and are deleted later,
+so a reader that listed them a moment ago can still finish.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from store.base import StoreError
+from store.schema import EVENTS_SCHEMA
+
+SEGMENT_ROW_GROUP = 122_880
+TRASH_GRACE_SECONDS = 300.0
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _segment_name() -> str:
+    # Time-ordered names, so a listing is also the order of arrival.
+    return f"{time.time_ns():020d}-{uuid.uuid4().hex[:12]}.parquet"
+
+
+class EmbeddedStore:
+    """Parquet segments + DuckDB. Safe for one writer process and any number of readers."""
+
+    dialect = "duckdb"
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        self.events_dir = self.root / "events"
+        self.trash_dir = self.root / ".trash"
+        self._lock = threading.RLock()
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._snapshot: tuple[str, ...] | None = None
+
+    # ---- writing -------------------------------------------------------------------
+
+    def write(self, table: pa.Table) -> int:
+        """Write one segment per UTC day present in the batch; durable on return."""
+        if table.num_rows == 0:
+            return 0
+        table = table.cast(EVENTS_SCHEMA)
+        days = pc.strftime(table["ts"], format="%Y-%m-%d", locale="C")
+        for day in pc.unique(days).to_pylist():
+            part = table.filter(pc.equal(days, day))
+            self._write_segment(day, part)
+        return table.num_rows
+
+    def _write_segment(self, day: str, table: pa.Table) -> Path:
+        folder = self.events_dir / f"day={day}"
+        folder.mkdir(parents=True, exist_ok=True)
+        final = folder / _segment_name()
+        temporary = final.with_name(final.name + ".tmp")
+        with open(temporary, "wb") as handle:
+            pq.write_table(
+                table,
+                handle,
+                compression="zstd",
+                row_group_size=SEGMENT_ROW_GROUP,
+                write_page_index=True,
+            )
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.rename(temporary, final)
+        _fsync_dir(folder)
+        return final
+
+    # ---- reading -------------------------------------------------------------------
+
+    def segments(self) -> list[Path]:
+        if not self.events_dir.exists():
+            return []
+        return sorted(self.events_dir.glob("day=*/*.parquet"))
+
+    def days(self) -> list[str]:
+        if not self.events_dir.exists():
+            return []
+        return sorted(p.name.removeprefix("day=") for p in self.events_dir.glob("day=*"))
+
+    def snapshot_id(self) -> str:
+        """Changes whenever the set of segments changes: a cache key for derived data."""
+        return str(hash(tuple(p.name for p in self.segments())))
+
+    def _connection(self) -> duckdb.DuckDBPyConnection:
+        if self._con is None:
+            self._con = duckdb.connect()
+            self._con.execute("SET TimeZone = 'UTC'")
+            self._con.execute("SET parquet_metadata_cache = true")
+        return self._con
+
+    def _refresh(self) -> None:
+        files = tuple(str(p) for p in self.segments())
+        if files == self._snapshot:
+            return
+        con = self._connection()
+        if files:
+            relation = con.read_parquet(list(files), hive_partitioning=False, union_by_name=True)
+            relation.create_view("events", replace=True)
+        else:
+            con.from_arrow(EVENTS_SCHEMA.empty_table()).create_view("events", replace=True)
+        self._snapshot = files
+
+    def execute(self, sql: str, params: dict[str, Any] | None = None) -> pd.DataFrame:
+        return self.arrow(sql, params).to_pandas()
+
+    def arrow(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:
+        """Run a query over the current snapshot of segments."""
+        with self._lock:
+            for attempt in range(2):
+                self._refresh()
+                try:
+                    return self._connection().sql(sql, params=params or {}).to_arrow_table()
+                except duckdb.IOException:
+                    # A segment listed a moment ago was compacted away: list again, once.
+                    self._snapshot = None
+                    if attempt:
+                        raise
+                except duckdb.Error as exc:
+                    raise StoreError(f"query failed on {self.describe()}: {exc}") from exc
+        raise AssertionError("unreachable")
+
+    def connection(self) -> duckdb.DuckDBPyConnection:
+        """The reader's DuckDB connection with `events` over the current segments."""
+        with self._lock:
+            self._refresh()
+            return self._connection()
+
+    def describe(self) -> str:
+        return f"embedded store at {self.root}"
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+            self._snapshot = None
+
+    # ---- maintenance ---------------------------------------------------------------
+
+    @contextmanager
+    def _maintenance_lock(self) -> Iterator[None]:
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / ".maintenance.lock", "w") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def compact(self, min_segments: int = 2) -> int:
+        """Merge each day's segments into one, without repeats, sorted for key lookups.
+
+        Returns how many segments were replaced. Safe while a writer adds segments (only
+        the segments listed at the start are merged) and while readers query.
+        """
+        replaced = 0
+        with self._maintenance_lock():
+            for folder in sorted(self.events_dir.glob("day=*")):
+                inputs = sorted(folder.glob("*.parquet"))
+                if len(inputs) < min_segments:
+                    continue
+                self._merge(folder, inputs)
+                replaced += len(inputs)
+            self._empty_trash()
+        return replaced
+
+    def _merge(self, folder: Path, inputs: list[Path]) -> None:
+        final = folder / _segment_name()
+        temporary = final.with_name(final.name + ".tmp")
+        target = str(temporary).replace("'", "''")  # COPY's target cannot be a parameter
+        con = duckdb.connect()
+        try:
+            con.execute("SET TimeZone = 'UTC'")
+            con.execute(
+                f"COPY (SELECT * FROM read_parquet($files, union_by_name = true) "
+                f"QUALIFY row_number() OVER (PARTITION BY event_uid ORDER BY ts) = 1 "
+                f"ORDER BY idempotency_key NULLS LAST, job_id, ts) "
+                f"TO '{target}' (FORMAT parquet, COMPRESSION zstd, "
+                f"ROW_GROUP_SIZE {SEGMENT_ROW_GROUP})",
+                {"files": [str(p) for p in inputs]},
+            )
+        finally:
+            con.close()
+        with open(temporary, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.rename(temporary, final)
+        _fsync_dir(folder)
+        self._discard(inputs)
+
+    def _discard(self, paths: list[Path]) -> None:
+        self.trash_dir.mkdir(parents=True, exist_ok=True)
+        for path in paths:
+            target = self.trash_dir / f"{path.parent.name}-{path.name}"
+            os.rename(path, target)
+            os.utime(target)  # the grace period runs from now, not from the write
+        _fsync_dir(self.trash_dir)
+
+    def _empty_trash(self, grace_seconds: float = TRASH_GRACE_SECONDS) -> None:
+        if not self.trash_dir.exists():
+            return
+        cutoff = time.time() - grace_seconds
+        for entry in self.trash_dir.iterdir():
+            if entry.stat().st_mtime < cutoff:
+                shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+
+    def drop_days_before(self, keep_from: date) -> list[str]:
+        """Retention: whole day folders older than `keep_from` go; returns the days dropped."""
+        dropped = []
+        with self._maintenance_lock():
+            for day in self.days():
+                if date.fromisoformat(day) < keep_from:
+                    folder = self.events_dir / f"day={day}"
+                    self.trash_dir.mkdir(parents=True, exist_ok=True)
+                    target = self.trash_dir / f"day={day}-{uuid.uuid4().hex[:8]}"
+                    os.rename(folder, target)
+                    os.utime(target)
+                    dropped.append(day)
+        return dropped
