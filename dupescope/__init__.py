@@ -1,1 +1,3 @@
+"""dupescope: forensics and observability for duplicate job executions."""
 
+__version__ = "0.1.0"

@@ -1,0 +1,165 @@
+"""The `dupescope` command line: one click group, one subcommand per job."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+from tqdm import tqdm
+
+from dupescope import __version__
+from dupescope.output import FORMATS, emit
+
+STORE_HELP = (
+    "Where events live: a folder (embedded store), clickhouse://user:pass@host:8123/db "
+    "or chdb:///path. Default: $DUPESCOPE_STORE or ./dupescope-data."
+)
+
+
+def store_option(command):  # type: ignore[no-untyped-def]
+    return click.option("--store", "store_url", envvar="DUPESCOPE_STORE", help=STORE_HELP)(command)
+
+
+def format_option(command):  # type: ignore[no-untyped-def]
+    return click.option(
+        "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True
+    )(command)
+
+
+def open_store_or_exit(url: str | None):  # type: ignore[no-untyped-def]
+    from store import StoreError, open_store
+
+    try:
+        return open_store(url)
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="dupescope")
+def main() -> None:
+    """Find, explain and alert on duplicate job executions in at-least-once queues."""
+
+
+@main.command()
+@click.argument("files", nargs=-1, required=True)
+@store_option
+@click.option(
+    "--mapping",
+    type=click.Path(exists=True, dir_okay=False),
+    help="TOML file naming your fields for the canonical ones.",
+)
+@click.option("--strict", is_flag=True, help="Exit non-zero on any bad line.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar, no per-line errors.")
+def ingest(
+    files: tuple[str, ...], store_url: str | None, mapping: str | None, strict: bool, quiet: bool
+) -> None:
+    """Load JSON-lines logs or OTLP JSON Lines files (plain or .gz; - for stdin).
+
+    The format is detected from content. A bad line is reported with file, line number
+    and reason, and the rest is kept. Ingesting the same file twice changes no answer.
+    """
+    import os
+
+    from collectors.files import ingest_files
+    from collectors.mapping import FieldMapping, MappingError
+    from collectors.normalise import Normaliser
+
+    try:
+        normaliser = Normaliser(FieldMapping.load(mapping)) if mapping else Normaliser()
+    except MappingError as exc:
+        raise click.ClickException(str(exc)) from exc
+    for path in files:
+        if path != "-" and not os.path.isfile(path):
+            raise click.ClickException(f"no such file: {path}")
+    store = open_store_or_exit(store_url)
+    total = sum(os.path.getsize(p) for p in files if p != "-")
+    shown = 0
+    with tqdm(
+        total=total or None,
+        unit="B",
+        unit_scale=True,
+        desc="ingest",
+        disable=quiet or not sys.stderr.isatty(),
+        file=sys.stderr,
+    ) as bar:
+        last = {"position": 0}
+
+        def progress(position: int) -> None:
+            bar.update(max(position - last["position"], 0))
+            last["position"] = position
+
+        def rejected(item) -> None:  # type: ignore[no-untyped-def]
+            nonlocal shown
+            if not quiet and shown < 50:
+                tqdm.write(f"rejected {item}", file=sys.stderr)
+            shown += 1
+
+        report = ingest_files(
+            list(files), store, normaliser, on_progress=progress, on_rejected=rejected
+        )
+    if shown > 50 and not quiet:
+        click.echo(f"... and {shown - 50} more rejected lines", err=True)
+    click.echo(report.summary(), err=True)
+    if report.rows == 0 and report.lines > 0:
+        sys.exit(1)
+    if strict and report.rejected:
+        sys.exit(2)
+
+
+@main.command()
+@click.argument("key")
+@store_option
+@format_option
+def timeline(key: str, store_url: str | None, fmt: str) -> None:
+    """Every event of an idempotency key (or a job_id), in time order, by execution."""
+    from queries import timeline as build_timeline
+
+    store = open_store_or_exit(store_url)
+    frame = build_timeline(store, key)
+    if fmt == "table" and not frame.empty:
+        frame = frame[
+            [
+                "ts",
+                "execution",
+                "event",
+                "job_id",
+                "delivery_attempt",
+                "worker_id",
+                "lock_owner",
+                "lock_ttl_ms",
+                "visibility_timeout_ms",
+            ]
+        ]
+    emit(frame, fmt, empty=f"no events for {key!r} in {store.describe()}")
+
+
+@main.command()
+@store_option
+@click.option(
+    "--older-than-days",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Also drop whole days older than this (retention).",
+)
+def compact(store_url: str | None, older_than_days: int | None) -> None:
+    """Merge small segments of the embedded store and apply retention."""
+    from datetime import UTC, datetime, timedelta
+
+    from store.embedded import EmbeddedStore
+
+    store = open_store_or_exit(store_url)
+    if not isinstance(store, EmbeddedStore):
+        raise click.ClickException(
+            "compact is for the embedded store; ClickHouse merges by itself"
+        )
+    if older_than_days:
+        cutoff = (datetime.now(UTC) - timedelta(days=older_than_days)).date()
+        dropped = store.drop_days_before(cutoff)
+        click.echo(f"dropped {len(dropped)} day(s) before {cutoff}", err=True)
+    replaced = store.compact()
+    click.echo(f"compacted {replaced} segment(s)", err=True)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

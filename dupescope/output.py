@@ -1,0 +1,54 @@
+"""Rendering answers for the terminal and for other tools (table, JSON, CSV)."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+import orjson
+import pandas as pd
+
+FORMATS = ("table", "json", "csv")
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready values: times as RFC 3339 UTC, missing values as null."""
+    if value is None or value is pd.NaT:
+        return None
+    if isinstance(value, pd.Timestamp | datetime):
+        stamp = value.tz_convert("UTC") if isinstance(value, pd.Timestamp) else value
+        if stamp.tzinfo is None:
+            stamp = stamp.replace(tzinfo=UTC)
+        return stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if hasattr(value, "tolist"):
+        return _plain(value.tolist())
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if value is pd.NA:
+        return None
+    return value
+
+
+def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    return [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
+
+
+def emit(frame: pd.DataFrame, fmt: str, *, empty: str = "nothing found") -> None:
+    """Print `frame` as one JSON array, CSV, or an aligned table."""
+    if fmt == "json":
+        click.echo(orjson.dumps(records(frame)).decode())
+    elif fmt == "csv":
+        click.echo(
+            pd.DataFrame(records(frame), columns=frame.columns).to_csv(index=False), nl=False
+        )
+    elif frame.empty:
+        click.echo(empty)
+    else:
+        shown = pd.DataFrame(records(frame), columns=frame.columns).fillna("")
+        click.echo(shown.to_string(index=False, max_colwidth=60))
