@@ -79,10 +79,43 @@ def _worker_identity(resource: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
+_JOB_ID_KEYS = ("job_id", "job.job_id", "messaging.message.id", "messaging.message_id")
+_ATTEMPT_KEYS = (
+    "delivery_attempt",
+    "job.delivery_attempt",
+    "celery.retries",
+    "messaging.gcp_pubsub.message.delivery_attempt",
+    "messaging.servicebus.message.delivery_count",
+)
+
+
+def _step_parents(request: ExportTraceServiceRequest) -> set[bytes]:
+    """Spans that have lifecycle steps as child spans: those are executions."""
+    parents: set[bytes] = set()
+    for resource_spans in request.resource_spans:
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                if span.parent_span_id and span.name in _WORKER_STEPS:
+                    parents.add(span.parent_span_id)
+                elif span.parent_span_id:
+                    for attr in span.attributes:
+                        if attr.key in ("job.event", "event") and (
+                            attr.value.string_value in _WORKER_STEPS
+                        ):
+                            parents.add(span.parent_span_id)
+    return parents
+
+
+def _looks_like_execution(attrs: dict[str, Any]) -> bool:
+    """A span naming a job and its delivery attempt, with no step of its own, is a run."""
+    return any(k in attrs for k in _JOB_ID_KEYS) and any(k in attrs for k in _ATTEMPT_KEYS)
+
+
 def decode_traces(
     request: ExportTraceServiceRequest, normaliser: Normaliser, source: str
 ) -> Decoded:
     out = Decoded()
+    executions = _step_parents(request)
     for r_index, resource_spans in enumerate(request.resource_spans):
         resource = attributes(resource_spans.resource.attributes)
         base = {**resource, **_worker_identity(resource)}
@@ -91,18 +124,26 @@ def decode_traces(
                 where = (
                     f"{source}: resource_spans[{r_index}].scope_spans[{s_index}].spans[{p_index}]"
                 )
-                _decode_span(span, base, normaliser, source, where, out)
+                _decode_span(span, base, normaliser, source, where, out, executions)
     return out
 
 
 def _decode_span(
-    span: Any, base: dict[str, Any], normaliser: Normaliser, source: str, where: str, out: Decoded
+    span: Any,
+    base: dict[str, Any],
+    normaliser: Normaliser,
+    source: str,
+    where: str,
+    out: Decoded,
+    executions: set[bytes],
 ) -> None:
     trace_id, span_id = span.trace_id.hex(), span.span_id.hex()
     span_attrs = {**base, **attributes(span.attributes)}
     own_event = _span_event(span.name, span_attrs)
     steps = [(i, e) for i, e in enumerate(span.events) if e.name in _KINDS]
-    if own_event is None and steps:
+    if own_event is None and (
+        steps or span.span_id in executions or _looks_like_execution(span_attrs)
+    ):
         own_event = "deliver"  # an execution span: its start is the delivery
     if own_event is None:
         out.ignored += 1
@@ -116,7 +157,7 @@ def _decode_span(
 
     records: list[tuple[int, int, dict[str, Any], str]] = []
     own = {**span_attrs, "event": own_event, "span.name": span.name}
-    if steps:
+    if own_event == "deliver":
         own["span.end_us"] = span.end_time_unix_nano // 1_000
     records.append((-1, span.start_time_unix_nano, own, where))
     for index, step in steps:

@@ -1,0 +1,53 @@
+"""Shared fixtures: stores of every kind, and contract events written inline."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import orjson
+import pyarrow as pa
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from collectors.arrow_batch import rows_to_table  # noqa: E402
+from collectors.jsonlines import decode_lines  # noqa: E402
+from collectors.normalise import Normaliser  # noqa: E402
+from store.base import Store  # noqa: E402
+from store.clickhouse import ChdbStore  # noqa: E402
+from store.embedded import EmbeddedStore  # noqa: E402
+
+
+def events_to_table(records: list[dict]) -> pa.Table:
+    """Contract events as dicts -> the canonical Arrow table, through the real normaliser."""
+    lines = [(i, orjson.dumps(r)) for i, r in enumerate(records, start=1)]
+    decoded = decode_lines(lines, Normaliser(), "inline")
+    assert not decoded.rejected, decoded.rejected
+    return rows_to_table(decoded.rows)
+
+
+@pytest.fixture
+def make_table() -> Callable[[list[dict]], pa.Table]:
+    return events_to_table
+
+
+@pytest.fixture(params=["embedded", "chdb"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """The same behaviour suite runs on the embedded store and on chDB."""
+    if request.param == "embedded":
+        opened: Store = EmbeddedStore(tmp_path / "store")
+    else:
+        opened = ChdbStore(str(tmp_path / "chdb"))
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def embedded(tmp_path: Path) -> Iterator[EmbeddedStore]:
+    opened = EmbeddedStore(tmp_path / "store")
+    yield opened
+    opened.close()

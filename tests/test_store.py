@@ -1,0 +1,152 @@
+"""The stores: durable segments, repeats collapse, compaction, retention, two processes."""
+
+import multiprocessing
+import time
+from datetime import date
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from queries import timeline
+from store.clickhouse import events_ddl
+from store.embedded import EmbeddedStore
+
+CHARGE = [
+    {
+        "ts": "2025-11-30T12:00:00Z",
+        "event": "enqueue",
+        "job_id": "j1",
+        "job_type": "billing.charge",
+        "idempotency_key": "inv-1",
+    },
+    {
+        "ts": "2025-11-30T12:00:01Z",
+        "event": "deliver",
+        "job_id": "j1",
+        "job_type": "billing.charge",
+        "idempotency_key": "inv-1",
+        "delivery_attempt": 1,
+        "worker_id": "w1",
+    },
+    {
+        "ts": "2025-11-30T12:00:02Z",
+        "event": "side_effect",
+        "job_id": "j1",
+        "job_type": "billing.charge",
+        "idempotency_key": "inv-1",
+        "delivery_attempt": 1,
+        "worker_id": "w1",
+    },
+    {
+        "ts": "2025-11-30T12:00:03Z",
+        "event": "ack",
+        "job_id": "j1",
+        "job_type": "billing.charge",
+        "delivery_attempt": 1,
+        "worker_id": "w1",
+    },
+]
+
+
+def count(store) -> int:
+    return int(store.execute("SELECT count(DISTINCT event_uid) AS n FROM events")["n"][0])
+
+
+def test_written_rows_come_back(store, make_table) -> None:
+    store.write(make_table(CHARGE))
+    frame = store.execute("SELECT event FROM events ORDER BY ts")
+    assert frame["event"].tolist() == ["enqueue", "deliver", "side_effect", "ack"]
+
+
+def test_writing_the_same_batch_twice_changes_no_answer(store, make_table) -> None:
+    store.write(make_table(CHARGE))
+    once = timeline(store, "inv-1")
+    store.write(make_table(CHARGE))
+    assert count(store) == 4
+    assert timeline(store, "inv-1")["event_uid"].tolist() == once["event_uid"].tolist()
+
+
+def test_segments_are_split_by_utc_day(embedded, make_table) -> None:
+    late = {**CHARGE[3], "ts": "2025-12-01T00:00:01+00:00"}
+    embedded.write(make_table([*CHARGE[:3], late]))
+    assert embedded.days() == ["2025-11-30", "2025-12-01"]
+
+
+def test_no_temporary_files_are_left_after_a_write(embedded, make_table) -> None:
+    embedded.write(make_table(CHARGE))
+    leftovers = [p for p in embedded.root.rglob("*") if p.name.endswith(".tmp")]
+    assert leftovers == []
+
+
+def test_compaction_merges_and_sorts_without_repeats(embedded, make_table) -> None:
+    for record in reversed(CHARGE):
+        embedded.write(make_table([record]))
+    embedded.write(make_table(CHARGE))
+    before = timeline(embedded, "inv-1")
+    assert embedded.compact() == 5
+    segments = embedded.segments()
+    assert len(segments) == 1
+    merged = pq.read_table(segments[0])
+    assert merged.num_rows == 4
+    assert timeline(embedded, "inv-1")["event_uid"].tolist() == before["event_uid"].tolist()
+
+
+def test_retention_drops_whole_days(embedded, make_table) -> None:
+    old = [{**r, "ts": r["ts"].replace("2025-11-30", "2025-10-01")} for r in CHARGE]
+    embedded.write(make_table(old))
+    embedded.write(make_table(CHARGE))
+    assert embedded.drop_days_before(date(2025, 11, 1)) == ["2025-10-01"]
+    assert embedded.days() == ["2025-11-30"]
+    assert count(embedded) == 4
+
+
+def test_a_reader_sees_segments_written_after_it_opened(embedded, make_table) -> None:
+    reader = EmbeddedStore(embedded.root)
+    assert count(reader) == 0
+    embedded.write(make_table(CHARGE))
+    assert count(reader) == 4
+
+
+def _write_many(root: str, batches: int) -> None:
+    from tests.conftest import events_to_table
+
+    writer = EmbeddedStore(root)
+    for i in range(batches):
+        records = [{**r, "job_id": f"j{i}", "idempotency_key": f"inv-{i}"} for r in CHARGE]
+        writer.write(events_to_table(records))
+
+
+def test_a_writer_process_and_a_reader_process_share_one_store(tmp_path: Path) -> None:
+    root = str(tmp_path / "store")
+    context = multiprocessing.get_context("spawn")
+    writer = context.Process(target=_write_many, args=(root, 40))
+    writer.start()
+    reader = EmbeddedStore(root)
+    seen = []
+    deadline = time.monotonic() + 60
+    while writer.is_alive() and time.monotonic() < deadline:
+        seen.append(count(reader))  # every answer is a whole number of batches
+        if len(seen) % 5 == 0:
+            reader.compact()
+    writer.join(timeout=60)
+    assert writer.exitcode == 0
+    assert all(n % 4 == 0 for n in seen)
+    assert seen == sorted(seen)
+    assert count(reader) == 160
+
+
+def test_clickhouse_ddl_on_a_cluster_is_replicated_and_distributed() -> None:
+    statements = events_ddl("jobs", ttl_days=30, cluster="prod")
+    assert "ON CLUSTER prod" in statements[1]
+    assert "ReplicatedReplacingMergeTree" in statements[1]
+    assert "TTL toDateTime(ts) + INTERVAL 30 DAY" in statements[1]
+    assert "ENGINE = Distributed(prod, jobs, events_local" in statements[2]
+
+
+def test_clickhouse_ddl_refuses_a_hostile_identifier() -> None:
+    import pytest
+
+    from store.base import StoreError
+
+    with pytest.raises(StoreError):
+        events_ddl("jobs; DROP TABLE x")
