@@ -12,6 +12,7 @@ so a reader that listed them a moment ago can still finish.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import shutil
 import threading
@@ -108,7 +109,10 @@ class EmbeddedStore:
 
     def snapshot_id(self) -> str:
         """Changes whenever the set of segments changes: a cache key for derived data."""
-        return str(hash(tuple(p.name for p in self.segments())))
+        digest = hashlib.blake2b(digest_size=8)
+        for segment in self.segments():
+            digest.update(segment.name.encode())
+        return digest.hexdigest()
 
     def _connection(self) -> duckdb.DuckDBPyConnection:
         if self._con is None:
