@@ -50,5 +50,8 @@ def emit(frame: pd.DataFrame, fmt: str, *, empty: str = "nothing found") -> None
     elif frame.empty:
         click.echo(empty)
     else:
-        shown = pd.DataFrame(records(frame), columns=frame.columns).fillna("")
+        rows = records(frame)
+        shown = pd.DataFrame(
+            {c: ["" if r[c] is None else str(r[c]) for r in rows] for c in frame.columns}
+        )
         click.echo(shown.to_string(index=False, max_colwidth=60))
