@@ -11,6 +11,22 @@ from typing import Any, Protocol
 import pandas as pd
 import pyarrow as pa
 
+_NULLABLE_INTS = {
+    pa.int8(): pd.Int8Dtype(),
+    pa.int16(): pd.Int16Dtype(),
+    pa.int32(): pd.Int32Dtype(),
+    pa.int64(): pd.Int64Dtype(),
+    pa.uint8(): pd.UInt8Dtype(),
+    pa.uint16(): pd.UInt16Dtype(),
+    pa.uint32(): pd.UInt32Dtype(),
+    pa.uint64(): pd.UInt64Dtype(),
+}
+
+
+def to_frame(table: pa.Table) -> pd.DataFrame:
+    """Arrow -> pandas with nullable integers, so a missing attempt stays 1, 2 or <NA>."""
+    return table.to_pandas(types_mapper=_NULLABLE_INTS.get)
+
 
 class StoreError(RuntimeError):
     """A store that cannot be opened, written or queried; the message says which and why."""

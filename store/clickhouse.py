@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from store.base import StoreError
+from store.base import StoreError, to_frame
 from store.schema import EVENTS_SCHEMA
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -123,7 +123,7 @@ class ChdbStore:
         return table.num_rows
 
     def execute(self, sql: str, params: dict[str, Any] | None = None) -> pd.DataFrame:
-        return self.arrow(sql, params).to_pandas()
+        return to_frame(self.arrow(sql, params))
 
     def arrow(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:
         text_params = {k: param_text(v) for k, v in (params or {}).items()}
@@ -178,7 +178,7 @@ class ClickHouseStore:
         return table.num_rows
 
     def execute(self, sql: str, params: dict[str, Any] | None = None) -> pd.DataFrame:
-        return self.arrow(sql, params).to_pandas()
+        return to_frame(self.arrow(sql, params))
 
     def arrow(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:
         try:

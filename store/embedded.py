@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from store.base import StoreError
+from store.base import StoreError, to_frame
 from store.schema import EVENTS_SCHEMA
 
 SEGMENT_ROW_GROUP = 122_880
@@ -134,7 +134,7 @@ class EmbeddedStore:
         self._snapshot = files
 
     def execute(self, sql: str, params: dict[str, Any] | None = None) -> pd.DataFrame:
-        return self.arrow(sql, params).to_pandas()
+        return to_frame(self.arrow(sql, params))
 
     def arrow(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:
         """Run a query over the current snapshot of segments."""
