@@ -1,6 +1,7 @@
 -- Which side effects, commits and acks were made by an owner whose lock had already
 -- expired, or had already been acquired by another owner (what a fencing token prevents).
 -- The next acquisition of the same lock_key after an owner's own is the one that took it.
+-- Writes after the owner released its lock itself are not judged: it no longer claimed it.
 -- param job_type: String
 -- param queue: String
 -- param since_us: Int64
@@ -49,6 +50,8 @@ SELECT
         THEN next_acquired_us END AS taken_at_us,
     write_us > lock_valid_until_us AS lock_expired
 FROM writes
-WHERE write_us > lock_valid_until_us
-   OR (next_acquired_us <= write_us AND coalesce(next_owner, '') <> coalesce(lock_owner, ''))
+WHERE NOT coalesce(lock_released_us <= write_us, false)
+  AND (write_us > lock_valid_until_us
+       OR (next_acquired_us <= write_us
+           AND coalesce(next_owner, '') <> coalesce(lock_owner, '')))
 ORDER BY ts_us, key
