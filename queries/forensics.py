@@ -72,7 +72,9 @@ def _shape(frame: pd.DataFrame, *, flags: tuple[str, ...] = ()) -> pd.DataFrame:
         elif column in flags:
             frame[column] = frame[column].fillna(False).astype(bool)
         elif pd.api.types.is_integer_dtype(frame[column].dtype):
-            frame[column] = frame[column].astype("int64")
+            # Whole columns become plain int64; a column with gaps stays nullable Int64.
+            if not frame[column].isna().any():
+                frame[column] = frame[column].astype("int64")
     return frame.rename(columns=renames)
 
 
