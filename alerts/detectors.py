@@ -19,7 +19,7 @@ from alerts.model import Alert
 from alerts.rules import Rule
 from store.base import Store
 
-Detector = Callable[[Store, Rule], list[Alert]]
+Detector = Callable[..., list[Alert]]
 
 
 def _value(row: dict[str, Any], name: str) -> Any:
@@ -62,10 +62,10 @@ def _forensics(name: str) -> Callable[..., pd.DataFrame]:
     return getattr(queries, name)
 
 
-def lock_expired_while_running(store: Store, rule: Rule) -> list[Alert]:
+def lock_expired_while_running(store: Store, rule: Rule, **filters: Any) -> list[Alert]:
     """The headline: an execution outlived its lock; critical when another owner took it."""
     found = []
-    for row in _rows(_forensics("lock_overruns")(store)):
+    for row in _rows(_forensics("lock_overruns")(store, **filters)):
         overrun = _value(row, "overrun_ms")
         if overrun is not None and overrun < rule.get("min_overrun_ms", 0):
             continue
@@ -95,6 +95,7 @@ def lock_expired_while_running(store: Store, rule: Rule) -> list[Alert]:
                 execution_end=end,
                 overrun_ms=None if overrun is None else float(overrun),
                 overlapped_by=other,
+                worker_id=_value(row, "worker_id"),
                 incident_ts=end,
                 evidence=_evidence(row),
             )
@@ -102,10 +103,10 @@ def lock_expired_while_running(store: Store, rule: Rule) -> list[Alert]:
     return found
 
 
-def harmful_duplicate(store: Store, rule: Rule) -> list[Alert]:
+def harmful_duplicate(store: Store, rule: Rule, **filters: Any) -> list[Alert]:
     """A key whose side effect ran more than once: the duplicate the business feels."""
     found = []
-    for row in _rows(_forensics("duplicates")(store)):
+    for row in _rows(_forensics("duplicates")(store, **filters)):
         effects = _value(row, "side_effects") or 0
         if not _value(row, "harmful") or effects < rule.get("min_side_effects", 2):
             continue
@@ -128,55 +129,70 @@ def harmful_duplicate(store: Store, rule: Rule) -> list[Alert]:
     return found
 
 
-def stale_owner_write(store: Store, rule: Rule) -> list[Alert]:
-    """A write by a worker whose lock had already passed to another owner."""
-    found = []
-    for row in _rows(_forensics("stale_owner_writes")(store)):
-        parts = [
-            row.get(k)
-            for k in ("job_id", "delivery_attempt", "lock_key", "lock_owner", "event_uid")
-        ]
-        when = _time(_value(row, "ts") or _value(row, "write_ts"))
-        found.append(
-            Alert(
-                id=alert_id(rule.name, *parts),
-                rule=rule.name,
-                severity=rule.severity,
-                summary=(
-                    f"{_value(row, 'lock_owner')} wrote for job {_value(row, 'job_id')} after "
-                    f"lock {_value(row, 'lock_key')} passed to "
-                    f"{_value(row, 'current_owner') or _value(row, 'overlapped_by')}"
-                ),
-                key=_value(row, "key"),
-                job_type=_value(row, "job_type"),
-                job_id=_value(row, "job_id"),
-                delivery_attempt=_int(_value(row, "delivery_attempt")),
-                lock_key=_value(row, "lock_key"),
-                lock_owner=_value(row, "lock_owner"),
-                overlapped_by=_value(row, "current_owner") or _value(row, "overlapped_by"),
-                incident_ts=when,
-                evidence=_evidence(row),
-            )
-        )
-    return found
-
-
-def split_brain(store: Store, rule: Rule) -> list[Alert]:
-    """Two owners holding unexpired locks on one lock_key at once: one alert per pair."""
+def stale_owner_write(store: Store, rule: Rule, **filters: Any) -> list[Alert]:
+    """Writes by an owner whose lock had expired or passed on: one alert per execution,
+    with its first such write as the evidence."""
     found: dict[str, Alert] = {}
-    for row in _rows(_forensics("split_brains")(store)):
+    frame = _forensics("stale_owner_writes")(store, **filters)
+    if not frame.empty:
+        frame = frame.sort_values("ts", kind="stable")
+    for row in _rows(frame):
+        parts = [row.get(k) for k in ("job_id", "delivery_attempt", "lock_key", "lock_owner")]
+        ident = alert_id(rule.name, *parts)
+        if ident in found:
+            continue
+        taken_by = _value(row, "taken_by")
+        when = _time(_value(row, "ts"))
+        found[ident] = Alert(
+            id=ident,
+            rule=rule.name,
+            severity=rule.severity,
+            summary=(
+                f"{_value(row, 'lock_owner')} ran {_value(row, 'event')} for job "
+                f"{_value(row, 'job_id')} after lock {_value(row, 'lock_key')} "
+                + (f"passed to {taken_by}" if taken_by else "expired")
+            ),
+            key=_value(row, "key"),
+            job_type=_value(row, "job_type"),
+            job_id=_value(row, "job_id"),
+            delivery_attempt=_int(_value(row, "delivery_attempt")),
+            lock_key=_value(row, "lock_key"),
+            lock_owner=_value(row, "lock_owner"),
+            expired_at=_time(_value(row, "expired_at")),
+            overlapped_by=taken_by,
+            worker_id=_value(row, "worker_id"),
+            event=_value(row, "event"),
+            ts=when,
+            incident_ts=when,
+            evidence=_evidence(row),
+        )
+    return list(found.values())
+
+
+def split_brain(store: Store, rule: Rule, **filters: Any) -> list[Alert]:
+    """Two owners holding unexpired locks on one lock_key at once: one alert per pair
+    (the query reports each overlap from both sides)."""
+    found: dict[str, Alert] = {}
+    for row in _rows(_forensics("split_brains")(store, **filters)):
         owner = _value(row, "lock_owner")
-        other = _value(row, "other_owner") or _value(row, "overlapped_by")
-        jobs = sorted(str(_value(row, k) or "") for k in ("job_id", "other_job_id"))
-        pair = sorted([str(owner or ""), str(other or "")])
-        ident = alert_id(rule.name, _value(row, "lock_key"), *pair, *jobs)
-        if ident in found:  # the same overlap reported from each side
+        other = _value(row, "other_owner")
+        sides = sorted(
+            [
+                f"{owner or ''}/{_value(row, 'job_id') or ''}",
+                f"{other or ''}/{_value(row, 'other_job_id') or ''}",
+            ]
+        )
+        ident = alert_id(rule.name, _value(row, "lock_key"), *sides)
+        if ident in found:
             continue
         found[ident] = Alert(
             id=ident,
             rule=rule.name,
             severity=rule.severity,
-            summary=f"{owner} and {other} both held lock {_value(row, 'lock_key')}",
+            summary=(
+                f"{owner} and {other} both held lock {_value(row, 'lock_key')} for "
+                f"{_value(row, 'overlap_ms') or 0:.0f} ms"
+            ),
             key=_value(row, "key"),
             job_type=_value(row, "job_type"),
             job_id=_value(row, "job_id"),
@@ -184,19 +200,19 @@ def split_brain(store: Store, rule: Rule) -> list[Alert]:
             lock_key=_value(row, "lock_key"),
             lock_owner=owner,
             overlapped_by=other,
-            incident_ts=_time(
-                _value(row, "until") or _value(row, "overlap_end") or _value(row, "last_ts")
-            ),
+            worker_id=_value(row, "worker_id"),
+            ts=_time(_value(row, "overlap_from")),
+            incident_ts=_time(_value(row, "overlap_until")),
             evidence=_evidence(row),
         )
     return list(found.values())
 
 
 def _near_setting(setting: str, label: str) -> Detector:
-    def detect(store: Store, rule: Rule) -> list[Alert]:
+    def detect(store: Store, rule: Rule, **filters: Any) -> list[Alert]:
         found = []
         share = float(rule.get("share", 0.8))
-        for row in _rows(_forensics("durations")(store)):
+        for row in _rows(_forensics("durations")(store, **filters)):
             p99 = _value(row, "p99_ms")
             limit = _value(row, setting)
             count = _value(row, "executions") or 0
@@ -224,7 +240,7 @@ def _near_setting(setting: str, label: str) -> Detector:
     return detect
 
 
-def redelivery_storm(store: Store, rule: Rule) -> list[Alert]:
+def redelivery_storm(store: Store, rule: Rule, **filters: Any) -> list[Alert]:
     """Many redeliveries of one job type in a tumbling window of event time."""
     from queries.loader import run
 
@@ -235,6 +251,8 @@ def redelivery_storm(store: Store, rule: Rule) -> list[Alert]:
         window_s=window,
         min_count=int(rule.get("min_redeliveries", 20)),
     )
+    if filters.get("job_type") is not None:
+        frame = frame[frame["job_type"] == filters["job_type"]]
     found = []
     for row in _rows(frame):
         job_type = _value(row, "job_type")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
+from typing import Any
 
 import pandas as pd
 
@@ -22,9 +23,20 @@ log = logging.getLogger("dupescope.alerts")
 _SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 
 
-def evaluate(store: Store, rules: dict[str, Rule], *, since: datetime | None = None) -> list[Alert]:
-    """Incidents of every enabled rule; with `since`, only those whose event time is at or
-    after it (incidents without an event time, such as per-job-type rules, always count)."""
+def evaluate(
+    store: Store,
+    rules: dict[str, Rule],
+    *,
+    incidents_since: datetime | None = None,
+    **filters: Any,
+) -> list[Alert]:
+    """Incidents of every enabled rule.
+
+    With `incidents_since` (the watch window), only incidents whose event time is at or
+    after it; incidents without an event time (per-job-type rules) always count.
+    `filters` (job_type, queue, since/until on execution start) go to the forensic
+    queries as they are.
+    """
     found: list[Alert] = []
     for name, rule in rules.items():
         if not rule.enabled:
@@ -34,11 +46,11 @@ def evaluate(store: Store, rules: dict[str, Rule], *, since: datetime | None = N
             log.warning("rule %s has no detector; skipped", name)
             continue
         try:
-            alerts = detector(store, rule)
+            alerts = detector(store, rule, **filters)
         except Exception:
             log.exception("rule %s failed on %s; skipped this round", name, store.describe())
             continue
-        found.extend(a for a in alerts if since is None or _in_window(a, since))
+        found.extend(a for a in alerts if incidents_since is None or _in_window(a, incidents_since))
     found.sort(key=lambda a: (_SEVERITY_ORDER.get(a.severity, 9), a.rule, a.id))
     return found
 

@@ -21,11 +21,15 @@ CONTRACT_COLUMNS: tuple[str, ...] = (
 )
 COLUMNS: tuple[str, ...] = (
     *CONTRACT_COLUMNS,
-    "severity",
+    # Where and when: the worker, and for a write or an overlap the event and its time.
+    "worker_id",
     "job_type",
+    "event",
+    "ts",
+    "severity",
     "summary",
-    "incident_ts",
     "alert_id",
+    "incident_ts",
 )
 
 
@@ -47,6 +51,9 @@ class Alert:
     execution_end: datetime | None = None
     overrun_ms: float | None = None
     overlapped_by: str | None = None
+    worker_id: str | None = None
+    event: str | None = None
+    ts: datetime | None = None
     # Event time of the incident (its last event): what the watermark window compares.
     incident_ts: datetime | None = None
     evidence: dict[str, Any] = field(default_factory=dict)

@@ -73,7 +73,7 @@ class Watcher:
         newest = newest_event(self.store)
         watermark = self.state.watermark()
         since = watermark - self.lateness if watermark else None
-        found = evaluate(self.store, self.rules, since=since)
+        found = evaluate(self.store, self.rules, incidents_since=since)
         new = self.state.record(found, [s.id for s in self.sinks], self.clock())
         crash_point("after_outbox")
         for alert in new:
