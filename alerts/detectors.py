@@ -142,6 +142,8 @@ def stale_owner_write(store: Store, rule: Rule, **filters: Any) -> list[Alert]:
         if ident in found:
             continue
         taken_by = _value(row, "taken_by")
+        if taken_by is None and rule.get("only_when_taken", True):
+            continue
         when = _time(_value(row, "ts"))
         found[ident] = Alert(
             id=ident,

@@ -59,6 +59,10 @@ def load_rules(path: str | Path | None = None) -> dict[str, Rule]:
                 raise RulesError(
                     f"{source}: [{name}] has unknown key(s) {', '.join(sorted(unknown))}"
                 )
+            for key, value in table.items():
+                if isinstance(merged[name][key], bool) != isinstance(value, bool):
+                    kind = "true or false" if isinstance(merged[name][key], bool) else "a number"
+                    raise RulesError(f"{source}: [{name}] {key} must be {kind}, got {value!r}")
             merged[name] = {**merged[name], **table}
     return {name: _validate(source, name, table) for name, table in merged.items()}
 
@@ -77,9 +81,9 @@ def _validate(source: Path, name: str, table: dict[str, Any]) -> Rule:
                 f"{source}: [{name}] {key} = {value!r}; use one of {', '.join(SEVERITIES)}"
             )
     for key, value in params.items():
-        if key.startswith("severity_"):
+        if key.startswith("severity_") or isinstance(value, bool):
             continue
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        if not isinstance(value, int | float) or value < 0:
             raise RulesError(f"{source}: [{name}] {key} must be a number >= 0, got {value!r}")
     share = params.get("share")
     if share is not None and not 0 < share <= 1:
