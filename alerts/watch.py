@@ -71,6 +71,10 @@ class Watcher:
             return []
         started = time.perf_counter()
         newest = newest_event(self.store)
+        if newest is not None:
+            # A worker whose clock runs ahead must not drag the watermark into the future
+            # and push every real incident out of the window.
+            newest = min(newest, self.clock())
         watermark = self.state.watermark()
         since = watermark - self.lateness if watermark else None
         found = evaluate(self.store, self.rules, incidents_since=since)

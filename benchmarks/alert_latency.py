@@ -104,7 +104,7 @@ def main() -> int:
     receiver = Receiver()
     with tempfile.TemporaryDirectory(prefix="dupescope-bench-") as folder:
         store = EmbeddedStore(folder)
-        base = time.time() - 3600
+        base = time.time() - args.background * 0.5 - 600
         clean: list[dict[str, Any]] = []
         for n in range(args.background):
             clean += _execution(f"bg{n}", base + n * 0.5, 0.2, 30_000)

@@ -120,6 +120,9 @@ def watch(
         raise click.ClickException(str(exc)) from exc
 
     store = open_store_or_exit(store_url)
+    connection = getattr(store, "connection", None)
+    if connection is not None:  # a long-running process: no progress bars in its log
+        connection().execute("SET enable_progress_bar = false")
     state = open_state(store)
     metrics = AlertMetrics()
     stop = threading.Event()

@@ -62,11 +62,11 @@ class Receiver:
             return self.arrived.wait_for(lambda: len(self.requests) >= count, timeout)
 
 
-def make_watcher(store, sinks, *, lateness_s: float = 900.0, metrics=None):  # type: ignore[no-untyped-def]
+def make_watcher(store, sinks, *, lateness_s: float = 900.0, metrics=None, clock=None):  # type: ignore[no-untyped-def]
     """A Watcher as `dupescope watch` builds it, with retries fast enough for tests."""
     from datetime import timedelta
 
-    from alerts.delivery import Dispatcher, RetryPolicy
+    from alerts.delivery import Dispatcher, RetryPolicy, utcnow
     from alerts.metrics import AlertMetrics
     from alerts.rules import load_rules
     from alerts.state import open_state
@@ -75,8 +75,9 @@ def make_watcher(store, sinks, *, lateness_s: float = 900.0, metrics=None):  # t
     state = open_state(store)
     metrics = metrics or AlertMetrics()
     policy = RetryPolicy(attempts_per_pass=3, max_attempts=5, base_s=0.01, cap_s=0.05)
-    dispatcher = Dispatcher(state, sinks, policy=policy, metrics=metrics)
+    clock = clock or utcnow
+    dispatcher = Dispatcher(state, sinks, policy=policy, metrics=metrics, clock=clock)
     return Watcher(
         store, load_rules(), state, sinks, dispatcher, metrics,
-        lateness=timedelta(seconds=lateness_s),
+        lateness=timedelta(seconds=lateness_s), clock=clock,
     )

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from alert_receiver import Receiver, make_watcher
@@ -13,7 +14,7 @@ from forensics_cases import locked
 
 from alerts import history
 from alerts.ids import alert_id
-from alerts.sinks import MemorySink, WebhookSink
+from alerts.sinks import MemorySink
 from alerts.state import open_state
 from store.clickhouse import ChdbStore
 from store.embedded import EmbeddedStore
@@ -124,3 +125,16 @@ def test_killed_after_sending_repeats_with_the_same_id(tmp_path, make_table) -> 
     # Sent before the crash and again after: the receiver drops the repeat by its key.
     assert receiver.keys() == [HEADLINE_ID, HEADLINE_ID]
     assert list(receiver.accepted) == [HEADLINE_ID]
+
+
+def test_a_clock_in_the_future_does_not_blind_the_watch(embedded, make_table) -> None:
+    sink = MemorySink()
+    now = datetime(2025, 11, 30, 12, 1, tzinfo=UTC)  # a minute after OVERRUN ended
+    watcher = make_watcher(embedded, [sink], lateness_s=120, clock=lambda: now)
+    future = locked("jf", 1, "wf", "of", "00:00", 10_000, [("00:01", "ack")], lock_key="lock:f")
+    for event in future:
+        event["ts"] = "2999-01-01" + event["ts"][10:]
+    embedded.write(make_table(future))
+    assert watcher.tick() == []
+    embedded.write(make_table(OVERRUN))  # long before the future events, not before now
+    assert [a.id for a in watcher.tick()] == [HEADLINE_ID]
