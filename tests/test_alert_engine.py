@@ -102,3 +102,27 @@ def test_redelivery_storm_uses_its_thresholds(store, make_table, tmp_path) -> No
     store.write(make_table(events))
     again = [a for a in evaluate(store, load_rules(path)) if a.rule == "redelivery_storm"]
     assert [a.id for a in again] == [alert.id]
+
+
+def test_the_alerts_command_uses_the_rules_file(tmp_path, make_table) -> None:
+    import orjson
+    from click.testing import CliRunner
+
+    from dupescope.cli import main
+    from store.embedded import EmbeddedStore
+
+    folder = tmp_path / "store"
+    EmbeddedStore(folder).write(
+        make_table(locked("j1", 1, "w1", "o1", "00:00", 10_000, [("00:15", "ack")]))
+    )
+    rules = tmp_path / "rules.toml"
+    rules.write_text("[lock_expired_while_running]\nseverity = 'info'\n")
+    args = ["alerts", "--store", str(folder), "--format", "json", "--rules", str(rules)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    [row] = orjson.loads(result.output)
+    assert (row["rule"], row["severity"], row["overrun_ms"]) == (
+        "lock_expired_while_running", "info", 5000.0
+    )
+    rules.write_text("[lock_expired_while_running]\nenabled = false\n")
+    assert CliRunner().invoke(main, args).output.strip() == "[]"
