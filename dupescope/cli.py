@@ -170,3 +170,7 @@ main.add_command(cli_forensics.duplicates)
 main.add_command(cli_forensics.alerts)
 main.add_command(cli_forensics.stats)
 main.add_command(cli_forensics.lint)
+
+from dupescope import cli_watch  # noqa: E402
+
+main.add_command(cli_watch.watch)

@@ -8,24 +8,6 @@ import pandas as pd
 from dupescope.cli import format_option, open_store_or_exit, store_option
 from dupescope.output import emit
 
-ALERT_COLUMNS = [
-    "rule",
-    "key",
-    "job_id",
-    "delivery_attempt",
-    "lock_key",
-    "lock_owner",
-    "expired_at",
-    "execution_end",
-    "overrun_ms",
-    "overlapped_by",
-    # Beyond the alert contract: where and when (the write, or the start of the overlap).
-    "worker_id",
-    "job_type",
-    "event",
-    "ts",
-]
-
 
 def filter_options(command):  # type: ignore[no-untyped-def]
     """--job-type, --queue, --since, --until: which executions a command looks at."""
@@ -75,25 +57,17 @@ def duplicates(
     emit(frame, fmt, empty=f"no duplicates in {store.describe()}")
 
 
-def alert_rows(store, **filters) -> pd.DataFrame:  # type: ignore[no-untyped-def]
-    """One evaluation of the lock rules, as alert rows (DESIGN.md's alert contract)."""
-    from queries import lock_overruns, split_brains, stale_owner_writes
-
-    overruns = lock_overruns(store, **filters)
-    brains = split_brains(store, **filters).rename(
-        columns={"overlap_from": "ts", "other_owner": "overlapped_by"}
-    )
-    stale = stale_owner_writes(store, **filters).rename(columns={"taken_by": "overlapped_by"})
-    frames = [f.reindex(columns=ALERT_COLUMNS) for f in (overruns, brains, stale) if not f.empty]
-    if not frames:
-        return pd.DataFrame(columns=ALERT_COLUMNS)
-    return pd.concat(frames, ignore_index=True)
-
-
 @click.command()
 @store_option
 @format_option
 @filter_options
+@click.option(
+    "--rules",
+    "rules_path",
+    type=click.Path(exists=True, dir_okay=False),
+    envvar="DUPESCOPE_ALERT_RULES",
+    help="TOML rules file laid over the defaults (see alerts/default_rules.toml).",
+)
 def alerts(
     store_url: str | None,
     fmt: str,
@@ -101,11 +75,22 @@ def alerts(
     queue: str | None,
     since: str | None,
     until: str | None,
+    rules_path: str | None,
 ) -> None:
-    """Evaluate the alert rules once: lock_expired_while_running, split_brain and
-    stale_owner_write."""
+    """Evaluate the alert rules once (the same rules `watch` fires on); records nothing.
+
+    Rows hold rule, key, job_id, delivery_attempt, lock_key, lock_owner, expired_at,
+    execution_end, overrun_ms and overlapped_by, then worker_id, job_type, event, ts,
+    severity, summary, alert_id and incident_ts.
+    """
+    from alerts import RulesError, evaluate, load_rules, to_frame
+
+    try:
+        rules = load_rules(rules_path)
+    except RulesError as exc:
+        raise click.ClickException(str(exc)) from exc
     store = open_store_or_exit(store_url)
-    frame = alert_rows(store, **_filters(job_type, queue, since, until))
+    frame = to_frame(evaluate(store, rules, **_filters(job_type, queue, since, until)))
     emit(frame, fmt, empty=f"no alerts in {store.describe()}")
 
 

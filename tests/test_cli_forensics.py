@@ -6,6 +6,7 @@ import orjson
 from click.testing import CliRunner
 from forensics_cases import locked, run
 
+from alerts.ids import alert_id
 from dupescope.cli import main
 from store.embedded import EmbeddedStore
 
@@ -84,6 +85,11 @@ def test_alerts_json_names_an_expired_lock_and_who_took_it(tmp_path, make_table)
             "job_type": "billing.charge",
             "event": None,
             "ts": None,
+            "severity": "critical",
+            "summary": "lock lock:acct-1 held by o1 expired 6000 ms before job j1 (attempt 1) "
+            "finished; o2 acquired it meanwhile",
+            "alert_id": alert_id("lock_expired_while_running", "j1", 1, "lock:acct-1", "o1"),
+            "incident_ts": "2025-11-30T12:00:16.000000Z",
         }
     ]
     assert {r["rule"] for r in rows} == {"lock_expired_while_running", "stale_owner_write"}

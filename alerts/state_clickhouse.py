@@ -1,0 +1,226 @@
+"""Alert state in ClickHouse or chDB: `alerts`, `alert_outbox` and `alert_meta` tables.
+
+ClickHouse has no multi-table transaction, so the order of inserts carries the guarantee:
+outbox rows (each holding the alert document) are written before the alert itself. A
+process killed in between finds the alert unknown on restart, writes the same outbox rows
+again (same key, replaced) and then the alert: the delivery is owed exactly once.
+Updates are new row versions of a ReplacingMergeTree, read with FINAL.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+import pandas as pd
+
+from alerts.model import Alert, document
+from alerts.state import Delivery, history_frame
+from store.base import Store
+
+_DDL = (
+    """CREATE TABLE IF NOT EXISTS alerts (
+    id String,
+    rule LowCardinality(String),
+    severity LowCardinality(String),
+    key Nullable(String),
+    job_type Nullable(String),
+    incident_ts Nullable(DateTime64(6, 'UTC')),
+    detected_at DateTime64(6, 'UTC'),
+    document String
+) ENGINE = ReplacingMergeTree ORDER BY id""",
+    """CREATE TABLE IF NOT EXISTS alert_outbox (
+    alert_id String,
+    sink String,
+    status LowCardinality(String),
+    attempts UInt32,
+    next_attempt_at DateTime64(6, 'UTC'),
+    last_error Nullable(String),
+    updated_at DateTime64(6, 'UTC'),
+    document String,
+    version UInt64
+) ENGINE = ReplacingMergeTree(version) ORDER BY (alert_id, sink)""",
+    """CREATE TABLE IF NOT EXISTS alert_meta (
+    name String,
+    value String,
+    version UInt64
+) ENGINE = ReplacingMergeTree(version) ORDER BY name""",
+)
+
+_OUTBOX_INSERT = (
+    "INSERT INTO alert_outbox SELECT {alert_id:String}, {sink:String}, {status:String}, "
+    "{attempts:UInt32}, {next_attempt_at:DateTime64(6, 'UTC')}, "
+    "{last_error:Nullable(String)}, {updated_at:DateTime64(6, 'UTC')}, {document:String}, "
+    "{version:UInt64}"
+)
+
+
+def _naive_utc(value: datetime) -> datetime:
+    return value.astimezone(UTC).replace(tzinfo=None)
+
+
+class TableState:
+    """AlertState in the store's own ClickHouse database (or chDB session)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        for statement in _DDL:
+            self._command(statement)
+
+    def _command(self, sql: str, params: dict[str, Any] | None = None) -> None:
+        client = getattr(self.store, "_client", None)
+        if client is not None:  # a ClickHouse server: statements go through command()
+            client.command(sql, parameters=params or {})
+        else:  # chDB answers statements through its query call
+            self.store.execute(sql, params)
+
+    def _outbox(self, delivery_key: tuple[str, str], document_text: str, **row: Any) -> None:
+        alert_id, sink = delivery_key
+        self._command(
+            _OUTBOX_INSERT,
+            {
+                "alert_id": alert_id,
+                "sink": sink,
+                "document": document_text,
+                "version": time.time_ns(),
+                **row,
+            },
+        )
+
+    def _known(self, ids: list[str]) -> set[str]:
+        if not ids:
+            return set()
+        frame = self.store.execute(
+            "SELECT id FROM alerts WHERE id IN {ids:Array(String)}", {"ids": ids}
+        )
+        return set(frame["id"])
+
+    def record(self, alerts: list[Alert], sinks: list[str], now: datetime) -> list[Alert]:
+        known = self._known([a.id for a in alerts])
+        new = [a for a in alerts if a.id not in known]
+        stamp = _naive_utc(now)
+        for alert in new:
+            text = orjson.dumps(document(alert)).decode()
+            for sink in sinks:
+                self._outbox(
+                    (alert.id, sink),
+                    text,
+                    status="pending",
+                    attempts=0,
+                    next_attempt_at=stamp,
+                    last_error=None,
+                    updated_at=stamp,
+                )
+            self._command(
+                "INSERT INTO alerts SELECT {id:String}, {rule:String}, {severity:String}, "
+                "{key:Nullable(String)}, {job_type:Nullable(String)}, "
+                "{incident_ts:Nullable(DateTime64(6, 'UTC'))}, "
+                "{detected_at:DateTime64(6, 'UTC')}, {document:String}",
+                {
+                    "id": alert.id,
+                    "rule": alert.rule,
+                    "severity": alert.severity,
+                    "key": alert.key,
+                    "job_type": alert.job_type,
+                    "incident_ts": _naive_utc(alert.incident_ts) if alert.incident_ts else None,
+                    "detected_at": stamp,
+                    "document": text,
+                },
+            )
+        return new
+
+    def due(self, now: datetime, limit: int = 100) -> list[Delivery]:
+        frame = self.store.execute(
+            "SELECT alert_id, sink, attempts, document FROM alert_outbox FINAL "
+            "WHERE status = 'pending' AND next_attempt_at <= {now:DateTime64(6, 'UTC')} "
+            "ORDER BY next_attempt_at LIMIT {limit:UInt32}",
+            {"now": _naive_utc(now), "limit": limit},
+        )
+        return [
+            Delivery(r["alert_id"], r["sink"], int(r["attempts"]), orjson.loads(r["document"]))
+            for r in frame.to_dict(orient="records")
+        ]
+
+    def _write(
+        self,
+        delivery: Delivery,
+        *,
+        status: str,
+        attempts: int,
+        next_at: datetime,
+        error: str | None,
+        now: datetime,
+    ) -> None:
+        self._outbox(
+            (delivery.alert_id, delivery.sink),
+            orjson.dumps(delivery.document).decode(),
+            status=status,
+            attempts=attempts,
+            next_attempt_at=_naive_utc(next_at),
+            last_error=error,
+            updated_at=_naive_utc(now),
+        )
+
+    def delivered(self, delivery: Delivery, attempts: int, now: datetime) -> None:
+        self._write(
+            delivery, status="delivered", attempts=attempts, next_at=now, error=None, now=now
+        )
+
+    def retry_later(
+        self, delivery: Delivery, attempts: int, next_at: datetime, error: str, now: datetime
+    ) -> None:
+        self._write(
+            delivery, status="pending", attempts=attempts, next_at=next_at, error=error, now=now
+        )
+
+    def give_up(self, delivery: Delivery, attempts: int, error: str, now: datetime) -> None:
+        self._write(delivery, status="failed", attempts=attempts, next_at=now, error=error, now=now)
+
+    def pending_count(self) -> int:
+        frame = self.store.execute(
+            "SELECT count() AS n FROM alert_outbox FINAL WHERE status = 'pending'"
+        )
+        return int(frame["n"].iloc[0])
+
+    def watermark(self) -> datetime | None:
+        frame = self.store.execute("SELECT value FROM alert_meta FINAL WHERE name = 'watermark'")
+        if frame.empty:
+            return None
+        return datetime.fromisoformat(frame["value"].iloc[0]).astimezone(UTC)
+
+    def set_watermark(self, value: datetime) -> None:
+        self._command(
+            "INSERT INTO alert_meta SELECT 'watermark', {value:String}, {version:UInt64}",
+            {"value": value.astimezone(UTC).isoformat(), "version": time.time_ns()},
+        )
+
+    def history(self, limit: int = 200) -> pd.DataFrame:
+        frame = self.store.execute(
+            "SELECT a.document AS document, "
+            "formatDateTime(a.detected_at, '%Y-%m-%dT%H:%i:%S.%fZ') AS detected_at, "
+            "countIf(o.status = 'delivered') AS sent, countIf(o.status = 'pending') AS pending, "
+            "countIf(o.status = 'failed') AS failed, max(o.last_error) AS last_error "
+            "FROM (SELECT * FROM alerts FINAL) AS a "
+            "LEFT JOIN (SELECT * FROM alert_outbox FINAL) AS o ON o.alert_id = a.id "
+            "GROUP BY a.id, a.document, a.detected_at "
+            "ORDER BY a.detected_at DESC, a.id LIMIT {limit:UInt32}",
+            {"limit": limit},
+        )
+        return history_frame(
+            [
+                {
+                    **orjson.loads(r["document"]),
+                    "detected_at": r["detected_at"],
+                    "deliveries_sent": int(r["sent"]),
+                    "deliveries_pending": int(r["pending"]),
+                    "deliveries_failed": int(r["failed"]),
+                    "last_error": r["last_error"],
+                }
+                for r in frame.to_dict(orient="records")
+            ]
+        )
+
+    def close(self) -> None:
+        """The store owns the connection."""

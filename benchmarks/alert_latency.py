@@ -1,0 +1,164 @@
+"""Alert latency: from a batch durable in the store to its alert at a webhook.
+
+Runs `dupescope watch` as its own process (as in production) on a temporary embedded
+store beside a background of clean executions, then writes batches that each hold one new
+lock overrun and times how long each takes to arrive at a real HTTP receiver on
+127.0.0.1. Target: under 5 s.
+
+    python -m benchmarks.alert_latency [--rounds 5] [--interval 1.0] [--background 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from collectors.arrow_batch import rows_to_table  # noqa: E402
+from collectors.jsonlines import decode_lines  # noqa: E402
+from collectors.normalise import Normaliser  # noqa: E402
+from store.embedded import EmbeddedStore  # noqa: E402
+
+TARGET_S = 5.0
+
+
+def _table(records: list[dict[str, Any]], source: str):  # type: ignore[no-untyped-def]
+    lines = [(i, orjson.dumps(r)) for i, r in enumerate(records, start=1)]
+    return rows_to_table(decode_lines(lines, Normaliser(), source).rows)
+
+
+def _ts(base: float, offset_s: float) -> str:
+    stamp = time.gmtime(base + offset_s)
+    micros = int(((base + offset_s) % 1) * 1e6)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", stamp) + f".{micros:06d}Z"
+
+
+def _execution(job: str, start: float, duration_s: float, ttl_ms: int) -> list[dict[str, Any]]:
+    common = {
+        "job_id": job,
+        "job_type": "billing.charge",
+        "delivery_attempt": 1,
+        "worker_id": f"w-{job}",
+    }
+    lock = {"lock_key": f"lock:{job}", "lock_owner": f"o-{job}"}
+    return [
+        {"ts": _ts(start, 0), "event": "deliver", "visibility_timeout_ms": 60_000, **common},
+        {"ts": _ts(start, 0.001), "event": "lock_acquire", "lock_ttl_ms": ttl_ms, **common, **lock},
+        {"ts": _ts(start, duration_s), "event": "side_effect", **common},
+        {"ts": _ts(start, duration_s), "event": "ack", **common},
+    ]
+
+
+class Receiver:
+    """Records when each alert id first arrived."""
+
+    def __init__(self) -> None:
+        self.arrivals: dict[str, float] = {}
+        self.changed = threading.Condition()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the http.server API
+                self.rfile.read(int(self.headers["Content-Length"]))
+                now = time.monotonic()
+                with outer.changed:
+                    outer.arrivals.setdefault(self.headers["Idempotency-Key"], now)
+                    outer.changed.notify_all()
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def wait_for(self, count: int, timeout: float) -> bool:
+        with self.changed:
+            return self.changed.wait_for(lambda: len(self.arrivals) >= count, timeout)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--interval", type=float, default=1.0, help="watch --interval")
+    parser.add_argument("--background", type=int, default=2000, help="clean executions")
+    args = parser.parse_args()
+
+    receiver = Receiver()
+    with tempfile.TemporaryDirectory(prefix="dupescope-bench-") as folder:
+        store = EmbeddedStore(folder)
+        base = time.time() - args.background * 0.5 - 600
+        clean: list[dict[str, Any]] = []
+        for n in range(args.background):
+            clean += _execution(f"bg{n}", base + n * 0.5, 0.2, 30_000)
+        store.write(_table(clean, "background"))
+        store.write(_table(_execution("warmup", base, 12.0, 10_000), "warmup"))
+
+        command = [
+            sys.executable,
+            "-c",
+            "from dupescope.cli import main; main()",
+            "watch",
+            "--store",
+            folder,
+            "--webhook",
+            receiver.url,
+            "--interval",
+            str(args.interval),
+        ]
+        watcher = subprocess.Popen(command, cwd=ROOT, env=dict(os.environ))
+        try:
+            if not receiver.wait_for(1, timeout=120):
+                print("watch never delivered the warm-up alert", file=sys.stderr)
+                return 1
+            latencies = []
+            for round_ in range(args.rounds):
+                job = f"overrun{round_}"
+                batch = _table(_execution(job, time.time() - 20, 12.0, 10_000), job)
+                written = time.monotonic()
+                store.write(batch)  # durable on return: the clock starts here
+                if not receiver.wait_for(round_ + 2, timeout=60):
+                    print(f"round {round_}: no alert within 60 s", file=sys.stderr)
+                    return 1
+                arrived = max(receiver.arrivals.values())
+                latencies.append(arrived - written)
+                time.sleep(0.3 + (round_ % 3) * 0.27)  # land at different points of the interval
+        finally:
+            watcher.terminate()
+            watcher.wait(timeout=30)
+
+    ordered = sorted(latencies)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    print(
+        f"alert latency, batch durable -> webhook received ({args.rounds} rounds, "
+        f"watch --interval {args.interval:g}, {args.background} background executions):"
+    )
+    print("  each:   " + ", ".join(f"{v:.2f}s" for v in latencies))
+    print(
+        f"  min {ordered[0]:.2f}s  median {statistics.median(ordered):.2f}s  "
+        f"p95 {p95:.2f}s  max {ordered[-1]:.2f}s  (target < {TARGET_S:g}s)"
+    )
+    ok = ordered[-1] < TARGET_S
+    print("  PASS" if ok else "  FAIL: above target")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,140 @@
+"""`watch` across re-ingestion, restarts and kill -9: every incident fires once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from alert_receiver import Receiver, make_watcher
+from forensics_cases import locked
+
+from alerts import history
+from alerts.ids import alert_id
+from alerts.sinks import MemorySink
+from alerts.state import open_state
+from store.clickhouse import ChdbStore
+from store.embedded import EmbeddedStore
+
+ROOT = Path(__file__).resolve().parents[1]
+OVERRUN = locked("j1", 1, "w1", "o1", "00:00", 10_000, [("00:15", "ack")])
+HEADLINE_ID = alert_id("lock_expired_while_running", "j1", 1, "lock:acct-1", "o1")
+
+
+def test_re_ingesting_the_same_events_fires_nothing_new(embedded, make_table) -> None:
+    sink = MemorySink()
+    watcher = make_watcher(embedded, [sink])
+    embedded.write(make_table(OVERRUN))
+    assert [a.id for a in watcher.tick()] == [HEADLINE_ID]
+    embedded.write(make_table(OVERRUN))  # an exporter's retry: the same batch again
+    assert watcher.tick() == []
+    embedded.compact()
+    assert watcher.tick() == []
+    assert [key for key, _ in sink.received] == [HEADLINE_ID]
+
+
+def test_a_restarted_watch_fires_nothing_it_fired_before(tmp_path, make_table) -> None:
+    folder = tmp_path / "store"
+    EmbeddedStore(folder).write(make_table(OVERRUN))
+    first, second = MemorySink(), MemorySink()
+    assert len(make_watcher(EmbeddedStore(folder), [first]).tick()) == 1
+    assert make_watcher(EmbeddedStore(folder), [second]).tick() == []
+    assert len(first.received) == 1 and second.received == []
+
+
+def test_late_events_within_the_lateness_still_fire(embedded, make_table) -> None:
+    sink = MemorySink()
+    watcher = make_watcher(embedded, [sink], lateness_s=120)
+    embedded.write(make_table(locked("j1", 1, "w1", "o1", "05:00", 10_000, [("05:05", "ack")])))
+    assert watcher.tick() == []  # renewed in time: nothing; the watermark is now 12:05:05
+    late = locked("j2", 1, "w2", "o2", "03:30", 10_000, [("03:45", "ack")], lock_key="lock:b")
+    too_late = locked("j3", 1, "w3", "o3", "01:00", 10_000, [("01:15", "ack")], lock_key="lock:c")
+    embedded.write(make_table(late + too_late))
+    assert [a.job_id for a in watcher.tick()] == ["j2"]
+
+
+def test_history_lists_what_fired_newest_first(embedded, make_table) -> None:
+    assert history(embedded).empty
+    embedded.write(make_table(OVERRUN))
+    make_watcher(embedded, [MemorySink()]).tick()
+    frame = history(embedded)
+    assert list(frame["alert_id"]) == [HEADLINE_ID]
+    row = frame.iloc[0]
+    assert (row["rule"], row["severity"], row["key"], row["deliveries_sent"]) == (
+        "lock_expired_while_running", "warning", "j1", 1
+    )
+    assert str(row["incident_ts"]) == "2025-11-30 12:00:15+00:00"
+
+
+def test_chdb_keeps_alert_state_in_tables(tmp_path, make_table) -> None:
+    store = ChdbStore(str(tmp_path / "chdb"))
+    try:
+        store.write(make_table(OVERRUN))
+        sink = MemorySink()
+        watcher = make_watcher(store, [sink])
+        assert [a.id for a in watcher.tick()] == [HEADLINE_ID]
+        store.write(make_table(OVERRUN))
+        assert watcher.tick() == []
+        again = make_watcher(store, [MemorySink()])
+        assert again.tick() == []
+        assert again.state.watermark().isoformat() == "2025-11-30T12:00:15+00:00"
+        frame = history(store)
+        assert list(frame["alert_id"]) == [HEADLINE_ID]
+        assert frame.iloc[0]["deliveries_sent"] == 1
+        assert open_state(store).pending_count() == 0
+    finally:
+        store.close()
+
+
+def _watch_once(folder: Path, url: str, fault: str | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "DUPESCOPE_ALERT_BACKOFF_S": "0.01"}
+    env.pop("DUPESCOPE_ALERTS_FAULT", None)
+    if fault:
+        env["DUPESCOPE_ALERTS_FAULT"] = fault
+    code = "from dupescope.cli import main; main()"
+    return subprocess.run(
+        [sys.executable, "-c", code, "watch", "--store", str(folder), "--webhook", url, "--once"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )
+
+
+def test_killed_after_the_outbox_write_delivers_after_restart(tmp_path, make_table) -> None:
+    folder = tmp_path / "store"
+    EmbeddedStore(folder).write(make_table(OVERRUN))
+    with Receiver() as receiver:
+        crashed = _watch_once(folder, receiver.url, fault="after_outbox")
+        assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+        assert receiver.requests == []  # detected and queued, never sent
+        restarted = _watch_once(folder, receiver.url)
+        assert restarted.returncode == 0, restarted.stderr
+        assert "0 new alert(s); 0 delivery(ies) pending" in restarted.stderr
+    assert receiver.keys() == [HEADLINE_ID]
+
+
+def test_killed_after_sending_repeats_with_the_same_id(tmp_path, make_table) -> None:
+    folder = tmp_path / "store"
+    EmbeddedStore(folder).write(make_table(OVERRUN))
+    with Receiver() as receiver:
+        crashed = _watch_once(folder, receiver.url, fault="after_send")
+        assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+        assert _watch_once(folder, receiver.url).returncode == 0
+        assert _watch_once(folder, receiver.url).returncode == 0
+    # Sent before the crash and again after: the receiver drops the repeat by its key.
+    assert receiver.keys() == [HEADLINE_ID, HEADLINE_ID]
+    assert list(receiver.accepted) == [HEADLINE_ID]
+
+
+def test_a_clock_in_the_future_does_not_blind_the_watch(embedded, make_table) -> None:
+    sink = MemorySink()
+    now = datetime(2025, 11, 30, 12, 1, tzinfo=UTC)  # a minute after OVERRUN ended
+    watcher = make_watcher(embedded, [sink], lateness_s=120, clock=lambda: now)
+    future = locked("jf", 1, "wf", "of", "00:00", 10_000, [("00:01", "ack")], lock_key="lock:f")
+    for event in future:
+        event["ts"] = "2999-01-01" + event["ts"][10:]
+    embedded.write(make_table(future))
+    assert watcher.tick() == []
+    embedded.write(make_table(OVERRUN))  # long before the future events, not before now
+    assert [a.id for a in watcher.tick()] == [HEADLINE_ID]
