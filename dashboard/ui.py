@@ -33,6 +33,13 @@ def answer(label: str, work: Callable[[], T]) -> T | None:
         return None
 
 
+def plot(label: str, build: Callable[[], Any], key: str) -> None:
+    """Draw a Plotly figure; a figure that cannot be drawn becomes a note, not a traceback."""
+    figure = answer(label, build)
+    if figure is not None:
+        st.plotly_chart(figure, key=key)
+
+
 def missing(question: str) -> None:
     """Say that this build's query library lacks a question a page needs."""
     st.info(

@@ -106,9 +106,8 @@ def _outcome(executions: pd.DataFrame, harmful: bool) -> str:
 
 
 def _leading(cause: str | None, count: int) -> str:
-    verb = "Delivered" if cause in ("visibility_timeout", "worker_crash", "broker_redelivery") else (
-        "Ran"
-    )
+    redelivered = cause in ("visibility_timeout", "worker_crash", "broker_redelivery")
+    verb = "Delivered" if redelivered else "Ran"
     return f"{verb} {times(count)}"
 
 

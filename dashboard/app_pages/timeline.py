@@ -100,7 +100,7 @@ def show_key(url: str, snap: str, key: str) -> bool:
         return False
     found = summarise(frame)
     show_verdict(found, ui.answer("duplicates", lambda: duplicate_row(url, snap, key, frame)))
-    st.plotly_chart(swimlane_figure(frame, found), key="swimlane")
+    ui.plot("timeline chart", lambda: swimlane_figure(frame, found), "swimlane")
     st.subheader("Executions")
     st.dataframe(found, hide_index=True)
     st.subheader("Events")
