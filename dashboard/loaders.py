@@ -104,3 +104,23 @@ def clear() -> None:
 @st.cache_data(ttl=ANSWER_TTL_SECONDS, show_spinner=False)
 def describe_store(url: str) -> str:
     return with_store(url, lambda s: s.describe())
+
+
+def alert_history_function() -> Callable[..., Any] | None:
+    """The alerting module's history reader, where this build has one."""
+    import alerts
+
+    for name in ("alert_history", "history"):
+        function = getattr(alerts, name, None)
+        if callable(function):
+            return function
+    return None
+
+
+@st.cache_data(ttl=10, show_spinner=False)
+def alert_history(url: str, limit: int = 200) -> pd.DataFrame | None:
+    """Alerts fired on the store (their state changes apart from events: a short ttl)."""
+    function = alert_history_function()
+    if function is None:
+        return None
+    return with_store(url, _timed("alert_history", lambda s: function(s, limit=limit)))
