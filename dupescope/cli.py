@@ -163,3 +163,7 @@ def compact(store_url: str | None, older_than_days: int | None) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+from dupescope.cli_dashboard import dashboard as _dashboard  # noqa: E402
+
+main.add_command(_dashboard)
