@@ -19,10 +19,15 @@ from dashboard import filters  # noqa: E402
 
 st.set_page_config(page_title="dupescope", page_icon=":material/content_copy:", layout="wide")
 
+# The default page is always served at "/", never at its own path; a hidden default that
+# forwards to the overview keeps "/overview" a stable link.
+OVERVIEW = "app_pages/overview.py"
+
 page = st.navigation(
     [
-        st.Page("app_pages/overview.py", title="Overview", url_path="overview", default=True,
-                icon=":material/dashboard:"),
+        st.Page(lambda: st.switch_page(OVERVIEW), title="dupescope", default=True,
+                visibility="hidden", url_path="home"),
+        st.Page(OVERVIEW, title="Overview", url_path="overview", icon=":material/dashboard:"),
         st.Page("app_pages/timeline.py", title="Key timeline", url_path="timeline",
                 icon=":material/timeline:"),
         st.Page("app_pages/durations.py", title="Durations", url_path="durations",

@@ -11,6 +11,7 @@ import plotly.express as px
 import plotly.graph_objects as go
 
 HARMFUL = "#d62728"
+OTHER = "other job types"
 ABSORBED = "#6b8fb3"
 OUTCOME_COLORS = {"harmful": HARMFUL, "absorbed": ABSORBED}
 #: (width, label) pairs tried in order: the first that gives at most ~80 bars wins.
@@ -36,9 +37,19 @@ def _naive(frame: pd.DataFrame, *columns: str) -> pd.DataFrame:
     return frame
 
 
-def duplicates_over_time_figure(over_time: pd.DataFrame) -> go.Figure:
+def top_job_types(over_time: pd.DataFrame, keep: int) -> pd.DataFrame:
+    """The `keep` job types with most duplicates by name, the rest summed as "other"."""
+    totals = over_time.groupby("job_type")["duplicate_keys"].sum().sort_values(ascending=False)
+    kept = set(totals.head(keep).index)
+    named = over_time.assign(
+        job_type=over_time["job_type"].where(over_time["job_type"].isin(kept), OTHER)
+    )
+    return named.groupby(["bucket", "job_type"], as_index=False)[["harmful", "absorbed"]].sum()
+
+
+def duplicates_over_time_figure(over_time: pd.DataFrame, keep: int = 8) -> go.Figure:
     """Duplicate keys per bucket and job type, harmful above and absorbed below."""
-    long = _naive(over_time, "bucket").melt(
+    long = _naive(top_job_types(over_time, keep), "bucket").melt(
         id_vars=["bucket", "job_type"],
         value_vars=["harmful", "absorbed"],
         var_name="outcome",
@@ -50,12 +61,16 @@ def duplicates_over_time_figure(over_time: pd.DataFrame) -> go.Figure:
         y="count",
         color="job_type",
         facet_row="outcome",
-        category_orders={"outcome": ["harmful", "absorbed"]},
+        category_orders={
+            "outcome": ["harmful", "absorbed"],
+            "job_type": sorted(set(long["job_type"]) - {OTHER}) + [OTHER],
+        },
+        color_discrete_map={OTHER: "#c7c7c7"},
         labels={"bucket": "time (UTC)", "count": "duplicate keys", "job_type": "job type"},
     )
     fig.for_each_annotation(lambda a: a.update(text=a.text.split("=")[-1]))
     fig.update_yaxes(matches=None, rangemode="tozero")
-    fig.update_layout(bargap=0.1, height=380, title="Duplicates over time", **LAYOUT)
+    fig.update_layout(bargap=0.1, height=420, title="Duplicates over time", **LAYOUT)
     return fig
 
 
@@ -137,27 +152,38 @@ def duration_figure(samples: pd.DataFrame, summary: pd.Series) -> go.Figure:
     return fig
 
 
-def headroom_figure(durations: pd.DataFrame) -> go.Figure:
-    """p99 headroom against the lock TTL and the visibility timeout, per job type."""
-    long = durations.melt(
-        id_vars="job_type",
-        value_vars=["lock_headroom_ms", "visibility_headroom_ms"],
+def headroom_figure(durations: pd.DataFrame, limit: int = 15) -> go.Figure:
+    """p99 duration as a share of the lock TTL and of the visibility timeout, worst first.
+
+    A share makes job types of very different lengths comparable; past 100% the setting
+    is shorter than one run in a hundred.
+    """
+    used = durations.assign(
+        lock=durations["p99_ms"] / durations["lock_ttl_ms"],
+        visibility=durations["p99_ms"] / durations["visibility_timeout_ms"],
+    )
+    used["worst"] = used[["lock", "visibility"]].max(axis=1)
+    used = used.dropna(subset=["worst"]).nlargest(limit, "worst")
+    long = used.melt(
+        id_vars=["job_type", "p99_ms", "lock_ttl_ms", "visibility_timeout_ms"],
+        value_vars=["lock", "visibility"],
         var_name="against",
-        value_name="headroom_ms",
-    ).dropna(subset=["headroom_ms"])
-    long["against"] = long["against"].map(
-        {"lock_headroom_ms": "lock TTL", "visibility_headroom_ms": "visibility timeout"}
-    )
-    long["short"] = long["headroom_ms"] < 0
+        value_name="share",
+    ).dropna(subset=["share"])
+    long["against"] = long["against"].map({"lock": "lock TTL", "visibility": "visibility timeout"})
     fig = px.bar(
-        long, x="headroom_ms", y="job_type", color="against", barmode="group",
-        orientation="h", color_discrete_map={"lock TTL": HARMFUL, "visibility timeout": "#ff7f0e"},
-        labels={"headroom_ms": "setting − p99 duration (ms); below 0 the setting is too short",
-                "job_type": ""},
+        long, x="share", y="job_type", color="against", barmode="group", orientation="h",
+        hover_data=["p99_ms", "lock_ttl_ms", "visibility_timeout_ms"],
+        color_discrete_map={"lock TTL": HARMFUL, "visibility timeout": "#ff7f0e"},
+        category_orders={"job_type": used["job_type"].tolist()},
+        labels={"share": "p99 duration / setting", "job_type": "", "against": ""},
     )
-    fig.add_vline(x=0, line_color="#222222", line_width=1)
-    fig.update_layout(height=max(220, 60 * durations["job_type"].nunique() + 120),
-                      title="Headroom at p99", **LAYOUT)
+    fig.add_vline(x=1, line_color="#222222", line_dash="dash",
+                  annotation_text="the setting", annotation_position="top")
+    fig.update_xaxes(tickformat=".0%")
+    fig.update_layout(height=max(260, 34 * len(used) + 140),
+                      title=f"p99 against the settings ({len(used)} tightest job types)",
+                      **{**LAYOUT, "legend": {"title": None, "orientation": "h", "y": -0.12}})
     return fig
 
 
@@ -168,8 +194,9 @@ def overruns_figure(overruns: pd.DataFrame) -> go.Figure:
                                                        False: "nobody took it"})
     )
     fig = px.scatter(
-        frame, x="expired_at", y="overrun_ms", color="overlap", symbol="job_type",
-        hover_data=["key", "job_id", "worker_id", "lock_key", "lock_owner", "overlapped_by"],
+        frame, x="expired_at", y="overrun_ms", color="overlap",
+        hover_data=["key", "job_type", "job_id", "worker_id", "lock_key", "lock_owner",
+                    "overlapped_by"],
         color_discrete_map={"another owner took it": HARMFUL, "nobody took it": "#ff7f0e"},
         labels={"expired_at": "lock expired at (UTC)", "overrun_ms": "ran on without it (ms)"},
     )
@@ -179,24 +206,17 @@ def overruns_figure(overruns: pd.DataFrame) -> go.Figure:
 
 
 def ratio_figure(frame: pd.DataFrame, x: str, y: str, title: str, label: str,
-                 hover: list[str] | None = None) -> go.Figure:
-    """A horizontal bar per row (job type or worker) of one ratio or count."""
-    ordered = frame.sort_values(x)
-    fig = px.bar(ordered, x=x, y=y, orientation="h", hover_data=hover,
+                 hover: list[str] | None = None, percent: bool = False,
+                 limit: int = 12) -> go.Figure:
+    """A horizontal bar per row (job type or worker), the `limit` highest first."""
+    top = frame.dropna(subset=[x]).nlargest(limit, x)
+    if len(frame) > len(top):
+        title = f"{title} (top {len(top)} of {len(frame)})"
+    fig = px.bar(top.iloc[::-1], x=x, y=y, orientation="h", hover_data=hover,
                  labels={x: label, y: ""}, color_discrete_sequence=[ABSORBED])
-    fig.update_layout(height=max(200, 40 * len(ordered) + 110), title=title, **LAYOUT)
-    return fig
-
-
-def stacked_figure(frame: pd.DataFrame, y: str, parts: dict[str, str], title: str,
-                   label: str) -> go.Figure:
-    """Bars made of parts (e.g. idempotency hits and new executions) per row."""
-    long = frame.melt(id_vars=y, value_vars=list(parts), var_name="part", value_name="count")
-    long["part"] = long["part"].map(parts)
-    fig = px.bar(long, x="count", y=y, color="part", orientation="h",
-                 color_discrete_sequence=[ABSORBED, HARMFUL, "#ff7f0e"],
-                 labels={"count": label, y: ""})
-    fig.update_layout(height=max(200, 40 * frame[y].nunique() + 110), title=title, **LAYOUT)
+    if percent:
+        fig.update_xaxes(tickformat=".0%")
+    fig.update_layout(height=max(200, 30 * len(top) + 120), title=title, **LAYOUT)
     return fig
 
 

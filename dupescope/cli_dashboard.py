@@ -14,8 +14,6 @@ from pathlib import Path
 
 import click
 
-from dupescope.cli import store_option
-
 APP = Path(__file__).resolve().parents[1] / "dashboard" / "app.py"
 DEFAULT_PORT = 8501
 
@@ -36,6 +34,7 @@ def dashboard_command(port: int, open_browser: bool, host: str = "127.0.0.1") ->
         "--server.headless", "false" if open_browser else "true",
         "--server.fileWatcherType", "none",
         "--browser.gatherUsageStats", "false",
+        "--client.toolbarMode", "viewer",
     ]
 
 
@@ -73,7 +72,13 @@ def launch_dashboard(
 
 
 @click.command()
-@store_option
+@click.option(
+    "--store",
+    "store_url",
+    envvar="DUPESCOPE_STORE",
+    help="Where events live: a folder, clickhouse://user:pass@host:8123/db or chdb:///path. "
+    "Default: $DUPESCOPE_STORE or ./dupescope-data.",
+)
 @click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on (0.0.0.0 to serve other machines).")

@@ -28,6 +28,11 @@ def ranked_by_headroom(timing: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+def whole_ms(frame: pd.DataFrame) -> pd.DataFrame:
+    """Milliseconds as whole numbers: a fraction of a millisecond says nothing here."""
+    return frame.assign(**{c: frame[c].round(0) for c in frame if c.endswith("_ms")})
+
+
 def show_distribution(url: str, snap: str, chosen: Filters, ranked: pd.DataFrame) -> None:
     job_type = st.selectbox("Job type", ranked["job_type"].tolist(), key="duration_job_type")
     narrowed = {**chosen.as_kwargs(), "job_type": job_type}
@@ -79,7 +84,7 @@ def durations() -> None:
         show_distribution(url, snap, chosen, ranked)
     st.subheader("Per job type, least headroom first")
     st.dataframe(
-        ranked[[c for c in SUMMARY_COLUMNS if c in ranked]],
+        whole_ms(ranked[[c for c in SUMMARY_COLUMNS if c in ranked]]),
         hide_index=True,
         column_config={
             "share_over_lock_ttl": st.column_config.ProgressColumn(

@@ -24,8 +24,8 @@ def show_totals(found: pd.DataFrame) -> None:
     columns[3].metric("Extra executions", f"{extra:,}")
 
 
-def show_charts(url: str, snap: str, chosen: Filters, found: pd.DataFrame) -> None:
-    span = found["last_ts"].max() - found["first_ts"].min() if not found.empty else None
+def show_over_time(url: str, snap: str, chosen: Filters, found: pd.DataFrame) -> None:
+    span = found["last_ts"].max() - found["first_ts"].min()
     width = charts.bucket_for(span)
     over_time = ui.answer(
         "duplicates over time",
@@ -33,17 +33,16 @@ def show_charts(url: str, snap: str, chosen: Filters, found: pd.DataFrame) -> No
             url, snap, "duplicates_over_time", {**chosen.as_kwargs(), "bucket": width}
         ),
     )
-    left, right = st.columns([3, 2])
-    with left:
-        if over_time is not None and not over_time.empty:
-            ui.plot(
-                "duplicates over time",
-                lambda: charts.duplicates_over_time_figure(over_time),
-                "over_time",
-            )
-            st.caption(f"One bar per {width} bucket; a key counts where it first ran.")
-    with right:
-        ui.plot("causes", lambda: charts.causes_figure(found), "causes")
+    if over_time is not None and not over_time.empty:
+        ui.plot(
+            "duplicates over time",
+            lambda: charts.duplicates_over_time_figure(over_time),
+            "over_time",
+        )
+        st.caption(
+            f"One bar per {width}; a key counts where it first ran. The eight job types with "
+            "most duplicates are named, the rest are “other”."
+        )
 
 
 def open_selected_key(worst: pd.DataFrame) -> None:
@@ -75,9 +74,13 @@ def show_worst_keys(found: pd.DataFrame) -> None:
     open_selected_key(worst)
 
 
-def show_job_types(found: pd.DataFrame) -> None:
-    st.subheader("Job types")
-    st.dataframe(charts.job_type_table(found), hide_index=True)
+def show_causes_and_job_types(found: pd.DataFrame) -> None:
+    left, right = st.columns([2, 3])
+    with left:
+        ui.plot("causes", lambda: charts.causes_figure(found), "causes")
+    with right:
+        st.subheader("Job types")
+        st.dataframe(charts.job_type_table(found), hide_index=True, height=330)
 
 
 def overview() -> None:
@@ -99,9 +102,9 @@ def overview() -> None:
         ui.nothing(f"No key ran more than once ({chosen.describe()}).")
         return
     show_totals(found)
-    show_charts(url, snap, chosen, found)
+    show_over_time(url, snap, chosen, found)
+    show_causes_and_job_types(found)
     show_worst_keys(found)
-    show_job_types(found)
 
 
 st.title("Duplicate executions")
