@@ -50,7 +50,8 @@ class Filters:
     service: str | None = None
 
     def as_kwargs(self) -> dict[str, Any]:
-        return asdict(self)
+        """The filters that are set (unset ones left out, so "no filter" caches as one key)."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
 
     def describe(self) -> str:
         parts = [f"{k}={v}" for k, v in asdict(self).items() if v is not None and k not in

@@ -55,8 +55,11 @@ def snapshot(url: str) -> str:
     return with_store(url, _snapshot_of)
 
 
-def reset() -> None:
-    """Forget the opened store (tests open a new one per case)."""
+def close(url: str) -> None:
+    """Close and forget the store at `url` (chDB allows one open session per process)."""
+    store, lock = _opened(url)
+    with lock:
+        store.close()
     _opened.clear()
     snapshot.clear()
 

@@ -71,7 +71,12 @@ def _reason(cause: str | None, executions: pd.DataFrame, job_ids: int) -> str:
         if _present(row["worker_id"]):
             who += f" ({row['worker_id']})"
         if _present(row["settled_by"]) or row["outcome"] != "silent":
-            return f"because {who} was lost and its delivery was settled on its behalf"
+            why = f" ({str(row['reason'])[:60]})" if _present(row["reason"]) else ""
+            after = " after its side effect" if row["side_effect"] else ""
+            return (
+                f"because {who} was lost{after} and its delivery was settled on its "
+                f"behalf{why}"
+            )
         after = "after its side effect" if row["side_effect"] else "before finishing"
         return f"because {who} went silent {after}"
     if cause == "broker_redelivery":

@@ -85,3 +85,23 @@ def test_an_empty_store_gets_a_helpful_message(page, tmp_path, monkeypatch) -> N
     assert texts(app.info), "an empty store explains itself"
     if page != "timeline":
         assert "holds no events yet" in texts(app.info)[0]
+
+
+def test_the_pages_work_on_the_clickhouse_dialect(tmp_path, monkeypatch, make_table) -> None:
+    from dashboard import source
+    from store.clickhouse import ChdbStore
+
+    writer = ChdbStore(str(tmp_path / "chdb"))
+    writer.write(make_table(dashboard_events()))
+    writer.close()
+    url = f"chdb://{tmp_path / 'chdb'}"
+    monkeypatch.setenv("DUPESCOPE_STORE", url)
+    try:
+        app = open_page("timeline", key=HARMFUL_KEY)
+        assert not app.exception
+        assert "went silent after its side effect" in texts(app.error)[0]
+        for page in ("overview", "durations", "alerts", "checklist"):
+            app.switch_page(f"app_pages/{page}.py").run()
+            assert not app.exception, page
+    finally:
+        source.close(url)
