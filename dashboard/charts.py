@@ -209,7 +209,8 @@ def ratio_figure(frame: pd.DataFrame, x: str, y: str, title: str, label: str,
                  hover: list[str] | None = None, percent: bool = False,
                  limit: int = 12) -> go.Figure:
     """A horizontal bar per row (job type or worker), the `limit` highest first."""
-    top = frame.dropna(subset=[x]).nlargest(limit, x)
+    numeric = frame.assign(**{x: pd.to_numeric(frame[x], errors="coerce").astype("float64")})
+    top = numeric.dropna(subset=[x]).nlargest(limit, x)
     if len(frame) > len(top):
         title = f"{title} (top {len(top)} of {len(frame)})"
     fig = px.bar(top.iloc[::-1], x=x, y=y, orientation="h", hover_data=hover,

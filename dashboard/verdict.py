@@ -7,6 +7,7 @@ the key's own executions, so the sentence names what the person can see in the c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -48,8 +49,22 @@ def _present(value: Any) -> bool:
     return value is not None and not (isinstance(value, float) and pd.isna(value))
 
 
+def _short_reason(reason: Any) -> str:
+    """`WorkerLostError('Worker exited prematurely: ...')` -> `WorkerLostError`."""
+    return re.split(r"[(:]", str(reason), maxsplit=1)[0].strip()[:60] or str(reason)[:60]
+
+
 def _position(executions: pd.DataFrame, row: pd.Series) -> int:
     return int(executions.index.get_loc(row.name)) + 1
+
+
+def _still_running(executions: pd.DataFrame) -> pd.Series:
+    """The first execution that was still running when a later one started."""
+    for position in range(len(executions) - 1):
+        row = executions.iloc[position]
+        if (executions.iloc[position + 1 :]["start"] < row["end"]).any():
+            return row
+    return executions.iloc[0]
 
 
 def _reason(cause: str | None, executions: pd.DataFrame, job_ids: int) -> str:
@@ -58,11 +73,13 @@ def _reason(cause: str | None, executions: pd.DataFrame, job_ids: int) -> str:
     if cause == "producer_retry":
         return f"because the producer enqueued it {times(job_ids)} as separate jobs"
     if cause == "visibility_timeout":
-        vt = first["visibility_timeout_ms"]
+        row = _still_running(executions)
+        vt = row["visibility_timeout_ms"]
         window = f" ({_seconds(vt)})" if _present(vt) else ""
         return (
-            f"because the visibility timeout{window} ran out while the first execution was "
-            f"still running (it ran {_seconds(first['duration_ms'])})"
+            f"because the visibility timeout{window} ran out while the "
+            f"{ordinal(_position(executions, row))} execution was still running (it ran "
+            f"{_seconds(row['duration_ms'])})"
         )
     if cause == "worker_crash":
         lost = executions[(executions["outcome"] == "silent") | executions["settled_by"].notna()]
@@ -71,7 +88,7 @@ def _reason(cause: str | None, executions: pd.DataFrame, job_ids: int) -> str:
         if _present(row["worker_id"]):
             who += f" ({row['worker_id']})"
         if _present(row["settled_by"]) or row["outcome"] != "silent":
-            why = f" ({str(row['reason'])[:60]})" if _present(row["reason"]) else ""
+            why = f" ({_short_reason(row['reason'])})" if _present(row["reason"]) else ""
             after = " after its side effect" if row["side_effect"] else ""
             return (
                 f"because {who} was lost{after} and its delivery was settled on its "
@@ -102,12 +119,18 @@ def _outcome(executions: pd.DataFrame, harmful: bool) -> str:
         return f"the effect ran {times(len(effects))}: harmful."
     if harmful:
         return "the effect ran more than once: harmful."
-    extras = executions.drop(effects.index) if not effects.empty else executions.iloc[1:]
+    if effects.empty:
+        return "no execution ran the effect: absorbed."
+    extras = executions.drop(effects.index)
     if extras.empty:
         return "the effect ran once: absorbed."
-    row = extras.iloc[0]
-    how = ABSORBED_HOW.get(row["absorbed_by"], "did not run the effect")
-    return f"the {ordinal(_position(executions, row))} execution {how}: absorbed."
+    guarded = extras[extras["absorbed_by"].isin(list(ABSORBED_HOW))]
+    if not guarded.empty:
+        row = guarded.iloc[0]
+        how = ABSORBED_HOW[row["absorbed_by"]]
+        return f"the {ordinal(_position(executions, row))} execution {how}: absorbed."
+    only = ordinal(_position(executions, effects.iloc[0]))
+    return f"only the {only} execution ran the effect: absorbed."
 
 
 def _leading(cause: str | None, count: int) -> str:

@@ -198,3 +198,26 @@ def test_time_windows_end_at_the_newest_event() -> None:
     custom = (datetime(2025, 11, 30, 9), datetime(2025, 11, 30, 10))
     assert window_bounds("custom", newest, custom) == custom
     assert Filters(job_type="x").describe() == "job_type=x"
+
+
+def test_ratio_chart_takes_numbers_stored_as_objects() -> None:
+    frame = pd.DataFrame({"job_type": ["a", "b"], "ratio": pd.Series([0.5, None], dtype=object)})
+    figure = charts.ratio_figure(frame, "ratio", "job_type", "Ratio", "r")
+    assert list(figure.data[0].y) == ["a"]
+
+
+def test_verdict_when_only_the_retry_ran_the_effect() -> None:
+    runs = pd.DataFrame(
+        {
+            "execution": [1, 2], "job_id": ["a", "a"], "worker_id": ["w1", "w2"],
+            "delivery_attempt": [1, 2], "duration_ms": [10.0, 10.0],
+            "side_effect": [False, True], "absorbed_by": [None, None],
+            "outcome": ["nack", "ack"], "reason": ["deadlock", None], "settled_by": [None, None],
+            "visibility_timeout_ms": [None, None],
+        }
+    )
+    said = verdict(runs, {"cause": "retry_after_failure", "harmful": False})
+    assert said.text == (
+        "Ran twice because the first execution failed (deadlock) and was retried; only the "
+        "second execution ran the effect: absorbed."
+    )
