@@ -164,6 +164,13 @@ def compact(store_url: str | None, older_than_days: int | None) -> None:
 if __name__ == "__main__":  # pragma: no cover
     main()
 
+from dupescope import cli_forensics  # noqa: E402  (its commands import this module)
+
+main.add_command(cli_forensics.duplicates)
+main.add_command(cli_forensics.alerts)
+main.add_command(cli_forensics.stats)
+main.add_command(cli_forensics.lint)
+
 from dupescope.cli_dashboard import dashboard as _dashboard  # noqa: E402
 
 main.add_command(_dashboard)

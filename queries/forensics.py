@@ -10,6 +10,7 @@ start (datetime, pandas Timestamp or ISO 8601 text; naive times are UTC).
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 import pandas as pd
@@ -63,11 +64,23 @@ def _shape(frame: pd.DataFrame, *, flags: tuple[str, ...] = ()) -> pd.DataFrame:
         elif column in ("bucket_us", "window_start_us"):
             frame[column] = pd.to_datetime(frame[column].astype("Int64"), unit="us", utc=True)
             renames[column] = column.removesuffix("_us")
+        elif _is_decimal(frame[column]):
+            # DuckDB sums integers into HUGEINT, which arrives as Decimal.
+            frame[column] = frame[column].astype("float64")
+            if frame[column].notna().all() and (frame[column] % 1 == 0).all():
+                frame[column] = frame[column].astype("int64")
         elif column in flags:
             frame[column] = frame[column].fillna(False).astype(bool)
         elif pd.api.types.is_integer_dtype(frame[column].dtype):
             frame[column] = frame[column].astype("int64")
     return frame.rename(columns=renames)
+
+
+def _is_decimal(series: pd.Series) -> bool:
+    if series.dtype != object:
+        return False
+    present = series.dropna()
+    return not present.empty and isinstance(present.iloc[0], Decimal)
 
 
 def _listed(values: Any) -> list[Any]:
@@ -117,7 +130,8 @@ def duplicates(
     flags = (*CAUSES, "harmful", "lock_expired_while_running", "overlapped", "split_brain")
     frame = _shape(raw, flags=flags)
     causes = [
-        [cause for cause in CAUSES if row[cause]] for _, row in frame[list(CAUSES)].iterrows()
+        [cause for cause, applies in zip(CAUSES, flags_of_key, strict=True) if applies]
+        for flags_of_key in zip(*(frame[cause].tolist() for cause in CAUSES), strict=True)
     ]
     frame["causes"] = causes
     frame["cause"] = [found[0] if found else "unknown" for found in causes]
