@@ -102,7 +102,7 @@ def show_key(url: str, snap: str, key: str) -> bool:
     show_verdict(found, ui.answer("duplicates", lambda: duplicate_row(url, snap, key, frame)))
     ui.plot("timeline chart", lambda: swimlane_figure(frame, found), "swimlane")
     st.subheader("Executions")
-    st.dataframe(found, hide_index=True)
+    st.dataframe(found.assign(duration_ms=found["duration_ms"].round(0)), hide_index=True)
     st.subheader("Events")
     st.dataframe(frame[[c for c in EVENT_COLUMNS if c in frame]], hide_index=True)
     return True
