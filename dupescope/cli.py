@@ -161,9 +161,6 @@ def compact(store_url: str | None, older_than_days: int | None) -> None:
     click.echo(f"compacted {replaced} segment(s)", err=True)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    main()
-
 from dupescope import cli_forensics  # noqa: E402  (its commands import this module)
 
 main.add_command(cli_forensics.duplicates)
@@ -174,3 +171,7 @@ main.add_command(cli_forensics.lint)
 from dupescope import cli_watch  # noqa: E402
 
 main.add_command(cli_watch.watch)
+
+from dupescope.cli_dashboard import dashboard as _dashboard  # noqa: E402
+
+main.add_command(_dashboard)

@@ -1,0 +1,42 @@
+"""dupescope's dashboard: routes to the pages and draws the filters they share.
+
+Run with `dupescope dashboard` (or `streamlit run dashboard/app.py`); DUPESCOPE_STORE
+names the store.
+"""
+
+import sys
+from pathlib import Path
+
+# `streamlit run` puts this folder, not the project, on sys.path: make `dashboard`,
+# `queries` and `store` import from the checkout this file belongs to.
+ROOT = str(Path(__file__).resolve().parents[1])
+if sys.path[:1] != [ROOT]:
+    sys.path.insert(0, ROOT)
+
+import streamlit as st  # noqa: E402
+
+from dashboard import filters  # noqa: E402
+
+st.set_page_config(page_title="dupescope", page_icon=":material/content_copy:", layout="wide")
+
+# The default page is always served at "/", never at its own path; a hidden default that
+# forwards to the overview keeps "/overview" a stable link.
+OVERVIEW = "app_pages/overview.py"
+
+page = st.navigation(
+    [
+        st.Page(lambda: st.switch_page(OVERVIEW), title="dupescope", default=True,
+                visibility="hidden", url_path="home"),
+        st.Page(OVERVIEW, title="Overview", url_path="overview", icon=":material/dashboard:"),
+        st.Page("app_pages/timeline.py", title="Key timeline", url_path="timeline",
+                icon=":material/timeline:"),
+        st.Page("app_pages/durations.py", title="Durations", url_path="durations",
+                icon=":material/timer:"),
+        st.Page("app_pages/alerts.py", title="Alerts", url_path="alerts",
+                icon=":material/notifications:"),
+        st.Page("app_pages/checklist.py", title="Checklist", url_path="checklist",
+                icon=":material/checklist:"),
+    ]
+)
+filters.sidebar()
+page.run()

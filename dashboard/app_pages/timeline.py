@@ -1,0 +1,126 @@
+"""Key timeline: what happened to one key, execution by execution, and why it ran twice.
+
+Reached by search (idempotency key, job_id, resource key or lock owner, by prefix) or by
+the deep link `/timeline?key=KEY` that alerts and the CLI print.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import loaders, ui
+from dashboard.executions import summarise
+from dashboard.source import snapshot, store_url
+from dashboard.swimlane import swimlane_figure
+from dashboard.verdict import verdict
+
+EVENT_COLUMNS = [
+    "ts", "execution", "event", "job_id", "delivery_attempt", "worker_id", "lock_key",
+    "lock_owner", "lock_ttl_ms", "visibility_timeout_ms", "resource_key", "attrs",
+]
+
+
+def open_suggestion() -> None:
+    """A picked search match opens that match's key (the URL follows)."""
+    picked = st.session_state.get("suggestion")
+    if picked:
+        st.session_state["key"] = picked
+
+
+def show_suggestions(url: str, snap: str, prefix: str) -> None:
+    matches = ui.answer("key search", lambda: loaders.key_suggestions(url, snap, prefix))
+    if matches is None:
+        return
+    if matches.empty:
+        ui.nothing(f"Nothing starts with **{prefix}** in the store.")
+        return
+    labels = {
+        row.key: f"{row.value}  ·  {row.kind.replace('_', ' ')}  →  {row.key}"
+        for row in matches.itertuples()
+    }
+    st.selectbox(
+        f"{len(labels)} match(es) for “{prefix}”",
+        list(labels),
+        index=None,
+        format_func=labels.__getitem__,
+        placeholder="Pick one to open its timeline",
+        key="suggestion",
+        on_change=open_suggestion,
+    )
+
+
+def show_worst_keys(url: str, snap: str) -> None:
+    worst = loaders.forensic(url, snap, "duplicates", {})
+    if worst is None or worst.empty:
+        return
+    worst = worst.sort_values(["harmful", "executions"], ascending=False).head(10)
+    st.caption("Or start from the worst duplicates:")
+    st.dataframe(
+        worst.assign(timeline=[ui.timeline_link(k) for k in worst["key"]])[
+            ["timeline", "job_type", "executions", "harmful", "cause"]
+        ],
+        hide_index=True,
+        column_config={
+            "timeline": st.column_config.LinkColumn("key", display_text=r"key=(.*)$")
+        },
+    )
+
+
+def duplicate_row(url: str, snap: str, key: str, frame: pd.DataFrame) -> dict | None:
+    """This key's row of the forensic `duplicates` answer, matched by key or job_id."""
+    answer = loaders.forensic(url, snap, "duplicates", {})
+    if answer is None or answer.empty:
+        return None
+    names = {key, *frame["idempotency_key"].dropna(), *frame["job_id"].dropna()}
+    hits = answer[answer["key"].isin(names)]
+    return hits.iloc[0].to_dict() if not hits.empty else None
+
+
+def show_verdict(found, row: dict | None) -> None:
+    said = verdict(found, row)
+    if said.harmful:
+        st.error(said.text, icon=":material/warning:")
+    elif said.harmful is False:
+        st.warning(said.text, icon=":material/shield:")
+    else:
+        st.success(said.text, icon=":material/check_circle:")
+    if row:
+        causes = row.get("causes")
+        listed = ", ".join(causes) if isinstance(causes, list | tuple) else causes
+        st.caption(
+            f"{row.get('job_type')} · cause {row.get('cause')}"
+            + (f" (all that apply: {listed})" if listed else "")
+        )
+
+
+def show_key(url: str, snap: str, key: str) -> bool:
+    frame = ui.answer("timeline", lambda: loaders.timeline(url, snap, key))
+    if frame is None or frame.empty:
+        return False
+    found = summarise(frame)
+    show_verdict(found, ui.answer("duplicates", lambda: duplicate_row(url, snap, key, frame)))
+    ui.plot("timeline chart", lambda: swimlane_figure(frame, found), "swimlane")
+    st.subheader("Executions")
+    st.dataframe(found.assign(duration_ms=found["duration_ms"].round(0)), hide_index=True)
+    st.subheader("Events")
+    st.dataframe(frame[[c for c in EVENT_COLUMNS if c in frame]], hide_index=True)
+    return True
+
+
+st.title("Key timeline")
+url = store_url()
+snap = snapshot(url)
+key = st.text_input(
+    "Idempotency key, job_id, resource key or lock owner",
+    key="key",
+    bind="query-params",
+    placeholder="inv-2025-0042, a job id, acct-17, worker-3:4711…",
+    help="An exact key opens its timeline; anything else searches by prefix.",
+).strip()
+
+if not key:
+    ui.nothing("Enter a key to see every execution of it, or open one from the Overview.")
+    show_worst_keys(url, snap)
+elif not show_key(url, snap, key):
+    show_suggestions(url, snap, key)

@@ -1,0 +1,66 @@
+"""Small page helpers: helpful empty states, guarded answers, links, live refresh."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import streamlit as st
+
+from dashboard.filters import REFRESH_SECONDS, live
+
+T = TypeVar("T")
+
+EMPTY_STORE = (
+    "The store at **{where}** holds no events yet. Load the sample workload with "
+    "`dupescope demo`, load logs with `dupescope ingest FILE`, or point your workers' "
+    "OpenTelemetry exporter at `dupescope collect`."
+)
+
+
+def timeline_link(key: str) -> str:
+    """The deep link of a key's timeline, relative so it works under any base path."""
+    return f"timeline?key={quote(str(key), safe='')}"
+
+
+def answer(label: str, work: Callable[[], T]) -> T | None:
+    """Run a question; on failure say so in the page instead of showing a traceback."""
+    try:
+        return work()
+    except Exception as exc:
+        st.warning(f"Could not answer **{label}**: {exc}", icon=":material/error:")
+        return None
+
+
+def plot(label: str, build: Callable[[], Any], key: str) -> None:
+    """Draw a Plotly figure; a figure that cannot be drawn becomes a note, not a traceback."""
+    figure = answer(label, build)
+    if figure is not None:
+        st.plotly_chart(figure, key=key)
+
+
+def missing(question: str) -> None:
+    """Say that this build's query library lacks a question a page needs."""
+    st.info(
+        f"This page needs `queries.{question}`, which this build of the query library "
+        "does not provide yet.",
+        icon=":material/construction:",
+    )
+
+
+def nothing(message: str) -> None:
+    st.info(message, icon=":material/info:")
+
+
+def refreshing(body: Callable[[], Any]) -> None:
+    """Run the page body, re-running it on a timer while auto-refresh is on."""
+    if live():
+        st.fragment(run_every=REFRESH_SECONDS)(body)()
+    else:
+        body()
+
+
+def ignored(filters: list[str]) -> None:
+    if filters:
+        st.caption(f"Not narrowed by {', '.join(filters)}: this question does not take it.")

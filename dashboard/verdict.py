@@ -1,0 +1,165 @@
+"""The plain-language verdict at the top of a key's timeline.
+
+The cause and outcome come from the forensic answer (`queries.duplicates`); the words
+that make them concrete ("the first worker went silent after its side effect") come from
+the key's own executions, so the sentence names what the person can see in the chart.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+ORDINALS = ("first", "second", "third", "fourth", "fifth")
+TIMES = {2: "twice", 3: "three times"}
+ABSORBED_HOW = {
+    "idempotency_hit": "found the idempotency record and skipped the effect",
+    "lock_contended": "could not take the lock and did not run the effect",
+    "occ_conflict": "lost the optimistic-concurrency check and changed nothing",
+}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One sentence for the person on call, and whether the duplicate did harm."""
+
+    text: str
+    harmful: bool | None  # None: not a duplicate, or nothing ran
+    cause: str | None = None
+
+
+def ordinal(position: int) -> str:
+    return ORDINALS[position - 1] if 0 < position <= len(ORDINALS) else f"#{position}"
+
+
+def times(count: int) -> str:
+    return TIMES.get(count, f"{count} times")
+
+
+def _seconds(ms: Any) -> str:
+    value = float(ms) / 1000
+    return f"{value:.0f} s" if value >= 10 else f"{value:.1f} s"
+
+
+def _present(value: Any) -> bool:
+    return value is not None and not (isinstance(value, float) and pd.isna(value))
+
+
+def _short_reason(reason: Any) -> str:
+    """`WorkerLostError('Worker exited prematurely: ...')` -> `WorkerLostError`."""
+    return re.split(r"[(:]", str(reason), maxsplit=1)[0].strip()[:60] or str(reason)[:60]
+
+
+def _position(executions: pd.DataFrame, row: pd.Series) -> int:
+    return int(executions.index.get_loc(row.name)) + 1
+
+
+def _still_running(executions: pd.DataFrame) -> pd.Series:
+    """The first execution that was still running when a later one started."""
+    for position in range(len(executions) - 1):
+        row = executions.iloc[position]
+        if (executions.iloc[position + 1 :]["start"] < row["end"]).any():
+            return row
+    return executions.iloc[0]
+
+
+def _reason(cause: str | None, executions: pd.DataFrame, job_ids: int) -> str:
+    """Why the key ran more than once, in the words of its executions."""
+    first = executions.iloc[0]
+    if cause == "producer_retry":
+        return f"because the producer enqueued it {times(job_ids)} as separate jobs"
+    if cause == "visibility_timeout":
+        row = _still_running(executions)
+        vt = row["visibility_timeout_ms"]
+        window = f" ({_seconds(vt)})" if _present(vt) else ""
+        return (
+            f"because the visibility timeout{window} ran out while the "
+            f"{ordinal(_position(executions, row))} execution was still running (it ran "
+            f"{_seconds(row['duration_ms'])})"
+        )
+    if cause == "worker_crash":
+        lost = executions[(executions["outcome"] == "silent") | executions["settled_by"].notna()]
+        row = lost.iloc[0] if not lost.empty else first
+        who = f"the {ordinal(_position(executions, row))} worker"
+        if _present(row["worker_id"]):
+            who += f" ({row['worker_id']})"
+        if _present(row["settled_by"]) or row["outcome"] != "silent":
+            why = f" ({_short_reason(row['reason'])})" if _present(row["reason"]) else ""
+            after = " after its side effect" if row["side_effect"] else ""
+            return (
+                f"because {who} was lost{after} and its delivery was settled on its "
+                f"behalf{why}"
+            )
+        after = "after its side effect" if row["side_effect"] else "before finishing"
+        return f"because {who} went silent {after}"
+    if cause == "broker_redelivery":
+        return "because the broker delivered it again after the first execution had acked"
+    if cause == "retry_after_failure":
+        failed = executions[executions["outcome"].isin(["nack", "fail"])]
+        row = failed.iloc[0] if not failed.empty else first
+        why = f" ({row['reason']})" if _present(row["reason"]) else ""
+        after = " after its side effect" if row["side_effect"] else ""
+        return (
+            f"because the {ordinal(_position(executions, row))} execution failed{after}{why} "
+            "and was retried"
+        )
+    return "for a reason the events do not show"
+
+
+def _outcome(executions: pd.DataFrame, harmful: bool) -> str:
+    effects = executions[executions["side_effect"].astype(bool)]
+    if harmful and len(effects) >= 2:
+        if len(effects) == 2:
+            again = ordinal(_position(executions, effects.iloc[1]))
+            return f"the {again} execution ran the effect again: harmful."
+        return f"the effect ran {times(len(effects))}: harmful."
+    if harmful:
+        return "the effect ran more than once: harmful."
+    if effects.empty:
+        return "no execution ran the effect: absorbed."
+    extras = executions.drop(effects.index)
+    if extras.empty:
+        return "the effect ran once: absorbed."
+    guarded = extras[extras["absorbed_by"].isin(list(ABSORBED_HOW))]
+    if not guarded.empty:
+        row = guarded.iloc[0]
+        how = ABSORBED_HOW[row["absorbed_by"]]
+        return f"the {ordinal(_position(executions, row))} execution {how}: absorbed."
+    only = ordinal(_position(executions, effects.iloc[0]))
+    return f"only the {only} execution ran the effect: absorbed."
+
+
+def _leading(cause: str | None, count: int) -> str:
+    redelivered = cause in ("visibility_timeout", "worker_crash", "broker_redelivery")
+    verb = "Delivered" if redelivered else "Ran"
+    return f"{verb} {times(count)}"
+
+
+def verdict(executions: pd.DataFrame, duplicate: Mapping[str, Any] | None = None) -> Verdict:
+    """The verdict for one key from its executions and its row of `duplicates`, if any."""
+    count = len(executions)
+    if count == 0:
+        return Verdict("No execution recorded: the job was never delivered to a worker.", None)
+    executions = executions.reset_index(drop=True)
+    if count == 1:
+        row = executions.iloc[0]
+        ran = "ran its side effect" if row["side_effect"] else "ran no side effect"
+        return Verdict(f"Ran once and {ran}: not a duplicate.", None)
+    cause = duplicate.get("cause") if duplicate else None
+    harmful_value = duplicate.get("harmful") if duplicate else None
+    harmful = (
+        bool(harmful_value)
+        if _present(harmful_value)
+        else int(executions["side_effect"].astype(bool).sum()) >= 2
+    )
+    job_ids = executions["job_id"].dropna().nunique()
+    text = f"{_leading(cause, count)} {_reason(cause, executions, job_ids)}; " + _outcome(
+        executions, harmful
+    )
+    if duplicate is None:
+        text += " (Cause not classified: no forensic answer for this key.)"
+    return Verdict(text, harmful, cause)

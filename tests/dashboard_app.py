@@ -1,0 +1,39 @@
+"""Helpers for the dashboard's AppTest cases: a store of the inline stories, the app."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+APP = Path(__file__).resolve().parents[1] / "dashboard" / "app.py"
+PAGES = {
+    "overview": "app_pages/overview.py",
+    "timeline": "app_pages/timeline.py",
+    "durations": "app_pages/durations.py",
+    "alerts": "app_pages/alerts.py",
+    "checklist": "app_pages/checklist.py",
+}
+
+
+def open_page(page: str, **query: str) -> AppTest:
+    """Run the app on `page` (as a deep link with `query` would) and return it."""
+    app = AppTest.from_file(str(APP), default_timeout=60)
+    app.run()
+    for name, value in query.items():
+        app.query_params[name] = value
+    if page != "overview":
+        app.switch_page(PAGES[page])
+    return app.run()
+
+
+def texts(elements) -> list[str]:  # type: ignore[no-untyped-def]
+    return [str(element.value) for element in elements]
+
+
+def frame_with(app: AppTest, column: str):  # type: ignore[no-untyped-def]
+    """The first data frame on the page that has `column`."""
+    for element in app.dataframe:
+        if column in element.value.columns:
+            return element.value
+    raise AssertionError(f"no data frame with a {column!r} column")

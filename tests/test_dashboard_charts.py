@@ -1,0 +1,223 @@
+"""The dashboard's pure parts: execution summaries, the verdict, and the figures."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pandas as pd
+import pytest
+from dashboard_cases import ABSORBED_KEY, HARMFUL_KEY, SINGLE_KEY, dashboard_events
+
+from dashboard import charts
+from dashboard.executions import overlaps, summarise
+from dashboard.filters import Filters, window_bounds
+from dashboard.swimlane import swimlane_figure
+from dashboard.verdict import verdict
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory):
+    from conftest import events_to_table
+
+    from store.embedded import EmbeddedStore
+
+    store = EmbeddedStore(tmp_path_factory.mktemp("charts") / "store")
+    store.write(events_to_table(dashboard_events()))
+    yield store
+    store.close()
+
+
+def _timeline(store, key: str) -> pd.DataFrame:
+    import queries
+
+    return queries.timeline(store, key)
+
+
+def _row(store, key: str) -> dict:
+    import queries
+
+    found = queries.duplicates(store)
+    return found[found["key"] == key].iloc[0].to_dict()
+
+
+def test_summary_says_how_each_execution_ended(stored) -> None:
+    runs = summarise(_timeline(stored, HARMFUL_KEY))
+    assert runs["outcome"].tolist() == ["silent", "ack"]
+    assert runs["side_effect"].tolist() == [True, True]
+    assert runs["worker_id"].tolist() == ["w1:101", "w2:202"]
+    assert runs["lock_valid_until"].iloc[0] == pd.Timestamp("2025-11-30T12:00:11.2Z")
+
+
+def test_overlap_is_found_only_where_runs_share_time(stored) -> None:
+    assert overlaps(summarise(_timeline(stored, HARMFUL_KEY))) == []
+    (begin, finish, one, other), = overlaps(summarise(_timeline(stored, ABSORBED_KEY)))
+    assert (one, other) == (1, 2)
+    assert begin == pd.Timestamp("2025-11-30T12:01:31Z")
+    assert finish == pd.Timestamp("2025-11-30T12:01:32Z")
+
+
+def test_verdict_for_a_harmful_worker_crash(stored) -> None:
+    said = verdict(summarise(_timeline(stored, HARMFUL_KEY)), _row(stored, HARMFUL_KEY))
+    assert said.harmful is True and said.cause == "worker_crash"
+    assert said.text == (
+        "Delivered twice because the first worker (w1:101) went silent after its side effect; "
+        "the second execution ran the effect again: harmful."
+    )
+
+
+def test_verdict_for_an_absorbed_visibility_timeout(stored) -> None:
+    said = verdict(summarise(_timeline(stored, ABSORBED_KEY)), _row(stored, ABSORBED_KEY))
+    assert said.harmful is False
+    assert said.text == (
+        "Delivered twice because the visibility timeout (30 s) ran out while the first "
+        "execution was still running (it ran 31 s); the second execution found the "
+        "idempotency record and skipped the effect: absorbed."
+    )
+
+
+def test_verdict_for_a_single_run_and_for_no_forensic_answer(stored) -> None:
+    assert verdict(summarise(_timeline(stored, SINGLE_KEY))).text == (
+        "Ran once and ran its side effect: not a duplicate."
+    )
+    unclassified = verdict(summarise(_timeline(stored, HARMFUL_KEY)), None)
+    assert unclassified.harmful is True
+    assert unclassified.text.startswith("Ran twice for a reason the events do not show")
+    assert "no forensic answer" in unclassified.text
+
+
+def test_verdict_for_a_producer_retry_and_a_failed_retry() -> None:
+    runs = pd.DataFrame(
+        {
+            "execution": [1, 2], "job_id": ["a", "b"], "worker_id": ["w1", "w2"],
+            "delivery_attempt": [1, 1], "duration_ms": [10.0, 10.0],
+            "side_effect": [True, False], "absorbed_by": [None, "lock_contended"],
+            "outcome": ["ack", "ack"], "reason": [None, None], "settled_by": [None, None],
+            "visibility_timeout_ms": [None, None],
+        }
+    )
+    said = verdict(runs, {"cause": "producer_retry", "harmful": False})
+    assert said.text == (
+        "Ran twice because the producer enqueued it twice as separate jobs; the second "
+        "execution could not take the lock and did not run the effect: absorbed."
+    )
+    failed = runs.assign(outcome=["fail", "ack"], reason=["timeout", None],
+                         side_effect=[True, True])
+    said = verdict(failed, {"cause": "retry_after_failure", "harmful": True})
+    assert said.text == (
+        "Ran twice because the first execution failed after its side effect (timeout) and "
+        "was retried; the second execution ran the effect again: harmful."
+    )
+
+
+def test_no_execution_at_all() -> None:
+    assert verdict(summarise(pd.DataFrame())).harmful is None
+
+
+def test_swimlanes_draw_one_lane_per_execution_with_lock_and_window(stored) -> None:
+    frame = _timeline(stored, HARMFUL_KEY)
+    figure = swimlane_figure(frame, summarise(frame))
+    assert list(figure.layout.yaxis.ticktext) == [
+        "producer", "#1 w1:101 · attempt 1", "#2 w2:202 · attempt 2"
+    ]
+    names = {trace.name for trace in figure.data}
+    assert {"execution", "visibility timeout", "lock validity", "ran without its lock",
+            "side_effect", "deliver", "enqueue"} <= names
+    assert not figure.layout.shapes, "these two runs never overlapped"
+
+
+def test_swimlanes_shade_the_overlap(stored) -> None:
+    frame = _timeline(stored, ABSORBED_KEY)
+    figure = swimlane_figure(frame, summarise(frame))
+    (shade,) = figure.layout.shapes
+    assert shade.fillcolor == "#d62728"
+    assert figure.layout.annotations[0].text == "#1 and #2 overlap"
+
+
+def test_bucket_width_follows_the_span() -> None:
+    assert charts.bucket_for(pd.Timedelta(minutes=30)) == "1min"
+    assert charts.bucket_for(pd.Timedelta(hours=3)) == "5min"
+    assert charts.bucket_for(pd.Timedelta(days=30)) == "1D"
+    assert charts.bucket_for(None) == "1h"
+
+
+def test_over_time_names_the_busiest_job_types_and_sums_the_rest() -> None:
+    bucket = pd.Timestamp("2025-11-30T12:00Z")
+    over_time = pd.DataFrame(
+        {
+            "bucket": [bucket] * 3, "job_type": ["a", "b", "c"], "duplicate_keys": [5, 3, 1],
+            "harmful": [2, 1, 1], "absorbed": [3, 2, 0],
+        }
+    )
+    top = charts.top_job_types(over_time, keep=1)
+    assert top.set_index("job_type")["harmful"].to_dict() == {"a": 2, charts.OTHER: 2}
+    figure = charts.duplicates_over_time_figure(over_time, keep=1)
+    assert {t.name for t in figure.data} == {"a", charts.OTHER}
+
+
+def test_causes_split_harmful_and_absorbed(stored) -> None:
+    import queries
+
+    figure = charts.causes_figure(queries.duplicates(stored))
+    assert {t.name for t in figure.data} == {"harmful", "absorbed"}
+
+
+def test_headroom_ranks_the_tightest_job_type_first() -> None:
+    timing = pd.DataFrame(
+        {
+            "job_type": ["fast", "slow"], "p99_ms": [100.0, 50_000.0],
+            "lock_ttl_ms": [10_000.0, 10_000.0], "visibility_timeout_ms": [30_000, 30_000],
+        }
+    )
+    figure = charts.headroom_figure(timing)
+    # Plotly draws the last category of a horizontal bar chart at the top.
+    assert list(figure.layout.yaxis.categoryarray) == ["fast", "slow"]
+
+
+def test_ratio_chart_keeps_the_highest_rows() -> None:
+    frame = pd.DataFrame({"job_type": list("abcdef"), "ratio": [0.1, 0.6, 0.2, 0.5, 0.3, 0.4]})
+    figure = charts.ratio_figure(frame, "ratio", "job_type", "Ratio", "r", limit=2)
+    assert list(figure.data[0].y) == ["d", "b"]
+    assert figure.layout.title.text == "Ratio (top 2 of 6)"
+
+
+def test_job_type_table_ranks_harm_first(stored) -> None:
+    import queries
+
+    table = charts.job_type_table(queries.duplicates(stored))
+    first = table.iloc[0]
+    assert (first["job_type"], first["duplicates"], first["harmful"], first["absorbed"]) == (
+        "billing.charge", 2, 1, 1
+    )
+    assert first["extra_executions"] == 2
+
+
+def test_time_windows_end_at_the_newest_event() -> None:
+    newest = datetime(2025, 11, 30, 12, 0)
+    assert window_bounds("1h", newest) == (datetime(2025, 11, 30, 11, 0), None)
+    assert window_bounds("all", newest) == (None, None)
+    custom = (datetime(2025, 11, 30, 9), datetime(2025, 11, 30, 10))
+    assert window_bounds("custom", newest, custom) == custom
+    assert Filters(job_type="x").describe() == "job_type=x"
+
+
+def test_ratio_chart_takes_numbers_stored_as_objects() -> None:
+    frame = pd.DataFrame({"job_type": ["a", "b"], "ratio": pd.Series([0.5, None], dtype=object)})
+    figure = charts.ratio_figure(frame, "ratio", "job_type", "Ratio", "r")
+    assert list(figure.data[0].y) == ["a"]
+
+
+def test_verdict_when_only_the_retry_ran_the_effect() -> None:
+    runs = pd.DataFrame(
+        {
+            "execution": [1, 2], "job_id": ["a", "a"], "worker_id": ["w1", "w2"],
+            "delivery_attempt": [1, 2], "duration_ms": [10.0, 10.0],
+            "side_effect": [False, True], "absorbed_by": [None, None],
+            "outcome": ["nack", "ack"], "reason": ["deadlock", None], "settled_by": [None, None],
+            "visibility_timeout_ms": [None, None],
+        }
+    )
+    said = verdict(runs, {"cause": "retry_after_failure", "harmful": False})
+    assert said.text == (
+        "Ran twice because the first execution failed (deadlock) and was retried; only the "
+        "second execution ran the effect: absorbed."
+    )
