@@ -34,6 +34,7 @@ from collectors.service.pipeline import QueueFull, WriteFailed
 
 log = logging.getLogger("dupescope.collect")
 
+DRAIN_LIMIT = 64 * 1024 * 1024
 OTLP_PATHS = {"/v1/traces": "traces", "/v1/logs": "logs"}
 LINES_PATH = "/v1/jsonlines"
 _GRPC_CODES = {
@@ -172,11 +173,20 @@ class Handler(BaseHTTPRequestHandler):
                        "application/json")
 
     def _refuse(self, status: int, message: str, protobuf: bool, unread: str | None) -> None:
-        """Answer an error; a body left unread makes the connection unusable, so close it."""
+        """Answer an error. An unread body is drained (in small chunks, up to a cap) so
+        that the client can read the answer; a larger one closes the connection."""
         if status != 401:
             self.collector.bad_request()
-        if unread is not None and unread != "0":
-            self.close_connection = True
+        if unread is not None and unread.isdigit() and int(unread) > 0:
+            remaining = int(unread)
+            if remaining <= DRAIN_LIMIT:
+                while remaining > 0:
+                    chunk = self.rfile.read(min(remaining, 1 << 16))
+                    if not chunk:
+                        break
+                    remaining -= len(chunk)
+            else:
+                self.close_connection = True
         self._error(status, message, protobuf)
 
     def _authorised(self, token: str) -> bool:
