@@ -124,7 +124,7 @@ def free_port() -> int:
 @contextmanager
 def running(store: Store, **options: Any) -> Iterator[RunningCollector]:
     """A collector in this process, on free ports."""
-    config = CollectConfig(http_port=0, grpc_port=0, **options)
+    config = CollectConfig(**{"http_port": 0, "grpc_port": 0, **options})
     collector = RunningCollector(store, config)
     try:
         yield collector
