@@ -190,7 +190,7 @@ def rows(store: Store, exclude: tuple[str, ...] = ("source",)) -> pa.Table:
         "SELECT * FROM events QUALIFY row_number() OVER (PARTITION BY event_uid) = 1 "
         "ORDER BY event_uid"
     ) if store.dialect == "duckdb" else store.arrow(  # type: ignore[attr-defined]
-        "SELECT * FROM events LIMIT 1 BY event_uid ORDER BY event_uid"
+        "SELECT * FROM events ORDER BY event_uid LIMIT 1 BY event_uid"
     )
     return table.drop_columns([c for c in exclude if c in table.column_names])
 
