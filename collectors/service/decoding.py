@@ -23,6 +23,10 @@ def _init_worker(mapping: FieldMapping) -> None:
     _worker_normaliser = Normaliser(mapping)
 
 
+def _ready() -> bool:
+    return _worker_normaliser is not None
+
+
 def _otlp_in_worker(kind: str, body: bytes, fmt: str, source: str) -> DecodeResult:
     assert _worker_normaliser is not None
     return bodies.decode_otlp(kind, body, fmt, _worker_normaliser, source)
@@ -48,6 +52,9 @@ class Decoder:
                 initializer=_init_worker,
                 initargs=(mapping,),
             )
+            # Start every worker now, not on the first request (an import takes a second).
+            for future in [self._pool.submit(_ready) for _ in range(workers)]:
+                future.result()
 
     def otlp(self, kind: str, body: bytes, fmt: str, source: str) -> DecodeResult:
         if self._pool is None:
