@@ -14,7 +14,7 @@ from typing import Any
 
 from collectors.mapping import DEFAULT_MAPPING, FieldMapping
 from collectors.service.bodies import DecodeResult
-from collectors.service.decoding import Decoder
+from collectors.service.decoding import Decoder, DecoderUnavailable
 from collectors.service.pipeline import Pipeline, QueueFull, WriteFailed
 from store.base import Store
 
@@ -60,6 +60,8 @@ class Collector:
             raise QueueFull(retry_after=1)
         try:
             return work()
+        except DecoderUnavailable as exc:
+            raise WriteFailed(str(exc)) from exc
         finally:
             self._decoding.release()
 
