@@ -3,8 +3,9 @@ which protobuf alone can parse the same bodies, and peak memory when overloaded.
 
     python -m benchmarks.collector --spans 100000 [--clients 4] [--decode-workers 1]
 
-Each span is a job execution span: ~10 attributes and 3 span events that are lifecycle
-steps (lock_acquire, side_effect, ack), so one span gives 4 canonical rows. The collector
+Each span is a job execution span: ~10 attributes and 3 span events, by default all
+lifecycle steps (lock_acquire, side_effect, ack), so one span gives 4 canonical rows;
+`--steps 0` makes them ordinary events, one row per span. The collector
 runs as a real `dupescope collect` process on an embedded store in a temporary folder;
 the clients send pre-built, distinct bodies (so nothing is skipped as a repeat) over
 keep-alive connections. Overload: twice the measured rate is offered for a few seconds
@@ -39,8 +40,17 @@ def _kv(key: str, value: object) -> KeyValue:
     return KeyValue(key=key, value=AnyValue(string_value=str(value)))
 
 
-def trace_request(batch: int, spans: int = 1000, seed: int = 0) -> ExportTraceServiceRequest:
-    """One export request of `spans` job execution spans; `batch` makes its ids unique."""
+STEPS = ("lock_acquire", "side_effect", "ack")
+
+
+def trace_request(
+    batch: int, spans: int = 1000, seed: int = 0, steps: int = 3
+) -> ExportTraceServiceRequest:
+    """One export request of `spans` job execution spans; `batch` makes its ids unique.
+
+    Each span has 3 span events; the first `steps` are lifecycle steps (a row each), the
+    rest are ordinary events (`log`) that the collector reads past.
+    """
     rng = random.Random(seed * 1_000_003 + batch)
     request = ExportTraceServiceRequest()
     resource_spans = request.resource_spans.add()
@@ -71,11 +81,11 @@ def trace_request(batch: int, spans: int = 1000, seed: int = 0) -> ExportTraceSe
             _kv("http.status_code", 200),
             _kv("retry", False),
         ])
-        for step, name in enumerate(("lock_acquire", "side_effect", "ack"), start=1):
+        for step, name in enumerate(STEPS, start=1):
             event = span.events.add()
-            event.name = name
+            event.name = name if step <= steps else "log"
             event.time_unix_nano = span.start_time_unix_nano + step * 10_000_000
-            if name == "lock_acquire":
+            if step == 1:
                 event.attributes.extend([
                     _kv("lock_key", f"lock:order-{n // 2}"), _kv("lock_owner", f"w-{n}"),
                     _kv("lock_ttl_ms", 10_000),
@@ -190,13 +200,16 @@ def main() -> None:
     parser.add_argument("--spans", type=int, default=100_000, help="spans to send end to end")
     parser.add_argument("--batch", type=int, default=1000, help="spans per request")
     parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=3, choices=range(4),
+                        help="span events per span that are lifecycle steps (rows)")
     parser.add_argument("--decode-workers", type=int, default=1)
     parser.add_argument("--overload-seconds", type=float, default=6.0)
     args = parser.parse_args()
 
     batches = max(1, args.spans // args.batch)
     started = time.perf_counter()
-    bodies = [trace_request(b, args.batch).SerializeToString() for b in range(batches)]
+    bodies = [trace_request(b, args.batch, steps=args.steps).SerializeToString()
+              for b in range(batches)]
     print(f"built {batches} bodies of {args.batch} spans "
           f"({sum(map(len, bodies)) / batches / 1024:.0f} KiB each) "
           f"in {time.perf_counter() - started:.1f}s")
@@ -206,13 +219,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         collector = Collector(Path(folder) / "store", 200_000, args.decode_workers)
         try:
-            warm = [trace_request(10**6 + b, args.batch).SerializeToString() for b in range(4)]
+            warm = [trace_request(10**6 + b, args.batch, steps=args.steps).SerializeToString()
+                    for b in range(4)]
             send_all(collector.port, warm, args.clients)
             started = time.perf_counter()
             counts = send_all(collector.port, bodies, args.clients)
             elapsed = time.perf_counter() - started
             rate = counts["ok"] * args.batch / elapsed
-            print(f"end to end: {rate:,.0f} spans/s ({rate * 4:,.0f} rows/s), "
+            print(f"end to end: {rate:,.0f} spans/s ({rate * (1 + args.steps):,.0f} rows/s), "
                   f"{counts['ok']} batches acknowledged in {elapsed:.1f}s, "
                   f"decode workers {args.decode_workers}, clients {args.clients}")
             print(f"ratio to decode-only: {rate / parse:.3f}x")
@@ -221,11 +235,11 @@ def main() -> None:
             collector.stop()
 
         # Overload: twice the sustainable rate from 16 clients, a queue of 20 batches.
-        collector = Collector(Path(folder) / "overload", 20 * args.batch * 4,
+        collector = Collector(Path(folder) / "overload", 20 * args.batch * (1 + args.steps),
                               args.decode_workers)
         try:
             wanted = int(2 * rate * args.overload_seconds / args.batch) + 1
-            extra = [trace_request(batches + b, args.batch).SerializeToString()
+            extra = [trace_request(batches + b, args.batch, steps=args.steps).SerializeToString()
                      for b in range(min(wanted, 400))]
             pace = 16 * args.batch / (2 * rate)
             started = time.perf_counter()

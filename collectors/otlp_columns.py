@@ -170,7 +170,10 @@ def decode_traces_rows(
                     f"{source}: resource_spans[{r_index}].scope_spans[{s_index}].spans[{p_index}]"
                 )
                 prefix = _uid_prefix(trace_id, span_id)
-                shared = _share(span_attrs, trace_id, span_id, normaliser, reserved)
+                # Sharing pays off from two rows on; a lone span row takes the plain path.
+                shared = (
+                    _share(span_attrs, trace_id, span_id, normaliser, reserved) if steps else None
+                )
 
                 own_extra: dict[str, Any] = {"span.name": name}
                 if steps:
