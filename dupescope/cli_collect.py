@@ -86,5 +86,7 @@ def collect(
     )
     try:
         serve(store, config, store_url)
+    except OSError as exc:  # a port in use, an unreadable tail state folder
+        raise click.ClickException(f"cannot start the collector: {exc}") from exc
     finally:
         store.close()

@@ -73,3 +73,22 @@ def test_tail_state_defaults_to_the_store_folder(tmp_path: Path) -> None:
         _wait_for(store, 2)
     saved = orjson.loads((tmp_path / "store" / "tail-state.json").read_bytes())
     assert saved[str(log)]["offset"] == log.stat().st_size
+
+
+def test_collect_command_reports_a_port_in_use(tmp_path: Path) -> None:
+    import socket
+
+    from click.testing import CliRunner
+
+    from dupescope.cli import main
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(main, [
+            "collect", "--store", str(tmp_path / "store"), "--http-port", str(port),
+            "--grpc-port", "-1",
+        ])
+    assert result.exit_code == 1
+    assert "cannot start the collector" in result.output
