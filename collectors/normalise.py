@@ -61,20 +61,37 @@ class Normaliser:
         self._sources = {
             name: mapping.sources_for(name) for name in ("ts", "event", *STRING_FIELDS, *INT_FIELDS)
         }
+        self._source_sets = {name: frozenset(keys) for name, keys in self._sources.items()}
+        self._source_keys = frozenset().union(*self._source_sets.values())
+        self._owners: dict[str, set[str]] = {}
+        for name, spellings in self._source_sets.items():
+            for key in spellings:
+                self._owners.setdefault(key, set()).add(name)
 
-    def _take(self, flat: dict[str, Any], canonical: str) -> Any:
+    def _take(self, flat: dict[str, Any], canonical: str, present: set[str]) -> Any:
+        """The first spelling present wins; the other spellings go too, not lingering in attrs."""
+        hits = present & self._source_sets[canonical]
+        if not hits:
+            return None
+        if len(hits) == 1:
+            for key in hits:
+                return flat.pop(key, None)
+        value = None
         for key in self._sources[canonical]:
-            if key in flat:
+            if key in hits and key in flat:
                 value = flat.pop(key)
-                # Remove the other spellings too, so they do not linger in attrs.
-                for other in self._sources[canonical]:
-                    flat.pop(other, None)
-                return value
-        return None
+                break
+        for other in hits:
+            flat.pop(other, None)
+        return value
 
     def normalise(self, flat: dict[str, Any], *, uid: str, source: str) -> Row:
         """Build a row from a flattened record (consumed). Raises RecordError."""
-        ts_value = self._take(flat, "ts")
+        # Only the few source keys a record holds are looked at: a record rarely holds more
+        # than a handful of the ~70 spellings the mapping knows.
+        present = flat.keys() & self._source_keys
+        take = self._take
+        ts_value = take(flat, "ts", present)
         if ts_value is None:
             raise RecordError("no timestamp (ts, timestamp, time or @timestamp)")
         try:
@@ -82,31 +99,69 @@ class Normaliser:
         except TimestampError as exc:
             raise RecordError(str(exc)) from exc
 
-        event = self._event(flat)
+        event = self._event(flat, take(flat, "event", present))
         row: Row = {"event_uid": uid, "ts": ts, "event": event, "source": source}
+        row.update(self.fields(flat, present))
+        return self.finish(row, flat)
+
+    def fields(self, flat: dict[str, Any], present: set[str]) -> Row:
+        """The canonical string and integer fields of a record, taken out of it."""
+        take = self._take
+        row: Row = {}
+        if not present:
+            return row
+        fed = self.fed_by(present)
         for name in STRING_FIELDS:
-            value = self._take(flat, name)
+            if name not in fed:
+                continue
+            value = take(flat, name, present)
             if value is not None:
                 if isinstance(value, dict | list):
                     raise RecordError(f"{name} must be a string, got {type(value).__name__}")
-                row[name] = str(value)
+                row[name] = value if type(value) is str else str(value)
         for name in INT_FIELDS:
-            value = self._take(flat, name)
+            if name not in fed:
+                continue
+            value = take(flat, name, present)
             if value is not None:
                 row[name] = _as_int(name, value)
-        retries = flat.get(CELERY_RETRIES)
+        return row
+
+    def finish(self, row: Row, rest: dict[str, Any]) -> Row:
+        """Checks that need the whole row, then the leftover keys become `attrs`."""
+        retries = rest.get(CELERY_RETRIES)
         if row.get("delivery_attempt") is None and retries is not None:
             row["delivery_attempt"] = _as_int(CELERY_RETRIES, retries) + 1
         attempt = row.get("delivery_attempt")
         if attempt is not None and attempt < 1:
             raise RecordError(f"delivery_attempt must be >= 1, got {attempt}")
-        if event not in _NO_JOB_ID and not row.get("job_id"):
-            raise RecordError(f"event {event!r} needs a job_id")
-        row["attrs"] = orjson.dumps(flat, default=str).decode() if flat else None
+        if row["event"] not in _NO_JOB_ID and not row.get("job_id"):
+            raise RecordError(f"event {row['event']!r} needs a job_id")
+        row["attrs"] = orjson.dumps(rest, default=str).decode() if rest else None
         return row
 
-    def _event(self, flat: dict[str, Any]) -> str:
-        value = self._take(flat, "event")
+    def sources_of(self, canonical: str) -> tuple[str, ...]:
+        """Every spelling of a canonical field, in the order they are tried."""
+        return self._sources[canonical]
+
+    def source_keys(self, flat: dict[str, Any]) -> set[str]:
+        """The keys of `flat` that spell some canonical field."""
+        return flat.keys() & self._source_keys
+
+    def fed_by(self, keys: set[str]) -> set[str]:
+        """The canonical fields that these source keys can feed."""
+        owners = self._owners
+        fed: set[str] = set()
+        for key in keys:
+            fed |= owners[key]
+        return fed
+
+    def event_name(self, value: str) -> str | None:
+        """A lifecycle step's name after the mapping's renames, or None if not a kind."""
+        name = self.mapping.events.get(value, value)
+        return name if name in _KINDS else None
+
+    def _event(self, flat: dict[str, Any], value: Any) -> str:
         if value is None:
             for key in OPERATION_KEYS:
                 operation = flat.get(key)

@@ -175,3 +175,7 @@ main.add_command(cli_watch.watch)
 from dupescope.cli_dashboard import dashboard as _dashboard  # noqa: E402
 
 main.add_command(_dashboard)
+
+from dupescope.cli_collect import collect  # noqa: E402
+
+main.add_command(collect)
