@@ -61,20 +61,33 @@ class Normaliser:
         self._sources = {
             name: mapping.sources_for(name) for name in ("ts", "event", *STRING_FIELDS, *INT_FIELDS)
         }
+        self._source_sets = {name: frozenset(keys) for name, keys in self._sources.items()}
+        self._source_keys = frozenset().union(*self._source_sets.values())
 
-    def _take(self, flat: dict[str, Any], canonical: str) -> Any:
+    def _take(self, flat: dict[str, Any], canonical: str, present: set[str]) -> Any:
+        """The first spelling present wins; the other spellings go too, not lingering in attrs."""
+        hits = present & self._source_sets[canonical]
+        if not hits:
+            return None
+        if len(hits) == 1:
+            for key in hits:
+                return flat.pop(key, None)
+        value = None
         for key in self._sources[canonical]:
-            if key in flat:
+            if key in hits and key in flat:
                 value = flat.pop(key)
-                # Remove the other spellings too, so they do not linger in attrs.
-                for other in self._sources[canonical]:
-                    flat.pop(other, None)
-                return value
-        return None
+                break
+        for other in hits:
+            flat.pop(other, None)
+        return value
 
     def normalise(self, flat: dict[str, Any], *, uid: str, source: str) -> Row:
         """Build a row from a flattened record (consumed). Raises RecordError."""
-        ts_value = self._take(flat, "ts")
+        # Only the few source keys a record holds are looked at: a record rarely holds more
+        # than a handful of the ~70 spellings the mapping knows.
+        present = flat.keys() & self._source_keys
+        take = self._take
+        ts_value = take(flat, "ts", present)
         if ts_value is None:
             raise RecordError("no timestamp (ts, timestamp, time or @timestamp)")
         try:
@@ -82,16 +95,16 @@ class Normaliser:
         except TimestampError as exc:
             raise RecordError(str(exc)) from exc
 
-        event = self._event(flat)
+        event = self._event(flat, take(flat, "event", present))
         row: Row = {"event_uid": uid, "ts": ts, "event": event, "source": source}
         for name in STRING_FIELDS:
-            value = self._take(flat, name)
+            value = take(flat, name, present)
             if value is not None:
                 if isinstance(value, dict | list):
                     raise RecordError(f"{name} must be a string, got {type(value).__name__}")
-                row[name] = str(value)
+                row[name] = value if type(value) is str else str(value)
         for name in INT_FIELDS:
-            value = self._take(flat, name)
+            value = take(flat, name, present)
             if value is not None:
                 row[name] = _as_int(name, value)
         retries = flat.get(CELERY_RETRIES)
@@ -105,8 +118,7 @@ class Normaliser:
         row["attrs"] = orjson.dumps(flat, default=str).decode() if flat else None
         return row
 
-    def _event(self, flat: dict[str, Any]) -> str:
-        value = self._take(flat, "event")
+    def _event(self, flat: dict[str, Any], value: Any) -> str:
         if value is None:
             for key in OPERATION_KEYS:
                 operation = flat.get(key)

@@ -161,5 +161,10 @@ def compact(store_url: str | None, older_than_days: int | None) -> None:
     click.echo(f"compacted {replaced} segment(s)", err=True)
 
 
+from dupescope.cli_collect import collect  # noqa: E402 - registered once the group exists
+
+main.add_command(collect)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -1,0 +1,240 @@
+"""Collector throughput: spans/s end to end over OTLP/HTTP protobuf, against the rate at
+which protobuf alone can parse the same bodies, and peak memory when overloaded.
+
+    python -m benchmarks.collector --spans 100000 [--clients 4] [--decode-workers 1]
+
+Each span is a job execution span: ~10 attributes and 3 span events that are lifecycle
+steps (lock_acquire, side_effect, ack), so one span gives 4 canonical rows. The collector
+runs as a real `dupescope collect` process on an embedded store in a temporary folder;
+the clients send pre-built, distinct bodies (so nothing is skipped as a repeat) over
+keep-alive connections. Overload: twice the measured rate is offered for a few seconds
+with a small queue; the collector must answer 429 rather than grow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+ROOT = Path(__file__).resolve().parents[1]
+T0 = 1_760_000_000_000_000_000
+
+
+def _kv(key: str, value: object) -> KeyValue:
+    if isinstance(value, bool):
+        return KeyValue(key=key, value=AnyValue(bool_value=value))
+    if isinstance(value, int):
+        return KeyValue(key=key, value=AnyValue(int_value=value))
+    return KeyValue(key=key, value=AnyValue(string_value=str(value)))
+
+
+def trace_request(batch: int, spans: int = 1000, seed: int = 0) -> ExportTraceServiceRequest:
+    """One export request of `spans` job execution spans; `batch` makes its ids unique."""
+    rng = random.Random(seed * 1_000_003 + batch)
+    request = ExportTraceServiceRequest()
+    resource_spans = request.resource_spans.add()
+    resource_spans.resource.attributes.extend([
+        _kv("service.name", "billing-worker"), _kv("host.name", f"worker-{batch % 4}"),
+        _kv("process.pid", 4000 + batch % 4), _kv("service.version", "1.2.3"),
+    ])
+    scope = resource_spans.scope_spans.add()
+    scope.scope.name = "dupescope.bench"
+    for i in range(spans):
+        n = batch * spans + i
+        span = scope.spans.add()
+        span.trace_id = rng.randbytes(16)
+        span.span_id = rng.randbytes(8)
+        span.name = "process invoice"
+        span.kind = 5
+        span.start_time_unix_nano = T0 + n * 1_000_000
+        span.end_time_unix_nano = span.start_time_unix_nano + 50_000_000
+        span.attributes.extend([
+            _kv("messaging.message.id", f"b{batch}-msg-{i}"),
+            _kv("messaging.destination.name", "invoices"),
+            _kv("messaging.operation.type", "process"),
+            _kv("job.job_type", "create_invoice"),
+            _kv("job.idempotency_key", f"order-{n // 2}"),
+            _kv("job.delivery_attempt", 1 + n % 2),
+            _kv("job.visibility_timeout_ms", 30_000),
+            _kv("job.resource_key", f"account-{n % 50}"),
+            _kv("http.status_code", 200),
+            _kv("retry", False),
+        ])
+        for step, name in enumerate(("lock_acquire", "side_effect", "ack"), start=1):
+            event = span.events.add()
+            event.name = name
+            event.time_unix_nano = span.start_time_unix_nano + step * 10_000_000
+            if name == "lock_acquire":
+                event.attributes.extend([
+                    _kv("lock_key", f"lock:order-{n // 2}"), _kv("lock_owner", f"w-{n}"),
+                    _kv("lock_ttl_ms", 10_000),
+                ])
+    return request
+
+
+def decode_rate(bodies: list[bytes], spans_per_body: int, seconds: float = 2.0) -> float:
+    """Spans/s of ParseFromString alone, the ceiling any collector in Python works under."""
+    done = 0
+    started = time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        for body in bodies[:20]:
+            ExportTraceServiceRequest.FromString(body)
+            done += spans_per_body
+    return done / (time.perf_counter() - started)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Collector:
+    """A `dupescope collect` subprocess on a fresh embedded store."""
+
+    def __init__(self, store: Path, queue_size: int, decode_workers: int) -> None:
+        self.port = _free_port()
+        command = [
+            sys.executable, "-c", "from dupescope.cli import main; main()", "collect",
+            "--store", str(store), "--http-port", str(self.port), "--grpc-port", "-1",
+            "--queue-size", str(queue_size), "--decode-workers", str(decode_workers),
+            "--log-level", "ERROR",
+        ]
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        self.process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+        line = self.process.stderr.readline() if self.process.stderr else ""
+        if "listening" not in line:
+            raise RuntimeError(f"collector did not start: {line}")
+
+    def peak_rss_mb(self) -> float:
+        """VmHWM of the collector and its decoding workers, in MB."""
+        total = 0
+        for pid in [self.process.pid, *_children(self.process.pid)]:
+            try:
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        total += int(line.split()[1])
+            except OSError:
+                pass
+        return total / 1024
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(30)
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            pass
+    for child in list(found):
+        found += _children(child)
+    return found
+
+
+def send_all(port: int, bodies: list[bytes], clients: int, pace: float = 0.0) -> dict[str, int]:
+    """Send every body once (retrying after 429); `pace` spaces each client's sends."""
+    counts = {"ok": 0, "throttled": 0, "other": 0}
+    lock = threading.Lock()
+    queue = list(reversed(bodies))
+
+    def client() -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        headers = {"Content-Type": "application/x-protobuf"}
+        while True:
+            with lock:
+                if not queue:
+                    break
+                body = queue.pop()
+            started = time.perf_counter()
+            while True:
+                connection.request("POST", "/v1/traces", body=body, headers=headers)
+                answer = connection.getresponse()
+                answer.read()
+                with lock:
+                    key = {200: "ok", 429: "throttled"}.get(answer.status, "other")
+                    counts[key] += 1
+                if answer.status != 429:
+                    break
+                time.sleep(0.05)
+            if pace:
+                time.sleep(max(0.0, pace - (time.perf_counter() - started)))
+        connection.close()
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return counts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--spans", type=int, default=100_000, help="spans to send end to end")
+    parser.add_argument("--batch", type=int, default=1000, help="spans per request")
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--decode-workers", type=int, default=1)
+    parser.add_argument("--overload-seconds", type=float, default=6.0)
+    args = parser.parse_args()
+
+    batches = max(1, args.spans // args.batch)
+    started = time.perf_counter()
+    bodies = [trace_request(b, args.batch).SerializeToString() for b in range(batches)]
+    print(f"built {batches} bodies of {args.batch} spans "
+          f"({sum(map(len, bodies)) / batches / 1024:.0f} KiB each) "
+          f"in {time.perf_counter() - started:.1f}s")
+    parse = decode_rate(bodies, args.batch)
+    print(f"decode only (ParseFromString): {parse:,.0f} spans/s")
+
+    with tempfile.TemporaryDirectory() as folder:
+        collector = Collector(Path(folder) / "store", 200_000, args.decode_workers)
+        try:
+            started = time.perf_counter()
+            counts = send_all(collector.port, bodies, args.clients)
+            elapsed = time.perf_counter() - started
+            rate = counts["ok"] * args.batch / elapsed
+            print(f"end to end: {rate:,.0f} spans/s ({rate * 4:,.0f} rows/s), "
+                  f"{counts['ok']} batches acknowledged in {elapsed:.1f}s, "
+                  f"decode workers {args.decode_workers}, clients {args.clients}")
+            print(f"ratio to decode-only: {rate / parse:.3f}x")
+            print(f"peak RSS after the run: {collector.peak_rss_mb():.0f} MB")
+        finally:
+            collector.stop()
+
+        # Overload: twice the sustainable rate, 8 clients, a queue of 20 batches.
+        collector = Collector(Path(folder) / "overload", 20 * args.batch * 4,
+                              args.decode_workers)
+        try:
+            wanted = int(2 * rate * args.overload_seconds / args.batch) + 1
+            extra = [trace_request(batches + b, args.batch).SerializeToString()
+                     for b in range(min(wanted, 400))]
+            pace = 8 * args.batch / (2 * rate)
+            started = time.perf_counter()
+            counts = send_all(collector.port, extra, 8, pace=pace)
+            elapsed = time.perf_counter() - started
+            print(f"overload (2x offered, {len(extra)} batches over {elapsed:.1f}s): "
+                  f"{counts['throttled']} answers 429, {counts['other']} other errors, "
+                  f"peak RSS {collector.peak_rss_mb():.0f} MB")
+        finally:
+            collector.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""Request bodies -> canonical Arrow batches, or a clear reason why not.
+
+This is the one place that knows the OTLP/HTTP body rules (content types, gzip, size
+limits, the JSON variant) and turns them into typed errors the receivers map to 400, 413
+and 415. It is pure (bytes in, table out), so it can run in a decoding worker process.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import orjson
+import pyarrow as pa
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from collectors.arrow_batch import rows_to_table
+from collectors.files import decode_batch
+from collectors.jsonlines import Rejected
+from collectors.normalise import Normaliser
+from collectors.otlp import decode_logs
+from collectors.otlp_columns import decode_traces_table
+from collectors.otlp_json import OtlpJsonError, kind_of, parse_request
+
+PROTOBUF_TYPES = frozenset({"application/x-protobuf", "application/protobuf"})
+JSON_TYPES = frozenset({"application/json"})
+LINES_TYPES = frozenset(
+    {"application/x-ndjson", "application/jsonl", "application/json-lines", "text/plain",
+     "application/json"}
+)
+MAX_REASONS = 5
+
+
+class BodyError(ValueError):
+    """A body refused whole; `status` is the HTTP answer (400, 413 or 415)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+    def __reduce__(self) -> tuple[type, tuple[int, str]]:
+        # Raised in a decoding worker process and re-raised in the receiver.
+        return (BodyError, (self.status, str(self)))
+
+
+@dataclass
+class DecodeResult:
+    """What one request gave: rows to store, and what was refused or not a job event."""
+
+    table: pa.Table
+    rejected: int = 0
+    ignored: int = 0
+    message: str = ""
+    accepted: int = 0  # rows handed to the store (set once they are durable)
+
+
+def media_type(content_type: str | None) -> str:
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+def gunzip(body: bytes, limit: int) -> bytes:
+    """Inflate at most `limit` bytes: a small gzip bomb costs us `limit`, never more."""
+    out = bytearray()
+    data = body
+    while data:
+        inflater = zlib.decompressobj(wbits=31)
+        try:
+            out += inflater.decompress(data, limit + 1 - len(out))
+        except zlib.error as exc:
+            raise BodyError(400, f"invalid gzip body: {exc}") from exc
+        if len(out) > limit:
+            raise BodyError(413, f"body is larger than {limit} bytes once decompressed")
+        if not inflater.eof:
+            raise BodyError(400, "truncated gzip body")
+        data = inflater.unused_data
+    return bytes(out)
+
+
+def unwrap(body: bytes, encoding: str | None, limit: int) -> bytes:
+    """Apply Content-Encoding (identity or gzip) under the size limit."""
+    encoding = (encoding or "identity").strip().lower()
+    if len(body) > limit:
+        raise BodyError(413, f"body is larger than {limit} bytes")
+    if encoding in ("", "identity"):
+        return body
+    if encoding in ("gzip", "x-gzip"):
+        return gunzip(body, limit)
+    raise BodyError(415, f"unsupported Content-Encoding {encoding!r} (use gzip or none)")
+
+
+def summarise(rejected: list[Rejected], what: str) -> tuple[int, str]:
+    """The partial_success count (distinct records) and a message naming what and where."""
+    if not rejected:
+        return 0, ""
+    records = {r.where.split(" event ", 1)[0] for r in rejected}
+    shown = "; ".join(str(r) for r in rejected[:MAX_REASONS])
+    more = f"; and {len(rejected) - MAX_REASONS} more" if len(rejected) > MAX_REASONS else ""
+    return len(records), f"{len(records)} {what} rejected: {shown}{more}"
+
+
+OtlpRequest = ExportTraceServiceRequest | ExportLogsServiceRequest
+
+
+def parse_otlp(kind: str, body: bytes, fmt: str) -> OtlpRequest:
+    """Bytes -> the export request message; BodyError(400) when it is not one."""
+    if fmt == "protobuf":
+        message = ExportTraceServiceRequest() if kind == "traces" else ExportLogsServiceRequest()
+        try:
+            message.ParseFromString(body)
+        except DecodeError as exc:
+            raise BodyError(400, f"undecodable protobuf body: {exc}") from exc
+        return message
+    try:
+        document = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise BodyError(400, f"invalid JSON body: {exc}") from exc
+    if not isinstance(document, dict):
+        raise BodyError(400, f"expected a JSON object, got {type(document).__name__}")
+    if not document:
+        document = {"resourceSpans" if kind == "traces" else "resourceLogs": []}
+    found = kind_of(document)
+    if found != kind:
+        expected = "resourceSpans" if kind == "traces" else "resourceLogs"
+        raise BodyError(400, f"not an OTLP {kind} request: no {expected}")
+    try:
+        return parse_request(document)
+    except OtlpJsonError as exc:
+        raise BodyError(400, f"invalid OTLP JSON: {exc}") from exc
+
+
+def decode_otlp(
+    kind: str, body: bytes, fmt: str, normaliser: Normaliser, source: str
+) -> DecodeResult:
+    """An OTLP export request body (already unwrapped) -> rows, partial-success counts."""
+    request = parse_otlp(kind, body, fmt)
+    return decode_request(kind, request, normaliser, source)
+
+
+def decode_request(
+    kind: str,
+    request: OtlpRequest,
+    normaliser: Normaliser,
+    source: str,
+) -> DecodeResult:
+    if kind == "traces":
+        table, rejected, ignored = decode_traces_table(request, normaliser, source)  # type: ignore[arg-type]
+        count, message = summarise(rejected, "spans")
+        return DecodeResult(table, count, ignored, message)
+    decoded = decode_logs(request, normaliser, source)  # type: ignore[arg-type]
+    count, message = summarise(decoded.rejected, "log records")
+    return DecodeResult(rows_to_table(decoded.rows), count, decoded.ignored, message)
+
+
+def decode_jsonlines(body: bytes, normaliser: Normaliser, source: str) -> DecodeResult:
+    """A JSON-lines body (plain logs or OTLP JSON Lines, line by line)."""
+    lines = list(enumerate(body.splitlines(), start=1))
+    decoded = decode_batch(lines, normaliser, source)
+    count = len(decoded.rejected)
+    shown = "; ".join(str(r) for r in decoded.rejected[:MAX_REASONS])
+    message = f"{count} lines rejected: {shown}" if count else ""
+    return DecodeResult(rows_to_table(decoded.rows), count, decoded.ignored, message)

@@ -1,0 +1,98 @@
+"""The collector's core, shared by every receiver: admit, decode, queue, wait until durable.
+
+Receivers (HTTP, gRPC, file tails) only translate their protocol; the rules live here:
+refuse early when the queue is full (before spending CPU on a body that would be refused
+anyway), bound how many bodies are decoded at once (so memory stays bounded however many
+clients connect), count everything, and return only once the batch is durable.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from collectors.mapping import DEFAULT_MAPPING, FieldMapping
+from collectors.service.bodies import DecodeResult
+from collectors.service.decoding import Decoder
+from collectors.service.pipeline import Pipeline, QueueFull, WriteFailed
+from store.base import Store
+
+DEFAULT_MAX_BODY = 16 * 1024 * 1024
+DEFAULT_QUEUE_ROWS = 200_000
+ACK_TIMEOUT = 60.0
+
+
+class Collector:
+    """One store, one writer, any number of receivers."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        mapping: FieldMapping = DEFAULT_MAPPING,
+        queue_rows: int = DEFAULT_QUEUE_ROWS,
+        max_body_bytes: int = DEFAULT_MAX_BODY,
+        decode_workers: int = 0,
+        max_decoding: int = 8,
+        token: str | None = None,
+    ) -> None:
+        self.store = store
+        self.max_body_bytes = max_body_bytes
+        self.token = token
+        self.pipeline = Pipeline(store, queue_rows=queue_rows)
+        self.decoder = Decoder(mapping, decode_workers)
+        self._decoding = threading.BoundedSemaphore(max_decoding)
+        self.started = time.time()
+
+    def _admit(self) -> None:
+        if self.pipeline.depth >= self.pipeline.queue_rows:
+            self.pipeline.count(throttled=1)
+            raise QueueFull(retry_after=1)
+
+    def _decode(self, work: Any) -> DecodeResult:
+        self._admit()
+        if not self._decoding.acquire(timeout=5.0):
+            self.pipeline.count(throttled=1)
+            raise QueueFull(retry_after=1)
+        try:
+            return work()
+        finally:
+            self._decoding.release()
+
+    def commit(self, result: DecodeResult) -> DecodeResult:
+        """Queue the rows and wait until they are durable (QueueFull / WriteFailed)."""
+        rows = result.table.num_rows
+        self.pipeline.count(received=rows, rejected=result.rejected, ignored=result.ignored)
+        ticket = self.pipeline.submit(result.table)
+        result.table = result.table.slice(0, 0)  # the pipeline holds the only reference
+        ticket.wait(ACK_TIMEOUT)
+        result.accepted = rows
+        return result
+
+    def otlp(self, kind: str, body: bytes, fmt: str, source: str) -> DecodeResult:
+        """An OTLP export body (unwrapped) -> durable rows; BodyError for a bad body."""
+        return self.commit(self._decode(lambda: self.decoder.otlp(kind, body, fmt, source)))
+
+    def jsonlines(self, body: bytes, source: str) -> DecodeResult:
+        return self.commit(self._decode(lambda: self.decoder.jsonlines(body, source)))
+
+    def bad_request(self) -> None:
+        self.pipeline.count(bad_requests=1)
+
+    def health(self) -> dict[str, Any]:
+        data = self.pipeline.snapshot()
+        data.update(
+            status="ok",
+            store=self.store.describe(),
+            uptime_s=round(time.time() - self.started, 1),
+            decode_workers=self.decoder.workers,
+        )
+        return data
+
+    def close(self) -> None:
+        self.pipeline.close()
+        self.decoder.close()
+
+
+__all__ = ["Collector", "QueueFull", "WriteFailed"]

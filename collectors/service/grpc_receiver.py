@@ -1,0 +1,100 @@
+"""OTLP/gRPC: TraceService/Export and LogsService/Export on grpcio.
+
+The services are registered with generic handlers that receive the request as bytes
+(grpcio has already gunzipped it and enforced the size limit), so the body goes to the
+same decoder as an HTTP body, possibly in a worker process, without being parsed twice.
+A full queue is RESOURCE_EXHAUSTED with a RetryInfo trailer, which OTLP exporters honour
+by retrying after the delay.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from concurrent import futures
+from typing import Any
+
+import grpc
+from google.protobuf.duration_pb2 import Duration
+from google.rpc.error_details_pb2 import RetryInfo
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+
+from collectors.service.bodies import BodyError
+from collectors.service.collector import Collector
+from collectors.service.http_receiver import otlp_response
+from collectors.service.pipeline import QueueFull, WriteFailed
+
+log = logging.getLogger("dupescope.collect")
+
+SERVICES = {
+    "traces": trace_service_pb2.DESCRIPTOR.services_by_name["TraceService"].full_name,
+    "logs": logs_service_pb2.DESCRIPTOR.services_by_name["LogsService"].full_name,
+}
+
+
+class GrpcReceiver:
+    """A grpcio server with both OTLP services; `port` is the bound one."""
+
+    def __init__(
+        self, collector: Collector, host: str = "127.0.0.1", port: int = 4317, threads: int = 8
+    ) -> None:
+        self.collector = collector
+        limit = collector.max_body_bytes
+        self.server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="dupescope-grpc"),
+            options=[
+                ("grpc.max_receive_message_length", limit),
+                ("grpc.max_send_message_length", 4 * 1024 * 1024),
+            ],
+            maximum_concurrent_rpcs=threads * 4,
+        )
+        handlers = [
+            grpc.method_handlers_generic_handler(
+                service,
+                {
+                    "Export": grpc.unary_unary_rpc_method_handler(
+                        self._export(kind),
+                        request_deserializer=None,
+                        response_serializer=lambda message: message.SerializeToString(),
+                    )
+                },
+            )
+            for kind, service in SERVICES.items()
+        ]
+        self.server.add_generic_rpc_handlers(handlers)
+        self.port = self.server.add_insecure_port(f"{host}:{port}")
+        self.host = host
+
+    def _export(self, kind: str) -> Any:
+        collector = self.collector
+
+        def export(body: bytes, context: grpc.ServicerContext) -> Any:
+            if collector.token is not None:
+                metadata = dict(context.invocation_metadata())
+                given = str(metadata.get("authorization", ""))
+                if not hmac.compare_digest(given.encode(), f"Bearer {collector.token}".encode()):
+                    context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
+            try:
+                result = collector.otlp(kind, body, "protobuf", f"grpc:{kind}")
+            except BodyError as exc:
+                collector.bad_request()
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+            except QueueFull as exc:
+                info = RetryInfo(retry_delay=Duration(seconds=exc.retry_after))
+                context.set_trailing_metadata(
+                    (("google.rpc.retryinfo-bin", info.SerializeToString()),)
+                )
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+            except WriteFailed as exc:
+                context.abort(grpc.StatusCode.UNAVAILABLE, f"not stored: {exc}")
+            return otlp_response(kind, result)
+
+        return export
+
+    def start(self) -> GrpcReceiver:
+        self.server.start()
+        return self
+
+    def stop(self, grace: float = 2.0) -> None:
+        self.server.stop(grace).wait()

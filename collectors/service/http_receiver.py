@@ -1,0 +1,215 @@
+"""OTLP/HTTP (`/v1/traces`, `/v1/logs`), a JSON-lines POST (`/v1/jsonlines`) and `/healthz`.
+
+Built on the standard library's ThreadingHTTPServer rather than an ASGI stack: every
+request blocks until its batch is durable (a group-commit wait), which one thread per
+connection expresses directly, and decoding is CPU-bound work that an event loop would
+only have to hand to threads anyway. It needs no dependency beyond Python itself.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import orjson
+from google.protobuf import json_format
+from google.rpc import code_pb2, status_pb2
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from collectors.service.bodies import (
+    JSON_TYPES,
+    LINES_TYPES,
+    PROTOBUF_TYPES,
+    BodyError,
+    DecodeResult,
+    media_type,
+    unwrap,
+)
+from collectors.service.collector import Collector
+from collectors.service.pipeline import QueueFull, WriteFailed
+
+log = logging.getLogger("dupescope.collect")
+
+DRAIN_LIMIT = 64 * 1024 * 1024
+OTLP_PATHS = {"/v1/traces": "traces", "/v1/logs": "logs"}
+LINES_PATH = "/v1/jsonlines"
+_GRPC_CODES = {
+    400: code_pb2.INVALID_ARGUMENT,
+    401: code_pb2.UNAUTHENTICATED,
+    404: code_pb2.NOT_FOUND,
+    413: code_pb2.INVALID_ARGUMENT,
+    415: code_pb2.INVALID_ARGUMENT,
+    429: code_pb2.RESOURCE_EXHAUSTED,
+    500: code_pb2.INTERNAL,
+    503: code_pb2.UNAVAILABLE,
+}
+
+
+def otlp_response(kind: str, result: DecodeResult) -> Any:
+    """The Export*ServiceResponse, with partial_success only when something was refused."""
+    if kind == "traces":
+        response: Any = ExportTraceServiceResponse()
+        if result.rejected:
+            response.partial_success.rejected_spans = result.rejected
+    else:
+        response = ExportLogsServiceResponse()
+        if result.rejected:
+            response.partial_success.rejected_log_records = result.rejected
+    if result.rejected:
+        response.partial_success.error_message = result.message
+    return response
+
+
+class Handler(BaseHTTPRequestHandler):
+    """One request at a time per connection; keep-alive, as OTLP exporters expect."""
+
+    protocol_version = "HTTP/1.1"
+    server_version = "dupescope-collect"
+    collector: Collector  # set on the subclass the server builds
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        log.debug("%s " + format, self.address_string(), *args)
+
+    # ---- answers -------------------------------------------------------------------
+
+    def _send(self, status: int, body: bytes, content_type: str, **headers: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in headers.items():
+            self.send_header(name.replace("_", "-"), value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _error(self, status: int, message: str, protobuf: bool, **headers: str) -> None:
+        """A google.rpc.Status, as protobuf or JSON to match what the client sent."""
+        if status >= 500 or status == 429:
+            log.warning("%s %s: %s", status, self.path, message)
+        else:
+            log.info("%s %s: %s", status, self.path, message)
+        rpc = status_pb2.Status(code=_GRPC_CODES.get(status, code_pb2.UNKNOWN), message=message)
+        if protobuf:
+            self._send(status, rpc.SerializeToString(), "application/x-protobuf", **headers)
+        else:
+            body = json_format.MessageToJson(rpc, indent=None).encode()
+            self._send(status, body, "application/json", **headers)
+
+    # ---- requests ------------------------------------------------------------------
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+        if self.path.split("?", 1)[0] in ("/healthz", "/stats"):
+            self._send(200, orjson.dumps(self.collector.health()), "application/json")
+        else:
+            self._error(404, f"no such path {self.path}", protobuf=False)
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+        try:
+            self._post()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        except Exception as exc:  # the process stays up on any input
+            log.exception("unexpected error on %s", self.path)
+            self.close_connection = True
+            try:
+                self._error(500, f"internal error: {exc}", protobuf=False)
+            except OSError:
+                pass
+
+    def _post(self) -> None:
+        path = self.path.split("?", 1)[0]
+        kind = OTLP_PATHS.get(path)
+        ctype = media_type(self.headers.get("Content-Type"))
+        protobuf = ctype in PROTOBUF_TYPES
+        collector = self.collector
+        length = self.headers.get("Content-Length")
+        if kind is None and path != LINES_PATH:
+            return self._refuse(404, f"no such path {path}", protobuf, length)
+        if collector.token is not None and not self._authorised(collector.token):
+            return self._refuse(401, "missing or wrong bearer token", protobuf, length)
+        if length is None or not length.isdigit():
+            return self._refuse(411, "Content-Length is required", protobuf, None)
+        if int(length) > collector.max_body_bytes:
+            return self._refuse(
+                413, f"body is larger than {collector.max_body_bytes} bytes", protobuf, length
+            )
+        raw = self.rfile.read(int(length))
+        if kind is not None and not (protobuf or ctype in JSON_TYPES):
+            return self._refuse(415, f"unsupported Content-Type {ctype!r}", protobuf, None)
+        if kind is None and ctype not in LINES_TYPES:
+            return self._refuse(415, f"unsupported Content-Type {ctype!r}", False, None)
+        try:
+            body = unwrap(raw, self.headers.get("Content-Encoding"), collector.max_body_bytes)
+            del raw
+            source = f"http:{path}"
+            if kind is not None:
+                fmt = "protobuf" if protobuf else "json"
+                result = collector.otlp(kind, body, fmt, source)
+            else:
+                result = collector.jsonlines(body, source)
+        except BodyError as exc:
+            return self._refuse(exc.status, str(exc), protobuf, None)
+        except QueueFull as exc:
+            return self._error(429, str(exc), protobuf, Retry_After=str(exc.retry_after))
+        except WriteFailed as exc:
+            return self._error(503, f"not stored: {exc}", protobuf, Retry_After="5")
+        if kind is None:
+            answer = {
+                "accepted": result.accepted,
+                "rejected": result.rejected,
+                "error_message": result.message,
+            }
+            return self._send(200, orjson.dumps(answer), "application/json")
+        response = otlp_response(kind, result)
+        if protobuf:
+            self._send(200, response.SerializeToString(), "application/x-protobuf")
+        else:
+            self._send(200, json_format.MessageToJson(response, indent=None).encode(),
+                       "application/json")
+
+    def _refuse(self, status: int, message: str, protobuf: bool, unread: str | None) -> None:
+        """Answer an error. An unread body is drained (in small chunks, up to a cap) so
+        that the client can read the answer; a larger one closes the connection."""
+        if status != 401:
+            self.collector.bad_request()
+        if unread is not None and unread.isdigit() and int(unread) > 0:
+            remaining = int(unread)
+            if remaining <= DRAIN_LIMIT:
+                while remaining > 0:
+                    chunk = self.rfile.read(min(remaining, 1 << 16))
+                    if not chunk:
+                        break
+                    remaining -= len(chunk)
+            else:
+                self.close_connection = True
+        self._error(status, message, protobuf)
+
+    def _authorised(self, token: str) -> bool:
+        given = self.headers.get("Authorization", "")
+        return hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
+
+
+class HttpReceiver:
+    """The HTTP server on its own thread; `port` is the bound one (useful with port 0)."""
+
+    def __init__(self, collector: Collector, host: str = "127.0.0.1", port: int = 4318) -> None:
+        handler = type("BoundHandler", (Handler,), {"collector": collector})
+        self.server = ThreadingHTTPServer((host, port), handler)
+        self.server.daemon_threads = True
+        self.host, self.port = self.server.server_address[:2]
+        self._thread = threading.Thread(
+            target=self.server.serve_forever, name="dupescope-http", daemon=True
+        )
+
+    def start(self) -> HttpReceiver:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

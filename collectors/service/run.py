@@ -1,0 +1,107 @@
+"""Start the receivers a configuration asks for, and stop them in order on a signal.
+
+Stop order: receivers first (no new batches), then tails, then the writer drains what
+is queued, so a clean shutdown acknowledges nothing it has not written.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from collectors.mapping import DEFAULT_MAPPING, FieldMapping
+from collectors.service.collector import DEFAULT_MAX_BODY, DEFAULT_QUEUE_ROWS, Collector
+from collectors.service.grpc_receiver import GrpcReceiver
+from collectors.service.http_receiver import HttpReceiver
+from collectors.service.tail import Tailer
+from store.base import Store
+
+log = logging.getLogger("dupescope.collect")
+
+
+@dataclass
+class CollectConfig:
+    """What `dupescope collect` was asked for; a port of None disables that receiver."""
+
+    host: str = "127.0.0.1"
+    http_port: int | None = 4318
+    grpc_port: int | None = 4317
+    tail: list[str] = field(default_factory=list)
+    state: Path | None = None
+    token: str | None = None
+    max_body_bytes: int = DEFAULT_MAX_BODY
+    queue_rows: int = DEFAULT_QUEUE_ROWS
+    decode_workers: int = 0
+    mapping: FieldMapping = DEFAULT_MAPPING
+
+
+def default_state_path(store: Store, store_url: str | None) -> Path:
+    """Tail offsets live beside the data they describe: in the embedded store's folder."""
+    root = getattr(store, "root", None)
+    if root is not None:
+        return Path(root) / "tail-state.json"
+    return Path(".dupescope-tail-state.json")
+
+
+class RunningCollector:
+    """Everything `collect` started; `stop()` undoes it in order."""
+
+    def __init__(self, store: Store, config: CollectConfig, store_url: str | None = None):
+        self.collector = Collector(
+            store,
+            mapping=config.mapping,
+            queue_rows=config.queue_rows,
+            max_body_bytes=config.max_body_bytes,
+            decode_workers=config.decode_workers,
+            token=config.token,
+        )
+        self.http = (
+            HttpReceiver(self.collector, config.host, config.http_port).start()
+            if config.http_port is not None
+            else None
+        )
+        self.grpc = (
+            GrpcReceiver(self.collector, config.host, config.grpc_port).start()
+            if config.grpc_port is not None
+            else None
+        )
+        self.tailer = None
+        if config.tail:
+            state = config.state or default_state_path(store, store_url)
+            self.tailer = Tailer(self.collector, config.tail, state).start()
+
+    def describe(self) -> str:
+        parts = []
+        if self.http:
+            parts.append(f"http={self.http.host}:{self.http.port}")
+        if self.grpc:
+            parts.append(f"grpc={self.grpc.host}:{self.grpc.port}")
+        if self.tailer:
+            parts.append(f"tail={len(self.tailer.paths)} file(s)")
+        parts.append(f"store={self.collector.store.describe()}")
+        return " ".join(parts)
+
+    def stop(self) -> None:
+        if self.http:
+            self.http.stop()
+        if self.grpc:
+            self.grpc.stop()
+        if self.tailer:
+            self.tailer.stop()
+        self.collector.close()
+
+
+def serve(store: Store, config: CollectConfig, store_url: str | None = None) -> None:
+    """Run until SIGINT/SIGTERM; prints one `listening` line that scripts can read."""
+    running = RunningCollector(store, config, store_url)
+    print(f"dupescope collect listening {running.describe()}", file=sys.stderr, flush=True)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    stop.wait()
+    log.info("stopping")
+    running.stop()

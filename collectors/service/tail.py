@@ -1,0 +1,148 @@
+"""`--tail FILE...`: follow growing log files, across rotation and collector restarts.
+
+Each file's position is kept as (inode, offset) in a JSON state file and advanced only
+after the rows read up to that offset are durable, so a restart resumes exactly where
+the acknowledged data ends: nothing is lost, and nothing is read twice (and a line read
+twice would collapse anyway, its event_uid being a hash of its content). A rotated file
+(same path, new inode) is read to its end first, found by inode in its folder, then the
+new file is read from its start. A file that shrank was truncated: read from the start.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from collectors.service.collector import Collector
+from collectors.service.pipeline import QueueFull, WriteFailed
+
+log = logging.getLogger("dupescope.collect")
+
+READ_CHUNK = 4 * 1024 * 1024
+
+
+@dataclass
+class Position:
+    inode: int
+    offset: int
+
+
+class TailState:
+    """Offsets per path, saved atomically (write, fsync, rename) after each durable batch."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.positions: dict[str, Position] = {}
+        if path.exists():
+            try:
+                data = orjson.loads(path.read_bytes())
+                self.positions = {k: Position(**v) for k, v in data.items()}
+            except (orjson.JSONDecodeError, TypeError, ValueError) as exc:
+                log.warning("tail state %s unreadable (%s); starting from the files' start",
+                            path, exc)
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self.path.with_name(self.path.name + ".tmp")
+        data = {k: {"inode": v.inode, "offset": v.offset} for k, v in self.positions.items()}
+        with open(temporary, "wb") as handle:
+            handle.write(orjson.dumps(data))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, self.path)
+
+
+def _find_by_inode(folder: Path, inode: int) -> Path | None:
+    """Where a rotated file went (app.log -> app.log.1): same folder, same inode."""
+    try:
+        for entry in os.scandir(folder):
+            if entry.is_file(follow_symlinks=False) and entry.inode() == inode:
+                return Path(entry.path)
+    except OSError:
+        return None
+    return None
+
+
+class Tailer:
+    """Polls its files; each complete line goes through the JSON-lines/OTLP decoder."""
+
+    def __init__(
+        self, collector: Collector, paths: list[str], state_path: Path, interval: float = 0.25
+    ) -> None:
+        self.collector = collector
+        self.paths = [str(Path(p).absolute()) for p in paths]
+        self.state = TailState(state_path)
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="dupescope-tail", daemon=True)
+
+    def start(self) -> Tailer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for path in self.paths:
+                try:
+                    self.poll(path)
+                except (QueueFull, WriteFailed) as exc:
+                    log.info("tail %s: will retry (%s)", path, exc)
+                except Exception:  # a tail's error is logged, never raised into the loop
+                    log.exception("tail %s failed", path)
+            self._stop.wait(self.interval)
+
+    def poll(self, path: str) -> int:
+        """Read what is new in `path` (and in its rotated predecessor); returns rows stored."""
+        try:
+            status = os.stat(path)
+        except FileNotFoundError:
+            return 0
+        known = self.state.positions.get(path)
+        stored = 0
+        if known is not None and known.inode != status.st_ino:
+            rotated = _find_by_inode(Path(path).parent, known.inode)
+            if rotated is not None:
+                stored += self._read(path, rotated, known)
+            known = None
+        if known is None:
+            known = Position(status.st_ino, 0)
+            self.state.positions[path] = known
+        elif status.st_size < known.offset:
+            log.warning("tail %s: file shrank, reading it from the start", path)
+            known.offset = 0
+        stored += self._read(path, Path(path), known)
+        return stored
+
+    def _read(self, name: str, file: Path, position: Position) -> int:
+        """Complete lines from `position.offset` on; the offset moves once they are durable."""
+        stored = 0
+        with open(file, "rb") as handle:
+            while True:
+                handle.seek(position.offset)
+                chunk = handle.read(READ_CHUNK)
+                end = chunk.rfind(b"\n") + 1
+                if end == 0:
+                    if len(chunk) == READ_CHUNK:  # one line longer than a chunk: skip it
+                        log.warning("tail %s: line over %d bytes skipped", name, READ_CHUNK)
+                        rest = handle.read()
+                        skip = rest.find(b"\n")
+                        if skip < 0:
+                            return stored
+                        position.offset += len(chunk) + skip + 1
+                        continue
+                    return stored
+                result = self.collector.jsonlines(chunk[:end], f"tail:{name}")
+                stored += result.accepted
+                position.offset += end
+                self.state.save()
+                if len(chunk) < READ_CHUNK:
+                    return stored

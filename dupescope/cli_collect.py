@@ -1,0 +1,90 @@
+"""`dupescope collect`: the long-running collector (OTLP/HTTP, OTLP/gRPC, POST, tails)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import click
+
+# The store option is spelled out here rather than imported from dupescope.cli, which
+# imports this module to register the command.
+STORE_HELP = (
+    "Where events go: a folder (embedded store), clickhouse://user:pass@host:8123/db "
+    "or chdb:///path. Default: $DUPESCOPE_STORE or ./dupescope-data."
+)
+
+
+@click.command()
+@click.option("--store", "store_url", envvar="DUPESCOPE_STORE", help=STORE_HELP)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--http-port", type=click.IntRange(-1, 65535), default=4318, show_default=True,
+    help="OTLP/HTTP, JSON-lines POST and /healthz (0: any free port, -1: off).",
+)
+@click.option(
+    "--grpc-port", type=click.IntRange(-1, 65535), default=4317, show_default=True,
+    help="OTLP/gRPC (0: any free port, -1: off).",
+)
+@click.option("--tail", "tail", multiple=True, help="A log file to follow (repeatable).")
+@click.option(
+    "--state", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="Tail offsets file. Default: in the embedded store's folder.",
+)
+@click.option("--token", envvar="DUPESCOPE_COLLECT_TOKEN", default=None,
+              help="Require `Authorization: Bearer TOKEN` (or $DUPESCOPE_COLLECT_TOKEN).")
+@click.option("--max-body-bytes", type=click.IntRange(min=1024), default=16 * 1024 * 1024,
+              show_default=True, help="Largest request body, also after gunzip (413 above).")
+@click.option("--queue-size", type=click.IntRange(min=1), default=200_000, show_default=True,
+              help="Events waiting for the writer before senders get 429 / RESOURCE_EXHAUSTED.")
+@click.option("--decode-workers", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Processes that decode bodies (0: decode in the receiving threads).")
+@click.option("--mapping", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="TOML file naming your fields for the canonical ones.")
+@click.option("--log-level", default="INFO", show_default=True,
+              type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]))
+def collect(
+    store_url: str | None,
+    host: str,
+    http_port: int,
+    grpc_port: int,
+    tail: tuple[str, ...],
+    state: Path | None,
+    token: str | None,
+    max_body_bytes: int,
+    queue_size: int,
+    decode_workers: int,
+    mapping: str | None,
+    log_level: str,
+) -> None:
+    """Run the collector. It answers a sender only once its batch is durable."""
+    from collectors.mapping import DEFAULT_MAPPING, FieldMapping, MappingError
+    from collectors.service.run import CollectConfig, serve
+
+    logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        field_mapping = FieldMapping.load(mapping) if mapping else DEFAULT_MAPPING
+    except MappingError as exc:
+        raise click.ClickException(str(exc)) from exc
+    from store import StoreError, open_store
+
+    try:
+        store = open_store(store_url)
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from exc
+    config = CollectConfig(
+        host=host,
+        http_port=None if http_port < 0 else http_port,
+        grpc_port=None if grpc_port < 0 else grpc_port,
+        tail=list(tail),
+        state=state,
+        token=token,
+        max_body_bytes=max_body_bytes,
+        queue_rows=queue_size,
+        decode_workers=decode_workers,
+        mapping=field_mapping,
+    )
+    try:
+        serve(store, config, store_url)
+    finally:
+        store.close()
