@@ -168,3 +168,10 @@ main.add_command(collect)
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+from dupescope import cli_forensics  # noqa: E402  (its commands import this module)
+
+main.add_command(cli_forensics.duplicates)
+main.add_command(cli_forensics.alerts)
+main.add_command(cli_forensics.stats)
+main.add_command(cli_forensics.lint)

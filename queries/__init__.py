@@ -1,6 +1,34 @@
 """The query stage: named SQL per question, run on any store, answers as data frames."""
 
+from queries.forensics import (
+    CAUSES,
+    checklist,
+    duplicates,
+    duplicates_over_time,
+    duration_samples,
+    durations,
+    executions,
+    lint,
+    lock_overruns,
+    split_brains,
+    stale_owner_writes,
+)
 from queries.loader import query_names, run
 from queries.timeline import timeline
 
-__all__ = ["query_names", "run", "timeline"]
+__all__ = [
+    "CAUSES",
+    "checklist",
+    "duplicates",
+    "duplicates_over_time",
+    "duration_samples",
+    "durations",
+    "executions",
+    "lint",
+    "lock_overruns",
+    "query_names",
+    "run",
+    "split_brains",
+    "stale_owner_writes",
+    "timeline",
+]

@@ -83,8 +83,13 @@ def _strip_comments(sql: str) -> str:
     return "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
 
 
+def placeholders(sql: str) -> set[str]:
+    """The `:name` parameters a query text uses (comments aside)."""
+    return set(_PLACEHOLDER.findall(_strip_comments(sql)))
+
+
 def run(store: Store, name: str, **params: Any) -> pd.DataFrame:
     """Run the named query on `store` and return a data frame."""
     sql = render(sql_text(name, store.dialect), store.dialect, params)
-    used = set(_PLACEHOLDER.findall(_strip_comments(sql_text(name, store.dialect))))
+    used = placeholders(sql_text(name, store.dialect))
     return store.execute(sql, {k: v for k, v in params.items() if k in used})

@@ -132,6 +132,13 @@ class ChdbStore:
         except Exception as exc:  # chDB raises its own error types
             raise StoreError(f"query failed on {self.describe()}: {exc}") from exc
 
+    def command(self, sql: str) -> None:
+        """Run a statement that returns no rows (the query library's derived tables)."""
+        try:
+            self._session.query(sql)
+        except Exception as exc:
+            raise StoreError(f"statement failed on {self.describe()}: {exc}") from exc
+
     def describe(self) -> str:
         return f"chDB at {self.path}" if self.path else "chDB in memory"
 
@@ -185,6 +192,13 @@ class ClickHouseStore:
             return self._client.query_arrow(sql, parameters=params or {})
         except Exception as exc:
             raise StoreError(f"query failed on {self.describe()}: {exc}") from exc
+
+    def command(self, sql: str) -> None:
+        """Run a statement that returns no rows (the query library's derived tables)."""
+        try:
+            self._client.command(sql)
+        except Exception as exc:
+            raise StoreError(f"statement failed on {self.describe()}: {exc}") from exc
 
     def describe(self) -> str:
         return self._where

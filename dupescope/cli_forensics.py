@@ -1,0 +1,183 @@
+"""Forensic subcommands: duplicates, alerts, stats (the checklist) and lint."""
+
+from __future__ import annotations
+
+import click
+import pandas as pd
+
+from dupescope.cli import format_option, open_store_or_exit, store_option
+from dupescope.output import emit
+
+ALERT_COLUMNS = [
+    "rule",
+    "key",
+    "job_id",
+    "delivery_attempt",
+    "lock_key",
+    "lock_owner",
+    "expired_at",
+    "execution_end",
+    "overrun_ms",
+    "overlapped_by",
+    # Beyond the alert contract: where and when (the write, or the start of the overlap).
+    "worker_id",
+    "job_type",
+    "event",
+    "ts",
+]
+
+
+def filter_options(command):  # type: ignore[no-untyped-def]
+    """--job-type, --queue, --since, --until: which executions a command looks at."""
+    for option in reversed(
+        [
+            click.option("--job-type", help="Only this job type (task name)."),
+            click.option("--queue", help="Only this queue / topic."),
+            click.option("--since", help="Executions starting at or after (RFC 3339, UTC)."),
+            click.option("--until", help="Executions starting before (RFC 3339, UTC)."),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+def _filters(job_type: str | None, queue: str | None, since: str | None, until: str | None):  # type: ignore[no-untyped-def]
+    for name, value in (("--since", since), ("--until", until)):
+        if value is not None:
+            try:
+                pd.Timestamp(value)
+            except ValueError as exc:
+                raise click.BadParameter(f"not a time: {value!r}", param_hint=name) from exc
+    return {"job_type": job_type, "queue": queue, "since": since, "until": until}
+
+
+@click.command()
+@store_option
+@format_option
+@filter_options
+def duplicates(
+    store_url: str | None,
+    fmt: str,
+    job_type: str | None,
+    queue: str | None,
+    since: str | None,
+    until: str | None,
+) -> None:
+    """Keys that ran more than once, with cause and outcome (harmful or absorbed)."""
+    from queries import duplicates as find_duplicates
+
+    store = open_store_or_exit(store_url)
+    frame = find_duplicates(store, **_filters(job_type, queue, since, until))
+    if fmt == "table" and not frame.empty:
+        frame = frame.assign(
+            job_ids=frame["job_ids"].map(", ".join), causes=frame["causes"].map(", ".join)
+        )
+    emit(frame, fmt, empty=f"no duplicates in {store.describe()}")
+
+
+def alert_rows(store, **filters) -> pd.DataFrame:  # type: ignore[no-untyped-def]
+    """One evaluation of the lock rules, as alert rows (DESIGN.md's alert contract)."""
+    from queries import lock_overruns, split_brains, stale_owner_writes
+
+    overruns = lock_overruns(store, **filters)
+    brains = split_brains(store, **filters).rename(
+        columns={"overlap_from": "ts", "other_owner": "overlapped_by"}
+    )
+    stale = stale_owner_writes(store, **filters).rename(columns={"taken_by": "overlapped_by"})
+    frames = [f.reindex(columns=ALERT_COLUMNS) for f in (overruns, brains, stale) if not f.empty]
+    if not frames:
+        return pd.DataFrame(columns=ALERT_COLUMNS)
+    return pd.concat(frames, ignore_index=True)
+
+
+@click.command()
+@store_option
+@format_option
+@filter_options
+def alerts(
+    store_url: str | None,
+    fmt: str,
+    job_type: str | None,
+    queue: str | None,
+    since: str | None,
+    until: str | None,
+) -> None:
+    """Evaluate the alert rules once: lock_expired_while_running, split_brain and
+    stale_owner_write."""
+    store = open_store_or_exit(store_url)
+    frame = alert_rows(store, **_filters(job_type, queue, since, until))
+    emit(frame, fmt, empty=f"no alerts in {store.describe()}")
+
+
+@click.command()
+@store_option
+@format_option
+@filter_options
+@click.option(
+    "--item",
+    type=click.Choice(
+        [
+            "lock_contention",
+            "redeliveries",
+            "idempotency",
+            "occ_conflicts",
+            "outbox_lag",
+            "crash_loops",
+            "clock_skew",
+            "cache_stampedes",
+            "durations",
+        ]
+    ),
+    help="Only one item of the checklist.",
+)
+def stats(
+    store_url: str | None,
+    fmt: str,
+    job_type: str | None,
+    queue: str | None,
+    since: str | None,
+    until: str | None,
+    item: str | None,
+) -> None:
+    """The duplicate-safety checklist: contention, redeliveries, idempotency hits, outbox
+    lag, OCC conflicts, crash loops, clock skew, cache stampedes and durations.
+
+    JSON prints one array of rows, each naming its `item`.
+    """
+    from queries import checklist, durations
+
+    store = open_store_or_exit(store_url)
+    filters = _filters(job_type, queue, since, until)
+    items = checklist(store, **filters)
+    items["durations"] = durations(store, **filters)
+    chosen = {item: items[item]} if item else items
+    if fmt == "table":
+        for name, frame in chosen.items():
+            click.echo(f"== {name}")
+            emit(frame, fmt, empty="(nothing observed)")
+            click.echo()
+        return
+    rows = [frame.assign(item=name) for name, frame in chosen.items() if not frame.empty]
+    combined = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=["item"])
+    combined = combined[["item", *[c for c in combined.columns if c != "item"]]]
+    emit(combined, fmt)
+
+
+@click.command()
+@store_option
+@format_option
+@filter_options
+def lint(
+    store_url: str | None,
+    fmt: str,
+    job_type: str | None,
+    queue: str | None,
+    since: str | None,
+    until: str | None,
+) -> None:
+    """Name unsafe settings from observed durations, redeliveries and lock releases."""
+    from queries import lint as lint_store
+
+    store = open_store_or_exit(store_url)
+    frame = lint_store(store, **_filters(job_type, queue, since, until))
+    emit(frame, fmt, empty="no unsafe settings found")

@@ -1,0 +1,277 @@
+"""The forensic questions as Python calls: what the dashboard, the CLI and alerting use.
+
+Each function runs one named query of the library (over the derived executions, built
+once per store snapshot) and returns a pandas DataFrame shaped the same on every store:
+times as UTC timestamps, counts as int64, flags as bool, lists as sorted Python lists.
+Filters select executions: `job_type`, `queue`, and `since`/`until` on an execution's
+start (datetime, pandas Timestamp or ISO 8601 text; naive times are UTC).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+import pandas as pd
+
+from queries.derived import query
+from queries.lint import lint_findings
+from store.base import Store
+
+#: The contract's duplicate causes, in priority order: the first that applies is `cause`.
+CAUSES: tuple[str, ...] = (
+    "producer_retry",
+    "visibility_timeout",
+    "worker_crash",
+    "broker_redelivery",
+    "retry_after_failure",
+)
+
+Time = datetime | pd.Timestamp | str | None
+
+
+def _micros(value: Time) -> int | None:
+    if value is None:
+        return None
+    stamp = pd.Timestamp(value)
+    stamp = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+    return int(stamp.value // 1_000)
+
+
+def _filters(
+    job_type: str | None = None,
+    queue: str | None = None,
+    since: Time = None,
+    until: Time = None,
+) -> dict[str, Any]:
+    return {
+        "job_type": job_type,
+        "queue": queue,
+        "since_us": _micros(since),
+        "until_us": _micros(until),
+    }
+
+
+def _shape(frame: pd.DataFrame, *, flags: tuple[str, ...] = ()) -> pd.DataFrame:
+    """One frame shape for every engine: `*_us` -> UTC timestamps, flags -> bool."""
+    frame = frame.copy()
+    renames = {}
+    for column in list(frame.columns):
+        if column.endswith("_us") and column not in ("bucket_us", "window_start_us"):
+            frame[column] = pd.to_datetime(frame[column].astype("Float64"), unit="us", utc=True)
+            renames[column] = column.removesuffix("_us")
+        elif column in ("bucket_us", "window_start_us"):
+            frame[column] = pd.to_datetime(frame[column].astype("Int64"), unit="us", utc=True)
+            renames[column] = column.removesuffix("_us")
+        elif _is_decimal(frame[column]):
+            # DuckDB sums integers into HUGEINT, which arrives as Decimal.
+            frame[column] = frame[column].astype("float64")
+            if frame[column].notna().all() and (frame[column] % 1 == 0).all():
+                frame[column] = frame[column].astype("int64")
+        elif column in flags:
+            frame[column] = frame[column].fillna(False).astype(bool)
+        elif pd.api.types.is_integer_dtype(frame[column].dtype):
+            frame[column] = frame[column].astype("int64")
+    return frame.rename(columns=renames)
+
+
+def _is_decimal(series: pd.Series) -> bool:
+    if series.dtype != object:
+        return False
+    present = series.dropna()
+    return not present.empty and isinstance(present.iloc[0], Decimal)
+
+
+def _listed(values: Any) -> list[Any]:
+    if values is None or (isinstance(values, float) and pd.isna(values)):
+        return []
+    return sorted(v for v in list(values) if v is not None)
+
+
+_EXECUTION_FLAGS = (
+    "had_side_effect",
+    "idempotency_hit",
+    "lock_contended",
+    "occ_conflict",
+    "lost_worker",
+    "lock_expired_while_running",
+    "cause_visibility_timeout",
+    "cause_worker_crash",
+    "cause_broker_redelivery",
+    "cause_retry_after_failure",
+)
+
+
+def executions(store: Store, **filters: Any) -> pd.DataFrame:
+    """Every execution with timing (`start`, `end`, `duration_ms`), outcome (`terminal`:
+    ack/nack/fail/none), what it did (`had_side_effect`, `idempotency_hit`,
+    `lock_contended`, `occ_conflict`) and its lock (`lock_key`, `lock_owner`,
+    `lock_valid_until`, `visibility_timeout_ms`)."""
+    frame = _shape(query(store, "executions", **_filters(**filters)), flags=_EXECUTION_FLAGS)
+    return frame.rename(columns={"execution_uid": "execution_id"})
+
+
+def duplicates(
+    store: Store,
+    job_type: str | None = None,
+    queue: str | None = None,
+    since: Time = None,
+    until: Time = None,
+) -> pd.DataFrame:
+    """Keys (idempotency key, else job_id) with more than one execution.
+
+    Columns: key, job_type, queue, executions, side_effects (executions that ran the
+    effect), harmful (two or more did), cause (the first of CAUSES that applies, else
+    `unknown`), causes (all that apply), job_ids, first_ts, last_ts, and the lock findings
+    lock_expired_while_running, overlapped, split_brain.
+    """
+    raw = query(store, "duplicates", **_filters(job_type, queue, since, until))
+    flags = (*CAUSES, "harmful", "lock_expired_while_running", "overlapped", "split_brain")
+    frame = _shape(raw, flags=flags)
+    causes = [
+        [cause for cause in CAUSES if row[cause]] for _, row in frame[list(CAUSES)].iterrows()
+    ]
+    frame["causes"] = causes
+    frame["cause"] = [found[0] if found else "unknown" for found in causes]
+    frame["job_ids"] = frame["job_ids"].map(_listed)
+    frame = frame.rename(columns={"first": "first_ts", "last": "last_ts"})
+    columns = [
+        "key",
+        "job_type",
+        "queue",
+        "executions",
+        "side_effects",
+        "harmful",
+        "cause",
+        "causes",
+        "job_ids",
+        "first_ts",
+        "last_ts",
+        "lock_expired_while_running",
+        "overlapped",
+        "split_brain",
+    ]
+    return frame[columns].reset_index(drop=True)
+
+
+def duplicates_over_time(
+    store: Store, bucket: timedelta | str = "1h", **filters: Any
+) -> pd.DataFrame:
+    """Per time bucket and job type: keys, duplicate_keys, extra_executions, harmful,
+    absorbed (a key counts in the bucket of its first execution)."""
+    width = pd.Timedelta(bucket)
+    bucket_us = int(width.value // 1_000)
+    if bucket_us <= 0:
+        raise ValueError(f"bucket must be positive, got {bucket!r}")
+    frame = query(store, "duplicates_over_time", bucket_us=bucket_us, **_filters(**filters))
+    return _shape(frame)
+
+
+def lock_overruns(store: Store, **filters: Any) -> pd.DataFrame:
+    """Executions whose lock expired while they ran, in the alert row shape.
+
+    Columns: rule ('lock_expired_while_running'), key, job_id, delivery_attempt, worker_id,
+    job_type, lock_key, lock_owner, expired_at, execution_end, overrun_ms, overlapped_by
+    (the other owner that acquired the lock in the gap, or null), lock_expired_event (when
+    the owner was told, if it was).
+    """
+    frame = _shape(query(store, "lock_overruns", **_filters(**filters)))
+    frame.insert(0, "rule", "lock_expired_while_running")
+    return frame.rename(columns={"execution_uid": "execution_id"})
+
+
+def split_brains(store: Store, **filters: Any) -> pd.DataFrame:
+    """Pairs of owners holding unexpired locks on one lock_key at once, with the overlap."""
+    frame = _shape(query(store, "split_brains", **_filters(**filters)))
+    frame.insert(0, "rule", "split_brain")
+    return frame
+
+
+def stale_owner_writes(store: Store, **filters: Any) -> pd.DataFrame:
+    """side_effect/commit/ack by an owner whose lock had expired (`lock_expired`) or been
+    acquired by another owner (`taken_by`, `taken_at`) before the write (`ts`)."""
+    return _shape(
+        query(store, "stale_owner_writes", **_filters(**filters)), flags=("lock_expired",)
+    )
+
+
+def durations(store: Store, **filters: Any) -> pd.DataFrame:
+    """Per job type: executions, p50/p95/p99/max duration (ms), the lock TTL and visibility
+    timeout in force, headroom against each (setting - p99), and the share of executions
+    that ran longer than their own lock TTL / visibility timeout."""
+    frame = _shape(query(store, "durations", **_filters(**filters)))
+    frame["lock_headroom_ms"] = frame["lock_ttl_ms"] - frame["p99_ms"]
+    frame["visibility_headroom_ms"] = frame["visibility_timeout_ms"] - frame["p99_ms"]
+    return frame
+
+
+def duration_samples(store: Store, **filters: Any) -> pd.DataFrame:
+    """One row per execution: job_type, key, duration_ms and the settings it ran under."""
+    return _shape(query(store, "duration_samples", **_filters(**filters)))
+
+
+def checklist(
+    store: Store,
+    *,
+    skew_tolerance_ms: float = 100.0,
+    stampede_window: timedelta | str = "1s",
+    stampede_min_executions: int = 5,
+    **filters: Any,
+) -> dict[str, pd.DataFrame]:
+    """The duplicate-safety checklist, one frame per item."""
+    bound = _filters(**filters)
+    per_type = _shape(query(store, "checklist_job_types", **bound))
+    window_us = int(pd.Timedelta(stampede_window).value // 1_000)
+    return {
+        "lock_contention": per_type[
+            [
+                "job_type",
+                "executions",
+                "lock_contended",
+                "lock_contention_ratio",
+                "lock_wait_ms_total",
+                "lock_wait_ms_avg",
+            ]
+        ],
+        "redeliveries": per_type[
+            ["job_type", "messages", "executions", "redeliveries", "deliveries_per_message"]
+        ],
+        "idempotency": per_type[
+            ["job_type", "idempotency_hits", "new_executions", "idempotency_hit_ratio"]
+        ],
+        "occ_conflicts": per_type[
+            ["job_type", "executions", "occ_conflicts", "occ_conflict_ratio"]
+        ],
+        "outbox_lag": _shape(query(store, "checklist_outbox", **bound)),
+        "crash_loops": _shape(
+            query(
+                store,
+                "checklist_crash_loops",
+                since_us=bound["since_us"],
+                until_us=bound["until_us"],
+            )
+        ),
+        "clock_skew": _shape(
+            query(store, "checklist_clock_skew", tolerance_ms=float(skew_tolerance_ms), **bound),
+            flags=("skewed",),
+        ),
+        "cache_stampedes": _shape(
+            query(
+                store,
+                "checklist_stampedes",
+                window_us=window_us,
+                min_executions=int(stampede_min_executions),
+                **bound,
+            )
+        ),
+    }
+
+
+def lint(store: Store, **filters: Any) -> pd.DataFrame:
+    """Unsafe settings named from what was observed: setting, job_type, finding, evidence,
+    change (see queries/lint.py for the rules)."""
+    bound = _filters(**filters)
+    timing = durations(store, **filters)
+    facts = _shape(query(store, "lint_facts", **bound))
+    return lint_findings(timing, facts)

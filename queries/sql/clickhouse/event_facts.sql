@@ -1,0 +1,79 @@
+-- Every event once, with what the forensics read from it: the job's key (its idempotency
+-- key, found on any event of the job_id, else the job_id), the execution it belongs to, and
+-- the attrs the contract names (reason, settled_by, released, wait_ms, span.end_us).
+-- ClickHouse spelling of queries/sql/event_facts.sql: FINAL collapses repeats of an
+-- event_uid, JSONExtract* reads attrs, and an unmatched ASOF row carries '' not NULL.
+WITH unique_events AS (
+    SELECT *
+    FROM events FINAL
+),
+job_keys AS (
+    SELECT job_id, max(idempotency_key) AS job_key
+    FROM unique_events
+    WHERE job_id IS NOT NULL
+    GROUP BY job_id
+),
+delivers AS (
+    SELECT
+        assumeNotNull(job_id) AS d_job,
+        coalesce(worker_id, '') AS d_worker,
+        coalesce(delivery_attempt, -1) AS d_attempt,
+        ts AS d_ts,
+        coalesce(execution_id, event_uid) AS d_execution
+    FROM unique_events
+    WHERE event = 'deliver' AND job_id IS NOT NULL
+),
+keyed AS (
+    SELECT
+        u.*,
+        coalesce(nullIf(k.job_key, ''), u.job_id) AS key,
+        coalesce(u.job_id, '') AS m_job,
+        coalesce(u.worker_id, '') AS m_worker,
+        coalesce(u.delivery_attempt, -1) AS m_attempt
+    FROM unique_events AS u
+    LEFT JOIN job_keys AS k ON k.job_id = u.job_id
+)
+SELECT
+    e.event_uid AS event_uid,
+    e.ts AS ts,
+    toUnixTimestamp64Micro(e.ts) AS ts_us,
+    e.event AS event,
+    e.job_id AS job_id,
+    e.key AS key,
+    e.job_type AS job_type,
+    e.idempotency_key AS idempotency_key,
+    e.resource_key AS resource_key,
+    e.queue AS queue,
+    e.delivery_attempt AS delivery_attempt,
+    e.worker_id AS worker_id,
+    e.lock_key AS lock_key,
+    e.lock_owner AS lock_owner,
+    e.lock_ttl_ms AS lock_ttl_ms,
+    e.visibility_timeout_ms AS visibility_timeout_ms,
+    e.service_version AS service_version,
+    CASE
+        WHEN e.event IN ('outbox_write', 'enqueue', 'enqueue_deduped',
+                         'worker_start', 'worker_stop') THEN NULL
+        WHEN e.execution_id IS NOT NULL THEN e.execution_id
+        WHEN e.event = 'deliver' THEN e.event_uid
+        ELSE nullIf(d.d_execution, '')
+    END AS execution_uid,
+    if(e.event IN ('nack', 'fail'),
+        JSONExtract(ifNull(e.attrs, '{}'), 'reason', 'Nullable(String)'), NULL) AS reason,
+    if(e.event IN ('nack', 'fail'),
+        JSONExtract(ifNull(e.attrs, '{}'), 'settled_by', 'Nullable(String)'), NULL)
+        AS settled_by,
+    if(e.event = 'lock_release',
+        lower(nullIf(trim(BOTH '"' FROM JSONExtractRaw(ifNull(e.attrs, '{}'), 'released')), '')),
+        NULL) AS released,
+    if(e.event = 'lock_contended',
+        JSONExtract(ifNull(e.attrs, '{}'), 'wait_ms', 'Nullable(Float64)'), NULL) AS wait_ms,
+    if(e.event = 'deliver',
+        JSONExtract(ifNull(e.attrs, '{}'), 'span.end_us', 'Nullable(Int64)'), NULL)
+        AS span_end_us
+FROM keyed AS e
+ASOF LEFT JOIN delivers AS d
+    ON e.m_job = d.d_job
+    AND e.m_worker = d.d_worker
+    AND e.m_attempt = d.d_attempt
+    AND e.ts >= d.d_ts

@@ -1,0 +1,79 @@
+-- Every event once, with what the forensics read from it: the job's key (its idempotency
+-- key, found on any event of the job_id, else the job_id), the execution it belongs to, and
+-- the attrs the contract names (reason, settled_by, released, wait_ms, span.end_us).
+-- Repeats of an event_uid (a batch sent twice) collapse to one row.
+-- An execution starts at a `deliver`; a later worker event of the same job_id on the same
+-- worker (and delivery_attempt, where there is one) belongs to the latest such deliver at or
+-- before it, so a redelivery with no attempt number still starts a new execution. Spans
+-- name their execution themselves (execution_id).
+WITH unique_events AS (
+    SELECT DISTINCT ON (event_uid) *
+    FROM events
+),
+job_keys AS (
+    SELECT job_id, max(idempotency_key) AS job_key
+    FROM unique_events
+    WHERE job_id IS NOT NULL
+    GROUP BY job_id
+),
+delivers AS (
+    SELECT
+        job_id AS d_job,
+        coalesce(worker_id, '') AS d_worker,
+        coalesce(delivery_attempt, -1) AS d_attempt,
+        ts AS d_ts,
+        coalesce(execution_id, event_uid) AS d_execution
+    FROM unique_events
+    WHERE event = 'deliver'
+),
+keyed AS (
+    SELECT
+        u.*,
+        coalesce(k.job_key, u.job_id) AS key,
+        coalesce(u.worker_id, '') AS m_worker,
+        coalesce(u.delivery_attempt, -1) AS m_attempt
+    FROM unique_events AS u
+    LEFT JOIN job_keys AS k ON k.job_id = u.job_id
+)
+SELECT
+    e.event_uid AS event_uid,
+    e.ts AS ts,
+    epoch_us(e.ts) AS ts_us,
+    e.event AS event,
+    e.job_id AS job_id,
+    e.key AS key,
+    e.job_type AS job_type,
+    e.idempotency_key AS idempotency_key,
+    e.resource_key AS resource_key,
+    e.queue AS queue,
+    e.delivery_attempt AS delivery_attempt,
+    e.worker_id AS worker_id,
+    e.lock_key AS lock_key,
+    e.lock_owner AS lock_owner,
+    e.lock_ttl_ms AS lock_ttl_ms,
+    e.visibility_timeout_ms AS visibility_timeout_ms,
+    e.service_version AS service_version,
+    CASE
+        WHEN e.event IN ('outbox_write', 'enqueue', 'enqueue_deduped',
+                         'worker_start', 'worker_stop') THEN NULL
+        WHEN e.execution_id IS NOT NULL THEN e.execution_id
+        WHEN e.event = 'deliver' THEN e.event_uid
+        ELSE d.d_execution
+    END AS execution_uid,
+    CASE WHEN e.event IN ('nack', 'fail')
+        THEN json_extract_string(e.attrs, '$.reason') END AS reason,
+    CASE WHEN e.event IN ('nack', 'fail')
+        THEN json_extract_string(e.attrs, '$.settled_by') END AS settled_by,
+    CASE WHEN e.event = 'lock_release'
+        THEN lower(json_extract_string(e.attrs, '$.released')) END AS released,
+    CASE WHEN e.event = 'lock_contended'
+        THEN TRY_CAST(json_extract_string(e.attrs, '$.wait_ms') AS DOUBLE) END AS wait_ms,
+    CASE WHEN e.event = 'deliver'
+        THEN TRY_CAST(json_extract_string(e.attrs, '$."span.end_us"') AS BIGINT) END
+        AS span_end_us
+FROM keyed AS e
+ASOF LEFT JOIN delivers AS d
+    ON e.job_id = d.d_job
+    AND e.m_worker = d.d_worker
+    AND e.m_attempt = d.d_attempt
+    AND e.ts >= d.d_ts

@@ -1,0 +1,157 @@
+"""Duplicates: which keys ran more than once, harmful or absorbed, and why."""
+
+from __future__ import annotations
+
+from forensics_cases import ev, run
+
+from queries import duplicates
+
+KEY = {"idempotency_key": "inv-1"}
+
+
+def only(frame):
+    assert len(frame) == 1, frame
+    return frame.iloc[0]
+
+
+def test_a_key_that_ran_once_is_not_a_duplicate(store, make_table) -> None:
+    events = [ev("00:00", "enqueue", "j1", **KEY)]
+    events += run("j1", 1, "w1", "00:01", [("00:02", "side_effect"), ("00:03", "ack")], **KEY)
+    store.write(make_table(events))
+    assert duplicates(store).empty
+
+
+def test_two_job_ids_for_one_key_is_a_producer_retry(store, make_table) -> None:
+    events = [ev("00:00", "enqueue", "j1", **KEY), ev("00:00.5", "enqueue", "j2", **KEY)]
+    events += run("j1", 1, "w1", "00:01", [("00:02", "side_effect"), ("00:03", "ack")], **KEY)
+    events += run("j2", 1, "w2", "00:01", [("00:02", "idempotency_hit"), ("00:03", "ack")], **KEY)
+    store.write(make_table(events))
+    row = only(duplicates(store))
+    assert (row["key"], row["cause"], row["job_ids"]) == ("inv-1", "producer_retry", ["j1", "j2"])
+
+
+def test_redelivery_while_still_running_is_a_visibility_timeout(store, make_table) -> None:
+    events = run("j1", 1, "w1", "00:00", [("00:02", "side_effect"), ("00:40", "ack")], **KEY)
+    events += run("j1", 2, "w2", "00:31", [("00:32", "idempotency_hit"), ("00:33", "ack")], **KEY)
+    store.write(make_table(events))
+    row = only(duplicates(store))
+    assert (row["cause"], row["causes"]) == ("visibility_timeout", ["visibility_timeout"])
+
+
+def test_celery_redelivery_without_attempt_numbers_still_counts_two_runs(
+    store, make_table
+) -> None:
+    events = run("j1", None, "w1", "00:00", [("00:02", "side_effect"), ("00:40", "ack")], **KEY)
+    events += run("j1", None, "w2", "00:31", [("00:32", "side_effect"), ("00:33", "ack")], **KEY)
+    store.write(make_table(events))
+    row = only(duplicates(store))
+    assert (row["executions"], row["cause"], row["harmful"]) == (2, "visibility_timeout", True)
+
+
+def test_redelivery_after_a_silent_attempt_is_a_worker_crash(store, make_table) -> None:
+    events = run("j1", 1, "w1", "00:00", [("00:02", "side_effect")], **KEY)
+    events += run("j1", 2, "w2", "00:40", [("00:41", "side_effect"), ("00:42", "ack")], **KEY)
+    store.write(make_table(events))
+    assert only(duplicates(store))["cause"] == "worker_crash"
+
+
+def test_a_nack_settled_for_a_lost_worker_is_a_worker_crash(store, make_table) -> None:
+    events = run("j1", 1, "w1", "00:00", [("00:02", "side_effect")], **KEY)
+    events.append(
+        ev("00:20", "nack", "j1", delivery_attempt=1, worker_id="w1", reason="WorkerLostError",
+           settled_by="celery-main", **KEY)
+    )
+    events += run("j1", 2, "w2", "00:40", [("00:42", "ack")], **KEY)
+    store.write(make_table(events))
+    assert only(duplicates(store))["cause"] == "worker_crash"
+
+
+def test_a_later_attempt_whose_predecessors_left_no_events_is_a_worker_crash(
+    store, make_table
+) -> None:
+    events = run("j1", 3, "w2", "00:40", [("00:41", "side_effect"), ("00:42", "ack")], **KEY)
+    store.write(make_table(events))
+    row = only(duplicates(store))
+    assert (row["cause"], row["executions"]) == ("worker_crash", 3)
+
+
+def test_delivery_after_an_ack_is_a_broker_redelivery(store, make_table) -> None:
+    events = run("j1", 1, "w1", "00:00", [("00:02", "side_effect"), ("00:03", "ack")], **KEY)
+    events += run("j1", 1, "w2", "00:10", [("00:11", "idempotency_hit"), ("00:12", "ack")], **KEY)
+    store.write(make_table(events))
+    assert only(duplicates(store))["cause"] == "broker_redelivery"
+
+
+def test_a_run_after_its_own_failure_is_a_retry_after_failure(store, make_table) -> None:
+    events = run("j1", 1, "w1", "00:00", [("00:02", "side_effect"), ("00:03", "fail")], **KEY)
+    events += run("j1", 2, "w1", "00:10", [("00:11", "side_effect"), ("00:12", "ack")], **KEY)
+    store.write(make_table(events))
+    row = only(duplicates(store))
+    assert (row["cause"], row["harmful"], row["side_effects"]) == (
+        "retry_after_failure", True, 2)
+
+
+def test_the_first_cause_in_priority_order_wins_and_all_are_listed(store, make_table) -> None:
+    events = [ev("00:00", "enqueue", "j1", **KEY), ev("00:00", "enqueue", "j2", **KEY)]
+    events += run("j1", 1, "w1", "00:00", [("00:02", "side_effect"), ("00:03", "ack")], **KEY)
+    events += run("j1", 2, "w2", "00:10", [("00:11", "idempotency_hit"), ("00:12", "ack")], **KEY)
+    events += run("j2", 1, "w3", "00:20", [("00:21", "idempotency_hit"), ("00:22", "ack")], **KEY)
+    store.write(make_table(events))
+    row = only(duplicates(store))
+    assert row["cause"] == "producer_retry"
+    assert row["causes"] == ["producer_retry", "broker_redelivery"]
+
+
+def test_extras_that_skipped_the_effect_are_absorbed(store, make_table) -> None:
+    events = run("j1", 1, "w1", "00:00", [("00:02", "side_effect"), ("00:40", "ack")], **KEY)
+    events += run("j1", 2, "w2", "00:31", [("00:32", "idempotency_hit"), ("00:33", "ack")], **KEY)
+    store.write(make_table(events))
+    row = only(duplicates(store))
+    assert (row["harmful"], row["side_effects"], row["executions"]) == (False, 1, 2)
+
+
+def test_the_idempotency_key_on_one_event_names_the_whole_job(store, make_table) -> None:
+    events = [ev("00:00", "enqueue", "j1", **KEY)]
+    events += run("j1", 1, "w1", "00:01", [("00:02", "side_effect")])
+    events += run("j1", 2, "w2", "00:40", [("00:41", "side_effect"), ("00:42", "ack")])
+    store.write(make_table(events))
+    assert only(duplicates(store))["key"] == "inv-1"
+
+
+def test_a_job_without_idempotency_key_is_keyed_by_its_job_id(store, make_table) -> None:
+    events = run("j9", 1, "w1", "00:00", [("00:02", "side_effect")])
+    events += run("j9", 2, "w2", "00:40", [("00:41", "side_effect"), ("00:42", "ack")])
+    store.write(make_table(events))
+    assert only(duplicates(store))["key"] == "j9"
+
+
+def test_ingesting_the_same_events_again_changes_nothing(store, make_table) -> None:
+    events = run("j1", 1, "w1", "00:00", [("00:02", "side_effect"), ("00:40", "ack")], **KEY)
+    events += run("j1", 2, "w2", "00:31", [("00:32", "side_effect"), ("00:33", "ack")], **KEY)
+    store.write(make_table(events))
+    before = duplicates(store)
+    store.write(make_table(events))
+    after = duplicates(store)
+    assert after.to_dict(orient="records") == before.to_dict(orient="records")
+    assert after.iloc[0]["executions"] == 2
+
+
+def test_filters_select_executions(store, make_table) -> None:
+    events = run("j1", 1, "w1", "00:00", [("00:02", "side_effect")], queue="q1", **KEY)
+    events += run("j1", 2, "w2", "00:40", [("00:42", "ack")], queue="q1", **KEY)
+    store.write(make_table(events))
+    assert len(duplicates(store, job_type="billing.charge", queue="q1")) == 1
+    assert duplicates(store, job_type="mail.send").empty
+    assert duplicates(store, queue="other").empty
+    assert duplicates(store, since="2025-11-30T12:00:30Z").empty
+    assert duplicates(store, until="2025-11-30T12:00:30Z").empty
+    assert len(duplicates(store, since="2025-11-30T11:00:00Z", until="2025-11-30T13:00Z")) == 1
+
+
+def test_times_are_utc_timestamps(store, make_table) -> None:
+    events = run("j1", 1, "w1", "00:00", [("00:02", "side_effect")], **KEY)
+    events += run("j1", 2, "w2", "00:40", [("00:42", "ack")], **KEY)
+    store.write(make_table(events))
+    row = only(duplicates(store))
+    assert str(row["first_ts"]) == "2025-11-30 12:00:00+00:00"
+    assert str(row["last_ts"]) == "2025-11-30 12:00:42+00:00"
