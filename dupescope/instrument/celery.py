@@ -204,18 +204,20 @@ class CeleryInstrumentation:
             execution.run.fail(reason)
             return
         # No execution in this process: the main process settling for a pool process that
-        # died or overran its hard time limit. Say so, so the loss is not taken for the
-        # execution's own verdict.
-        point_event(
-            self.sinks,
-            "fail",
-            {
-                "job_id": task_id,
-                "job_type": getattr(sender, "name", None),
-                "reason": reason,
-                "settled_by": self.sinks.current_worker_id(),
-            },
-        )
+        # died or overran its hard time limit. `settled_by` says so, so the loss is not
+        # taken for the execution's own verdict.
+        request = getattr(sender, "request", None)
+        attempt = None
+        if request is not None and getattr(request, "id", None) == task_id:
+            attempt = delivery_attempt(request, self.counter.seen(task_id))
+        fields = {
+            "job_id": task_id,
+            "job_type": getattr(sender, "name", None),
+            "delivery_attempt": attempt,
+            "reason": reason,
+            "settled_by": self.sinks.current_worker_id(),
+        }
+        point_event(self.sinks, "fail", {k: v for k, v in fields.items() if v is not None})
 
     def on_postrun(self, task_id: str = "", state: str | None = None, **_: Any) -> None:
         execution = self.running.pop(task_id, None)

@@ -41,6 +41,10 @@ class DeliveryCounter(Protocol):
         """
         ...
 
+    def seen(self, job_id: str) -> int | None:
+        """The deliveries of `job_id` so far, without counting one; None if unknown."""
+        ...
+
 
 class LocalCounter:
     """Deliveries seen by this process, bounded: the fallback without a shared store."""
@@ -57,6 +61,10 @@ class LocalCounter:
             if len(self._seen) > self._size:
                 self._seen.popitem(last=False)
             return n
+
+    def seen(self, job_id: str) -> int | None:
+        with self._lock:
+            return self._seen.get(job_id)
 
 
 class BackendCounter:
@@ -77,6 +85,13 @@ class BackendCounter:
                     "dupescope: cannot count deliveries in the result backend", exc_info=True
                 )
                 self._warned = True
+            return None
+
+    def seen(self, job_id: str) -> int | None:
+        try:
+            value = self.backend.get(f"{KEY_PREFIX}{job_id}")
+            return int(value) if value is not None else None
+        except Exception:
             return None
 
     def _increment(self, key: str) -> int:
