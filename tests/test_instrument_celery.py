@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 from celery import Celery
 from celery.contrib.testing.worker import start_worker
+from celery.exceptions import Ignore, Reject
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -57,6 +58,12 @@ def make_app() -> Celery:
     @app.task(name="report.build", shared=False)
     def build(report: str) -> str:
         raise ValueError(f"no data for {report}")
+
+    @app.task(bind=True, name="mail.bounce", shared=False)
+    def bounce(self, to: str) -> None:
+        if to.startswith("ignore"):
+            raise Ignore()
+        raise Reject("mailbox gone", requeue=False)
 
     return app
 
@@ -99,6 +106,18 @@ def finished_runs(exporter: InMemorySpanExporter, job_id: str) -> list:
         for s in exporter.get_finished_spans()
         if s.attributes.get("job.job_id") == job_id and s.attributes.get("job.event") == "deliver"
     ]
+
+
+def settled(exporter: InMemorySpanExporter, job_id: str) -> bool:
+    """A settle of `job_id` was exported: a span event, or a step span (when the run's span
+    had already ended, as opentelemetry-instrumentation-celery ends it first)."""
+    kinds = {"ack", "nack", "fail"}
+    for span in exporter.get_finished_spans():
+        if span.attributes.get("job.job_id") != job_id:
+            continue
+        if span.attributes.get("job.event") in kinds or kinds & {e.name for e in span.events}:
+            return True
+    return False
 
 
 def wait_for(condition, timeout_s: float = RESULT_TIMEOUT_S) -> None:
@@ -194,3 +213,13 @@ def test_the_worker_says_it_started(worker, exporter, embedded) -> None:
     rows = stored(exporter, embedded)
     starts = [r for r in rows if r["event"] == "worker_start"]
     assert starts and starts[0]["service_version"] == "9.9"
+
+
+def test_reject_without_requeue_is_fail_and_ignore_is_ack(worker, exporter, embedded) -> None:
+    bounce = worker.tasks["mail.bounce"]
+    rejected = bounce.apply_async(("gone@example.com",))
+    ignored = bounce.apply_async(("ignore@example.com",))
+    wait_for(lambda: settled(exporter, rejected.id) and settled(exporter, ignored.id))
+    stored(exporter, embedded)
+    assert list(timeline(embedded, rejected.id)["event"]) == ["enqueue", "deliver", "fail"]
+    assert list(timeline(embedded, ignored.id)["event"]) == ["enqueue", "deliver", "ack"]

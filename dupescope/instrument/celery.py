@@ -15,6 +15,7 @@ Inside a task, `dupescope.instrument.current_run()` is the execution, for its st
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -32,6 +33,7 @@ _log = logging.getLogger(__name__)
 #: (task name, args, kwargs, headers or request) -> the idempotency key, or None.
 KeyOf = Callable[[str, tuple[Any, ...], Mapping[str, Any], Any], str | None]
 KEY_HEADER = "idempotency_key"
+FINISHED_KEPT = 10_000
 
 
 def key_from_message(
@@ -91,6 +93,9 @@ class CeleryInstrumentation:
         # Executions running in this process, by task id: the signals after prerun find
         # their execution here.
         self.running: dict[str, job_execution] = {}
+        # Task ids whose execution ended in this process, so that a later task_failure for
+        # one (Celery's main process reports a Reject there) is not taken for a lost one.
+        self.finished: OrderedDict[str, None] = OrderedDict()
         self._warned_order = False
 
     @property
@@ -203,6 +208,8 @@ class CeleryInstrumentation:
         if execution is not None and execution.run is not None:
             execution.run.fail(reason)
             return
+        if task_id in self.finished:
+            return
         # No execution in this process: the main process settling for a pool process that
         # died or overran its hard time limit. `settled_by` says so, so the loss is not
         # taken for the execution's own verdict.
@@ -219,14 +226,25 @@ class CeleryInstrumentation:
         }
         point_event(self.sinks, "fail", {k: v for k, v in fields.items() if v is not None})
 
-    def on_postrun(self, task_id: str = "", state: str | None = None, **_: Any) -> None:
+    def on_postrun(
+        self, task_id: str = "", state: str | None = None, retval: Any = None, **_: Any
+    ) -> None:
         execution = self.running.pop(task_id, None)
         if execution is None:
             return
         run = execution.run
-        if run is not None and run.settled is None and state == "REJECTED":
-            run.nack("Reject")
+        if run is not None and run.settled is None:
+            # The two endings no other signal reports: the task raised Reject or Ignore.
+            if state == "REJECTED" and getattr(retval, "requeue", False):
+                run.nack(reason_of(retval) if isinstance(retval, BaseException) else "Reject")
+            elif state == "REJECTED":  # dropped, or dead-lettered by the broker
+                run.fail(reason_of(retval) if isinstance(retval, BaseException) else "Reject")
+            elif state == "IGNORED":  # Celery acknowledges the message
+                run.ack(ignored=True)
         execution.__exit__(None, None, None)
+        self.finished[task_id] = None
+        if len(self.finished) > FINISHED_KEPT:
+            self.finished.popitem(last=False)
 
     def on_process_start(self, **_: Any) -> None:
         worker_started(self.service_version, sinks=self.sinks)

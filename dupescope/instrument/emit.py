@@ -42,13 +42,36 @@ def emit_log(sinks: Sinks, ts_ns: int, event: str, fields: Mapping[str, Any]) ->
 
 
 def add_span_event(
-    sinks: Sinks, span: Span | None, ts_ns: int, event: str, attrs: Mapping[str, Any]
+    sinks: Sinks,
+    span: Span | None,
+    ts_ns: int,
+    event: str,
+    attrs: Mapping[str, Any],
+    fields: Mapping[str, Any],
 ) -> None:
-    """A lifecycle step as a span event named by its kind, on an execution span."""
-    if span is None or not sinks.spans or not span.is_recording():
+    """A lifecycle step as a span event named by its kind, on the execution span.
+
+    When that span has already ended (another instrumentation closed it first), the step
+    becomes a child span of it instead, carrying the job's fields: the contract's other
+    shape of the same execution, so a late step is never lost.
+    """
+    if span is None or not sinks.spans:
         return
     try:
-        span.add_event(event, span_attributes(attrs), timestamp=ts_ns)
+        if span.is_recording():
+            span.add_event(event, span_attributes(attrs), timestamp=ts_ns)
+            return
+        context = span.get_span_context()
+        if not context.is_valid:
+            return
+        parent = trace.set_span_in_context(trace.NonRecordingSpan(context))
+        step = sinks.tracer().start_span(
+            event,
+            context=parent,
+            attributes={**span_attributes({**fields, **attrs}), "job.event": event},
+            start_time=ts_ns,
+        )
+        step.end(end_time=ts_ns)
     except Exception:
         _log.exception("dupescope: could not add span event %s", event)
 

@@ -57,7 +57,7 @@ class JobRun:
     def emit(self, event: str, **attrs: Any) -> None:
         """Emit any contract event of this execution, with extra attributes."""
         ts = time.time_ns()
-        add_span_event(self.sinks, self.span, ts, event, attrs)
+        add_span_event(self.sinks, self.span, ts, event, attrs, self.fields)
         emit_log(self.sinks, ts, event, {**self.fields, **attrs, **trace_ids(self.span)})
 
     # Locks. The key and owner default to the last lock acquired, the common case of one
