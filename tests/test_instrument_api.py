@@ -118,3 +118,26 @@ def test_the_formatter_writes_other_records_as_json_too() -> None:
     record = logging.LogRecord("app", logging.WARNING, __file__, 1, "hello %s", ("you",), None)
     line = instrument.JsonLineFormatter().format(record)
     assert '"msg":"hello you"' in line and '"level":"WARNING"' in line
+
+
+def test_a_step_after_the_span_ended_is_a_child_step_of_the_same_execution(spans) -> None:
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    from collectors.normalise import Normaliser
+    from collectors.otlp import decode_traces
+
+    sinks, exporter, provider = spans
+    outer = provider.get_tracer("messaging").start_span("run/mail.send")
+    execution = instrument.job_execution(
+        "j", "mail.send", delivery_attempt=1, span=outer, sinks=sinks, ack_on_success=False
+    )
+    run = execution.start()
+    outer.end()  # the messaging instrumentation closed its span first
+    run.fail("Reject: mailbox gone")
+    decoded = decode_traces(encode_spans(exporter.get_finished_spans()), Normaliser(), "t")
+    rows = sorted(decoded.rows, key=lambda r: r["ts"])
+    assert [(r["event"], r["job_id"], r["delivery_attempt"]) for r in rows] == [
+        ("deliver", "j", 1),
+        ("fail", "j", 1),
+    ]
+    assert rows[0]["execution_id"] == rows[1]["execution_id"]
