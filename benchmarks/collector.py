@@ -206,6 +206,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         collector = Collector(Path(folder) / "store", 200_000, args.decode_workers)
         try:
+            warm = [trace_request(10**6 + b, args.batch).SerializeToString() for b in range(4)]
+            send_all(collector.port, warm, args.clients)
             started = time.perf_counter()
             counts = send_all(collector.port, bodies, args.clients)
             elapsed = time.perf_counter() - started
@@ -218,16 +220,16 @@ def main() -> None:
         finally:
             collector.stop()
 
-        # Overload: twice the sustainable rate, 8 clients, a queue of 20 batches.
+        # Overload: twice the sustainable rate from 16 clients, a queue of 20 batches.
         collector = Collector(Path(folder) / "overload", 20 * args.batch * 4,
                               args.decode_workers)
         try:
             wanted = int(2 * rate * args.overload_seconds / args.batch) + 1
             extra = [trace_request(batches + b, args.batch).SerializeToString()
                      for b in range(min(wanted, 400))]
-            pace = 8 * args.batch / (2 * rate)
+            pace = 16 * args.batch / (2 * rate)
             started = time.perf_counter()
-            counts = send_all(collector.port, extra, 8, pace=pace)
+            counts = send_all(collector.port, extra, 16, pace=pace)
             elapsed = time.perf_counter() - started
             print(f"overload (2x offered, {len(extra)} batches over {elapsed:.1f}s): "
                   f"{counts['throttled']} answers 429, {counts['other']} other errors, "

@@ -63,6 +63,10 @@ class Normaliser:
         }
         self._source_sets = {name: frozenset(keys) for name, keys in self._sources.items()}
         self._source_keys = frozenset().union(*self._source_sets.values())
+        self._owners: dict[str, set[str]] = {}
+        for name, spellings in self._source_sets.items():
+            for key in spellings:
+                self._owners.setdefault(key, set()).add(name)
 
     def _take(self, flat: dict[str, Any], canonical: str, present: set[str]) -> Any:
         """The first spelling present wins; the other spellings go too, not lingering in attrs."""
@@ -97,26 +101,65 @@ class Normaliser:
 
         event = self._event(flat, take(flat, "event", present))
         row: Row = {"event_uid": uid, "ts": ts, "event": event, "source": source}
+        row.update(self.fields(flat, present))
+        return self.finish(row, flat)
+
+    def fields(self, flat: dict[str, Any], present: set[str]) -> Row:
+        """The canonical string and integer fields of a record, taken out of it."""
+        take = self._take
+        row: Row = {}
+        if not present:
+            return row
+        fed = self.fed_by(present)
         for name in STRING_FIELDS:
+            if name not in fed:
+                continue
             value = take(flat, name, present)
             if value is not None:
                 if isinstance(value, dict | list):
                     raise RecordError(f"{name} must be a string, got {type(value).__name__}")
                 row[name] = value if type(value) is str else str(value)
         for name in INT_FIELDS:
+            if name not in fed:
+                continue
             value = take(flat, name, present)
             if value is not None:
                 row[name] = _as_int(name, value)
-        retries = flat.get(CELERY_RETRIES)
+        return row
+
+    def finish(self, row: Row, rest: dict[str, Any]) -> Row:
+        """Checks that need the whole row, then the leftover keys become `attrs`."""
+        retries = rest.get(CELERY_RETRIES)
         if row.get("delivery_attempt") is None and retries is not None:
             row["delivery_attempt"] = _as_int(CELERY_RETRIES, retries) + 1
         attempt = row.get("delivery_attempt")
         if attempt is not None and attempt < 1:
             raise RecordError(f"delivery_attempt must be >= 1, got {attempt}")
-        if event not in _NO_JOB_ID and not row.get("job_id"):
-            raise RecordError(f"event {event!r} needs a job_id")
-        row["attrs"] = orjson.dumps(flat, default=str).decode() if flat else None
+        if row["event"] not in _NO_JOB_ID and not row.get("job_id"):
+            raise RecordError(f"event {row['event']!r} needs a job_id")
+        row["attrs"] = orjson.dumps(rest, default=str).decode() if rest else None
         return row
+
+    def sources_of(self, canonical: str) -> tuple[str, ...]:
+        """Every spelling of a canonical field, in the order they are tried."""
+        return self._sources[canonical]
+
+    def source_keys(self, flat: dict[str, Any]) -> set[str]:
+        """The keys of `flat` that spell some canonical field."""
+        return flat.keys() & self._source_keys
+
+    def fed_by(self, keys: set[str]) -> set[str]:
+        """The canonical fields that these source keys can feed."""
+        owners = self._owners
+        fed: set[str] = set()
+        for key in keys:
+            fed |= owners[key]
+        return fed
+
+    def event_name(self, value: str) -> str | None:
+        """A lifecycle step's name after the mapping's renames, or None if not a kind."""
+        name = self.mapping.events.get(value, value)
+        return name if name in _KINDS else None
 
     def _event(self, flat: dict[str, Any], value: Any) -> str:
         if value is None:

@@ -19,6 +19,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from collectors.jsonlines import Rejected
 from collectors.normalise import Normaliser, RecordError, Row
 from collectors.otlp import _WORKER_STEPS, _span_event, _worker_identity, attributes
+from collectors.timestamps import epoch_to_micros
 from store.schema import EVENT_KINDS, EVENTS_SCHEMA
 
 _KINDS = frozenset(EVENT_KINDS)
@@ -64,6 +65,74 @@ def rows_table(rows: list[Row]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=EVENTS_SCHEMA)
 
 
+class _Shared:
+    """What every row of one span shares, normalised once: the span's own canonical
+    fields, its leftover attributes, and which canonical fields those came from."""
+
+    __slots__ = ("fields", "rest", "fed")
+
+    def __init__(self, fields: Row, rest: dict[str, Any], fed: set[str]) -> None:
+        self.fields, self.rest, self.fed = fields, rest, fed
+
+
+def _share(
+    span_attrs: dict[str, Any], trace_id: str, span_id: str, normaliser: Normaliser,
+    reserved: frozenset[str],
+) -> _Shared | None:
+    """None when the span itself spells a timestamp or an event: the plain path decides."""
+    rest = dict(span_attrs)
+    if rest.keys() & reserved:
+        return None
+    rest.setdefault("trace_id", trace_id)
+    rest.setdefault("span_id", span_id)
+    present = normaliser.source_keys(rest)
+    try:
+        fields = normaliser.fields(rest, present)
+    except RecordError:
+        return None
+    return _Shared(fields, rest, normaliser.fed_by(present))
+
+
+def _shared_row(
+    shared: _Shared, extra: dict[str, Any], event: str, time_ns: int, uid: str, source: str,
+    execution_id: str | None, normaliser: Normaliser, reserved: frozenset[str],
+) -> Row | None:
+    """The row `normalise` would give for span attrs + `extra`, or None to take that path.
+
+    Equal by construction when `extra` spells no timestamp or event and feeds no canonical
+    field the span already feeds: then the two halves normalise independently.
+    """
+    fields: Row = {}
+    if extra:
+        present = normaliser.source_keys(extra)
+        if present:
+            if present & reserved or normaliser.fed_by(present) & shared.fed:
+                return None
+            try:
+                fields = normaliser.fields(extra, present)
+            except RecordError:
+                return None
+    name = normaliser.event_name(event)
+    if name is None:
+        return None
+    row: Row = {"event_uid": uid, "ts": epoch_to_micros(time_ns), "event": name,
+                "source": source, **shared.fields, **fields}
+    rest = {**shared.rest, **extra} if extra else dict(shared.rest)
+    if execution_id is not None and "execution_id" not in rest:
+        rest["execution_id"] = execution_id
+    try:
+        row = normaliser.finish(row, rest)
+    except RecordError:
+        return None
+    row["execution_id"] = rest.get("execution_id", execution_id)
+    return row
+
+
+def _reserved(normaliser: Normaliser) -> frozenset[str]:
+    """Spellings of `ts` and `event`: a span row sets those itself."""
+    return frozenset(normaliser.sources_of("ts")) | frozenset(normaliser.sources_of("event"))
+
+
 def decode_traces_rows(
     request: ExportTraceServiceRequest, normaliser: Normaliser, source: str
 ) -> tuple[list[Row], list[Rejected], int]:
@@ -73,6 +142,7 @@ def decode_traces_rows(
     ignored = 0
     normalise = normaliser.normalise
     kinds = _KINDS
+    reserved = _reserved(normaliser)
     for r_index, resource_spans in enumerate(request.resource_spans):
         resource = fast_attributes(resource_spans.resource.attributes)
         base = {**resource, **_worker_identity(resource)}
@@ -100,21 +170,30 @@ def decode_traces_rows(
                     f"{source}: resource_spans[{r_index}].scope_spans[{s_index}].spans[{p_index}]"
                 )
                 prefix = _uid_prefix(trace_id, span_id)
+                shared = _share(span_attrs, trace_id, span_id, normaliser, reserved)
 
-                own = {**span_attrs, "event": own_event, "span.name": name}
+                own_extra: dict[str, Any] = {"span.name": name}
                 if steps:
-                    own["span.end_us"] = span.end_time_unix_nano // 1_000
-                records = [(-1, span.start_time_unix_nano, own, where)]
+                    own_extra["span.end_us"] = span.end_time_unix_nano // 1_000
+                records: list[tuple[int, int, str, Any, str]] = [
+                    (-1, span.start_time_unix_nano, own_event, own_extra, where)
+                ]
                 for index, step in steps:
-                    step_attrs = step.attributes
-                    attrs = (
-                        {**span_attrs, **fast_attributes(step_attrs), "event": step.name}
-                        if step_attrs
-                        else {**span_attrs, "event": step.name}
+                    records.append(
+                        (index, step.time_unix_nano, step.name, step, f"{where} event {index}")
                     )
-                    records.append((index, step.time_unix_nano, attrs, f"{where} event {index}"))
 
-                for index, time_ns, attrs, place in records:
+                for index, time_ns, event, extra, place in records:
+                    uid = _uid(prefix, index)
+                    if index >= 0:
+                        extra = fast_attributes(extra.attributes) if extra.attributes else {}
+                    if shared is not None:
+                        row = _shared_row(shared, dict(extra), event, time_ns, uid, source,
+                                          execution_id, normaliser, reserved)
+                        if row is not None:
+                            rows.append(row)
+                            continue
+                    attrs = {**span_attrs, **extra, "event": event}
                     attrs.pop("job.event", None)
                     attrs["ts"] = time_ns
                     attrs.setdefault("trace_id", trace_id)
@@ -122,7 +201,7 @@ def decode_traces_rows(
                     if execution_id is not None:
                         attrs.setdefault("execution_id", execution_id)
                     try:
-                        row = normalise(attrs, uid=_uid(prefix, index), source=source)
+                        row = normalise(attrs, uid=uid, source=source)
                     except RecordError as exc:
                         rejected.append(Rejected(place, str(exc)))
                         continue

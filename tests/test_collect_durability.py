@@ -109,3 +109,21 @@ def test_chdb_store_receives_the_same_rows(tmp_path: Path) -> None:
     assert [r["event_uid"] for r in on_chdb] == [r["event_uid"] for r in on_embedded]
     assert [r["attrs"] for r in on_chdb] == [r["attrs"] for r in on_embedded]
     chdb.close()
+
+
+def test_a_dead_decoding_worker_is_replaced(tmp_path: Path) -> None:
+    import os
+    import signal
+
+    store = EmbeddedStore(tmp_path / "store")
+    with running(store, decode_workers=1) as collector:
+        url = f"http://127.0.0.1:{collector.http.port}/v1/traces"
+        assert post(url, trace_request(1, 10).SerializeToString(), PB)[0] == 200
+        pool = collector.collector.decoder._pool
+        for pid in list(pool._processes):  # noqa: SLF001 - the test kills a worker on purpose
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(0.5)
+        status, headers, _ = post(url, trace_request(2, 10).SerializeToString(), PB)
+        assert status in (200, 503)
+        assert post(url, trace_request(3, 10).SerializeToString(), PB)[0] == 200
+    assert raw_count(store) in (80, 120)

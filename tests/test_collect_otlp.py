@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import grpc
+import orjson
 import pytest
 from collect_support import (
     SlowStore,
@@ -134,3 +135,48 @@ def test_partial_success_names_what_and_where(tmp_path: Path) -> None:
     assert "needs a job_id" in message and "spans[" in message
     assert json_status == 200 and b'"rejectedSpans":"1"' in json_answer.replace(b" ", b"")
     assert raw_count(store) == 12  # the JSON body repeated the protobuf one
+
+
+def test_jsonlines_post_plain_and_gzip(tmp_path: Path) -> None:
+    import gzip
+
+    from collect_support import post
+
+    lines = b"".join(
+        b'{"ts": 1760000000, "event": "enqueue", "job_id": "j%d", "job_type": "t"}\n' % i
+        for i in range(5)
+    )
+    store = EmbeddedStore(tmp_path / "store")
+    with running(store) as collector:
+        url = f"http://127.0.0.1:{collector.http.port}/v1/jsonlines"
+        status, _, answer = post(url, lines + b"not json\n", "application/x-ndjson")
+        assert status == 200
+        assert orjson.loads(answer)["accepted"] == 5 and orjson.loads(answer)["rejected"] == 1
+        assert b":6" in answer  # the bad line is named by its number
+        status, _, answer = post(url, gzip.compress(lines), "application/x-ndjson",
+                                 Content_Encoding="gzip")
+        assert status == 200 and orjson.loads(answer)["accepted"] == 5
+    assert raw_count(store) == 5  # the gzipped repeat changed nothing
+
+
+@pytest.mark.clickhouse
+def test_clickhouse_server_receives_exported_spans(tmp_path: Path) -> None:
+    import os
+
+    from store import open_store
+
+    url = os.environ.get("DUPESCOPE_CLICKHOUSE_URL")
+    if not url:
+        pytest.skip("DUPESCOPE_CLICKHOUSE_URL is not set")
+    store = open_store(url)
+    spans = job_spans(3)
+    with running(store) as collector:
+        exporter = _exporters(collector, "traces")[0]
+        assert exporter.export(spans) == SpanExportResult.SUCCESS
+        exporter.shutdown()
+    trace_ids = sorted({format(s.context.trace_id, "032x") for s in spans})
+    found = store.execute(
+        "SELECT count(DISTINCT event_uid) AS n FROM events WHERE trace_id IN {ids:Array(String)}",
+        {"ids": trace_ids},
+    )
+    assert int(found["n"][0]) == 12

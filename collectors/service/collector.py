@@ -14,13 +14,14 @@ from typing import Any
 
 from collectors.mapping import DEFAULT_MAPPING, FieldMapping
 from collectors.service.bodies import DecodeResult
-from collectors.service.decoding import Decoder
+from collectors.service.decoding import Decoder, DecoderUnavailable
 from collectors.service.pipeline import Pipeline, QueueFull, WriteFailed
 from store.base import Store
 
 DEFAULT_MAX_BODY = 16 * 1024 * 1024
 DEFAULT_QUEUE_ROWS = 200_000
 ACK_TIMEOUT = 60.0
+DECODE_WAIT = 1.0
 
 
 class Collector:
@@ -34,7 +35,7 @@ class Collector:
         queue_rows: int = DEFAULT_QUEUE_ROWS,
         max_body_bytes: int = DEFAULT_MAX_BODY,
         decode_workers: int = 0,
-        max_decoding: int = 8,
+        max_decoding: int | None = None,
         token: str | None = None,
     ) -> None:
         self.store = store
@@ -42,7 +43,9 @@ class Collector:
         self.token = token
         self.pipeline = Pipeline(store, queue_rows=queue_rows)
         self.decoder = Decoder(mapping, decode_workers)
-        self._decoding = threading.BoundedSemaphore(max_decoding)
+        # Bodies decoded at once: enough to keep every decoder busy, few enough that
+        # memory stays bounded however many clients send; the rest wait briefly, then 429.
+        self._decoding = threading.BoundedSemaphore(max_decoding or max(4, 2 * decode_workers))
         self.started = time.time()
 
     def _admit(self) -> None:
@@ -52,11 +55,13 @@ class Collector:
 
     def _decode(self, work: Any) -> DecodeResult:
         self._admit()
-        if not self._decoding.acquire(timeout=5.0):
+        if not self._decoding.acquire(timeout=DECODE_WAIT):
             self.pipeline.count(throttled=1)
             raise QueueFull(retry_after=1)
         try:
             return work()
+        except DecoderUnavailable as exc:
+            raise WriteFailed(str(exc)) from exc
         finally:
             self._decoding.release()
 

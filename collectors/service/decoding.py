@@ -7,20 +7,34 @@ pool of processes that each hold their own Normaliser, and Arrow tables come bac
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
+import threading
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
 
 from collectors.mapping import DEFAULT_MAPPING, FieldMapping
 from collectors.normalise import Normaliser
 from collectors.service import bodies
 from collectors.service.bodies import DecodeResult
 
+log = logging.getLogger("dupescope.collect")
 _worker_normaliser: Normaliser | None = None
+
+
+class DecoderUnavailable(RuntimeError):
+    """A decoding worker died (it is replaced); the sender should retry."""
 
 
 def _init_worker(mapping: FieldMapping) -> None:
     global _worker_normaliser
     _worker_normaliser = Normaliser(mapping)
+
+
+def _ready() -> bool:
+    return _worker_normaliser is not None
 
 
 def _otlp_in_worker(kind: str, body: bytes, fmt: str, source: str) -> DecodeResult:
@@ -38,26 +52,47 @@ class Decoder:
 
     def __init__(self, mapping: FieldMapping = DEFAULT_MAPPING, workers: int = 0) -> None:
         self.normaliser = Normaliser(mapping)
+        self.mapping = mapping
         self.workers = workers
-        self._pool: ProcessPoolExecutor | None = None
-        if workers > 0:
-            # forkserver: the collector runs threads, and forking a threaded process is unsafe.
-            self._pool = ProcessPoolExecutor(
-                max_workers=workers,
-                mp_context=multiprocessing.get_context("forkserver"),
-                initializer=_init_worker,
-                initargs=(mapping,),
-            )
+        self._lock = threading.Lock()
+        self._pool: ProcessPoolExecutor | None = self._start_pool() if workers > 0 else None
+
+    def _start_pool(self) -> ProcessPoolExecutor:
+        # forkserver: the collector runs threads, and forking a threaded process is unsafe.
+        pool = ProcessPoolExecutor(
+            max_workers=self.workers,
+            mp_context=multiprocessing.get_context("forkserver"),
+            initializer=_init_worker,
+            initargs=(self.mapping,),
+        )
+        # Start every worker now, not on the first request (an import takes a second).
+        for future in [pool.submit(_ready) for _ in range(self.workers)]:
+            future.result()
+        return pool
+
+    def _in_pool(self, function: Callable[..., DecodeResult], *args: Any) -> DecodeResult:
+        pool = self._pool
+        assert pool is not None
+        try:
+            return pool.submit(function, *args).result()
+        except BrokenProcessPool as exc:
+            # A worker died (killed, out of memory): replace the pool, keep serving.
+            with self._lock:
+                if self._pool is pool:
+                    log.error("a decoding worker died; starting new workers")
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    self._pool = self._start_pool()
+            raise DecoderUnavailable("decoding worker died") from exc
 
     def otlp(self, kind: str, body: bytes, fmt: str, source: str) -> DecodeResult:
         if self._pool is None:
             return bodies.decode_otlp(kind, body, fmt, self.normaliser, source)
-        return self._pool.submit(_otlp_in_worker, kind, body, fmt, source).result()
+        return self._in_pool(_otlp_in_worker, kind, body, fmt, source)
 
     def jsonlines(self, body: bytes, source: str) -> DecodeResult:
         if self._pool is None:
             return bodies.decode_jsonlines(body, self.normaliser, source)
-        return self._pool.submit(_lines_in_worker, body, source).result()
+        return self._in_pool(_lines_in_worker, body, source)
 
     def close(self) -> None:
         if self._pool is not None:

@@ -69,6 +69,9 @@ class Handler(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     server_version = "dupescope-collect"
+    # Headers and body are separate writes; with Nagle on, the body waits for the
+    # client's delayed ACK (~40 ms per request on a keep-alive connection).
+    disable_nagle_algorithm = True
     collector: Collector  # set on the subclass the server builds
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
@@ -194,13 +197,19 @@ class Handler(BaseHTTPRequestHandler):
         return hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
 
 
+class _Server(ThreadingHTTPServer):
+    # The stdlib default backlog (5) resets connections when a few dozen exporters
+    # reconnect at once; admission control, not the backlog, is what bounds the load.
+    request_queue_size = 256
+    daemon_threads = True
+
+
 class HttpReceiver:
     """The HTTP server on its own thread; `port` is the bound one (useful with port 0)."""
 
     def __init__(self, collector: Collector, host: str = "127.0.0.1", port: int = 4318) -> None:
         handler = type("BoundHandler", (Handler,), {"collector": collector})
-        self.server = ThreadingHTTPServer((host, port), handler)
-        self.server.daemon_threads = True
+        self.server = _Server((host, port), handler)
         self.host, self.port = self.server.server_address[:2]
         self._thread = threading.Thread(
             target=self.server.serve_forever, name="dupescope-http", daemon=True
