@@ -130,7 +130,8 @@ def duplicates(
     flags = (*CAUSES, "harmful", "lock_expired_while_running", "overlapped", "split_brain")
     frame = _shape(raw, flags=flags)
     causes = [
-        [cause for cause in CAUSES if row[cause]] for _, row in frame[list(CAUSES)].iterrows()
+        [cause for cause, applies in zip(CAUSES, flags_of_key, strict=True) if applies]
+        for flags_of_key in zip(*(frame[cause].tolist() for cause in CAUSES), strict=True)
     ]
     frame["causes"] = causes
     frame["cause"] = [found[0] if found else "unknown" for found in causes]
