@@ -7,32 +7,9 @@ import sys
 import click
 from tqdm import tqdm
 
-from dupescope import __version__
-from dupescope.output import FORMATS, emit
-
-STORE_HELP = (
-    "Where events live: a folder (embedded store), clickhouse://user:pass@host:8123/db "
-    "or chdb:///path. Default: $DUPESCOPE_STORE or ./dupescope-data."
-)
-
-
-def store_option(command):  # type: ignore[no-untyped-def]
-    return click.option("--store", "store_url", envvar="DUPESCOPE_STORE", help=STORE_HELP)(command)
-
-
-def format_option(command):  # type: ignore[no-untyped-def]
-    return click.option(
-        "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True
-    )(command)
-
-
-def open_store_or_exit(url: str | None):  # type: ignore[no-untyped-def]
-    from store import StoreError, open_store
-
-    try:
-        return open_store(url)
-    except StoreError as exc:
-        raise click.ClickException(str(exc)) from exc
+from dupescope import __version__, cli_collect, cli_dashboard, cli_forensics, cli_watch
+from dupescope.options import format_option, open_store_or_exit, store_option
+from dupescope.output import emit
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -150,9 +127,7 @@ def compact(store_url: str | None, older_than_days: int | None) -> None:
 
     store = open_store_or_exit(store_url)
     if not isinstance(store, EmbeddedStore):
-        raise click.ClickException(
-            "compact is for the embedded store; ClickHouse merges by itself"
-        )
+        raise click.ClickException("compact is for the embedded store; ClickHouse merges by itself")
     if older_than_days:
         cutoff = (datetime.now(UTC) - timedelta(days=older_than_days)).date()
         dropped = store.drop_days_before(cutoff)
@@ -161,21 +136,17 @@ def compact(store_url: str | None, older_than_days: int | None) -> None:
     click.echo(f"compacted {replaced} segment(s)", err=True)
 
 
-from dupescope import cli_forensics  # noqa: E402  (its commands import this module)
+for command in (
+    cli_forensics.duplicates,
+    cli_forensics.alerts,
+    cli_forensics.stats,
+    cli_forensics.lint,
+    cli_watch.watch,
+    cli_collect.collect,
+    cli_dashboard.dashboard,
+):
+    main.add_command(command)
 
-main.add_command(cli_forensics.duplicates)
-main.add_command(cli_forensics.alerts)
-main.add_command(cli_forensics.stats)
-main.add_command(cli_forensics.lint)
 
-from dupescope import cli_watch  # noqa: E402
-
-main.add_command(cli_watch.watch)
-
-from dupescope.cli_dashboard import dashboard as _dashboard  # noqa: E402
-
-main.add_command(_dashboard)
-
-from dupescope.cli_collect import collect  # noqa: E402
-
-main.add_command(collect)
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -19,30 +19,65 @@ STORE_HELP = (
 @click.option("--store", "store_url", envvar="DUPESCOPE_STORE", help=STORE_HELP)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
-    "--http-port", type=click.IntRange(-1, 65535), default=4318, show_default=True,
+    "--http-port",
+    type=click.IntRange(-1, 65535),
+    default=4318,
+    show_default=True,
     help="OTLP/HTTP, JSON-lines POST and /healthz (0: any free port, -1: off).",
 )
 @click.option(
-    "--grpc-port", type=click.IntRange(-1, 65535), default=4317, show_default=True,
+    "--grpc-port",
+    type=click.IntRange(-1, 65535),
+    default=4317,
+    show_default=True,
     help="OTLP/gRPC (0: any free port, -1: off).",
 )
 @click.option("--tail", "tail", multiple=True, help="A log file to follow (repeatable).")
 @click.option(
-    "--state", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    "--state",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
     help="Tail offsets file. Default: in the embedded store's folder.",
 )
-@click.option("--token", envvar="DUPESCOPE_COLLECT_TOKEN", default=None,
-              help="Require `Authorization: Bearer TOKEN` (or $DUPESCOPE_COLLECT_TOKEN).")
-@click.option("--max-body-bytes", type=click.IntRange(min=1024), default=16 * 1024 * 1024,
-              show_default=True, help="Largest request body, also after gunzip (413 above).")
-@click.option("--queue-size", type=click.IntRange(min=1), default=200_000, show_default=True,
-              help="Events waiting for the writer before senders get 429 / RESOURCE_EXHAUSTED.")
-@click.option("--decode-workers", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Processes that decode bodies (0: decode in the receiving threads).")
-@click.option("--mapping", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="TOML file naming your fields for the canonical ones.")
-@click.option("--log-level", default="INFO", show_default=True,
-              type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]))
+@click.option(
+    "--token",
+    envvar="DUPESCOPE_COLLECT_TOKEN",
+    default=None,
+    help="Require `Authorization: Bearer TOKEN` (or $DUPESCOPE_COLLECT_TOKEN).",
+)
+@click.option(
+    "--max-body-bytes",
+    type=click.IntRange(min=1024),
+    default=16 * 1024 * 1024,
+    show_default=True,
+    help="Largest request body, also after gunzip (413 above).",
+)
+@click.option(
+    "--queue-size",
+    type=click.IntRange(min=1),
+    default=200_000,
+    show_default=True,
+    help="Events waiting for the writer before senders get 429 / RESOURCE_EXHAUSTED.",
+)
+@click.option(
+    "--decode-workers",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Processes that decode bodies (0: decode in the receiving threads).",
+)
+@click.option(
+    "--mapping",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="TOML file naming your fields for the canonical ones.",
+)
+@click.option(
+    "--log-level",
+    default="INFO",
+    show_default=True,
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]),
+)
 def collect(
     store_url: str | None,
     host: str,

@@ -28,13 +28,23 @@ def _store_value(store_url: str | None) -> str | None:
 def dashboard_command(port: int, open_browser: bool, host: str = "127.0.0.1") -> list[str]:
     """The command line that serves the dashboard."""
     return [
-        sys.executable, "-m", "streamlit", "run", str(APP),
-        "--server.port", str(port),
-        "--server.address", host,
-        "--server.headless", "false" if open_browser else "true",
-        "--server.fileWatcherType", "none",
-        "--browser.gatherUsageStats", "false",
-        "--client.toolbarMode", "viewer",
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(APP),
+        "--server.port",
+        str(port),
+        "--server.address",
+        host,
+        "--server.headless",
+        "false" if open_browser else "true",
+        "--server.fileWatcherType",
+        "none",
+        "--browser.gatherUsageStats",
+        "false",
+        "--client.toolbarMode",
+        "viewer",
     ]
 
 
@@ -54,7 +64,9 @@ def start_dashboard(
 
 
 def launch_dashboard(
-    store_url: str | None, port: int = DEFAULT_PORT, open_browser: bool = True,
+    store_url: str | None,
+    port: int = DEFAULT_PORT,
+    open_browser: bool = True,
     host: str = "127.0.0.1",
 ) -> int:
     """Serve the dashboard until it exits or the user presses Ctrl-C; its exit code."""
@@ -80,10 +92,19 @@ def launch_dashboard(
     "Default: $DUPESCOPE_STORE or ./dupescope-data.",
 )
 @click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True)
-@click.option("--host", default="127.0.0.1", show_default=True,
-              help="Address to listen on (0.0.0.0 to serve other machines).")
-@click.option("--no-browser", "--headless", "no_browser", is_flag=True,
-              help="Do not open a browser (servers, containers, CI).")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on (0.0.0.0 to serve other machines).",
+)
+@click.option(
+    "--no-browser",
+    "--headless",
+    "no_browser",
+    is_flag=True,
+    help="Do not open a browser (servers, containers, CI).",
+)
 def dashboard(store_url: str | None, port: int, host: str, no_browser: bool) -> None:
     """Start the Streamlit dashboard on the store."""
     sys.exit(launch_dashboard(store_url, port, open_browser=not no_browser, host=host))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 import pandas as pd
 
-from dupescope.cli import format_option, open_store_or_exit, store_option
+from dupescope.options import format_option, open_store_or_exit, store_option
 from dupescope.output import emit
 
 

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import click
 
-from dupescope.cli import open_store_or_exit, store_option
+from dupescope.options import open_store_or_exit, store_option
 
 
 @click.command()
