@@ -18,7 +18,14 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from collectors.jsonlines import Rejected
 from collectors.normalise import Normaliser, RecordError, Row
-from collectors.otlp import _WORKER_STEPS, _span_event, _worker_identity, attributes
+from collectors.otlp import (
+    _WORKER_STEPS,
+    _looks_like_execution,
+    _span_event,
+    _step_parents,
+    _worker_identity,
+    attributes,
+)
 from collectors.timestamps import epoch_to_micros
 from store.schema import EVENT_KINDS, EVENTS_SCHEMA
 
@@ -143,6 +150,7 @@ def decode_traces_rows(
     normalise = normaliser.normalise
     kinds = _KINDS
     reserved = _reserved(normaliser)
+    executions = _step_parents(request)
     for r_index, resource_spans in enumerate(request.resource_spans):
         resource = fast_attributes(resource_spans.resource.attributes)
         base = {**resource, **_worker_identity(resource)}
@@ -154,7 +162,11 @@ def decode_traces_rows(
                 events = span.events
                 steps = [(i, e) for i, e in enumerate(events) if e.name in kinds] if events else []
                 if own_event is None:
-                    if not steps:
+                    if not (
+                        steps
+                        or span.span_id in executions
+                        or _looks_like_execution(span_attrs)
+                    ):
                         ignored += 1
                         continue
                     own_event = "deliver"
@@ -176,7 +188,7 @@ def decode_traces_rows(
                 )
 
                 own_extra: dict[str, Any] = {"span.name": name}
-                if steps:
+                if own_event == "deliver":
                     own_extra["span.end_us"] = span.end_time_unix_nano // 1_000
                 records: list[tuple[int, int, str, Any, str]] = [
                     (-1, span.start_time_unix_nano, own_event, own_extra, where)

@@ -7,7 +7,7 @@ import sys
 import click
 from tqdm import tqdm
 
-from dupescope import __version__, cli_collect, cli_dashboard, cli_forensics, cli_watch
+from dupescope import __version__, cli_collect, cli_dashboard, cli_demo, cli_forensics, cli_watch
 from dupescope.options import format_option, open_store_or_exit, store_option
 from dupescope.output import emit
 
@@ -144,6 +144,7 @@ for command in (
     cli_watch.watch,
     cli_collect.collect,
     cli_dashboard.dashboard,
+    cli_demo.demo,
 ):
     main.add_command(command)
 

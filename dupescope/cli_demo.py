@@ -1,0 +1,127 @@
+"""`dupescope demo`: the sample workload into the embedded store, a summary, the dashboard."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+import pandas as pd
+from tqdm import tqdm
+
+from dupescope.cli_dashboard import launch_dashboard
+from dupescope.output import emit
+
+DEFAULT_DEMO_STORE = "./dupescope-data"
+
+
+def _ingest_with_progress(paths: list[str], store) -> None:  # type: ignore[no-untyped-def]
+    from collectors.files import ingest_files
+
+    total = sum(Path(p).stat().st_size for p in paths)
+    with tqdm(
+        total=total,
+        unit="B",
+        unit_scale=True,
+        desc="loading events",
+        file=sys.stderr,
+        disable=not sys.stderr.isatty(),
+    ) as bar:
+        seen = {"position": 0}
+
+        def progress(position: int) -> None:
+            bar.update(max(position - seen["position"], 0))
+            seen["position"] = position
+
+        report = ingest_files(paths, store, on_progress=progress)
+    click.echo(report.summary(), err=True)
+
+
+def summary(store) -> pd.DataFrame:  # type: ignore[no-untyped-def]
+    """Duplicates per cause, harmful and absorbed apart: the first thing to look at."""
+    from queries import duplicates
+
+    found = duplicates(store)
+    if found.empty:
+        return pd.DataFrame(columns=["cause", "duplicates", "harmful", "absorbed"])
+    table = (
+        found.groupby("cause")
+        .agg(duplicates=("key", "size"), harmful=("harmful", "sum"))
+        .reset_index()
+    )
+    table["absorbed"] = table["duplicates"] - table["harmful"]
+    return table.sort_values("duplicates", ascending=False)
+
+
+@click.command()
+@click.option(
+    "--store",
+    "store_url",
+    default=None,
+    help="Embedded store folder to load into (default ./dupescope-data, or "
+    "./dupescope-demo-N for --events N).",
+)
+@click.option(
+    "--events",
+    type=click.IntRange(min=100),
+    default=None,
+    help="Generate a fresh workload of about N events instead of the shipped sample.",
+)
+@click.option("--seed", type=int, default=7, show_default=True, help="Seed for --events.")
+@click.option("--port", type=int, default=8501, show_default=True)
+@click.option("--no-browser", is_flag=True, help="Do not open a browser window.")
+@click.option("--no-dashboard", is_flag=True, help="Load and summarise, then exit.")
+def demo(
+    store_url: str | None,
+    events: int | None,
+    seed: int,
+    port: int,
+    no_browser: bool,
+    no_dashboard: bool,
+) -> None:
+    """Load the sample workload into the embedded store and open the dashboard.
+
+    The sample is a seeded model of producers, a broker, workers, locks and failures
+    (retries, crashes, visibility timeouts, lock expiry). Loading it twice changes nothing.
+    """
+    import sample_data
+    from store.embedded import EmbeddedStore
+
+    folder = store_url or (f"./dupescope-demo-{events}-{seed}" if events else DEFAULT_DEMO_STORE)
+    store = EmbeddedStore(folder)
+    if events:
+        click.echo(f"generating a workload of about {events} events (seed {seed})", err=True)
+        workload = sample_data.generate(seed=seed, target_events=events)
+        with tempfile.TemporaryDirectory() as scratch:
+            path = Path(scratch) / "workload.jsonl"
+            workload.write_jsonl(path)
+            _ingest_with_progress([str(path)], store)
+    else:
+        _ingest_with_progress([str(sample_data.SAMPLE_PATH)], store)
+    store.compact()
+
+    table = summary(store)
+    click.echo("\nDuplicate executions by cause:")
+    emit(table, "table", empty="no duplicates in this workload")
+    worst = _worst_key(store)
+    if worst:
+        click.echo(
+            f"\nA harmful one to start with: dupescope timeline {worst} --store {folder}"
+        )
+    if no_dashboard:
+        return
+    link = f"http://127.0.0.1:{port}/timeline?key={worst}" if worst else ""
+    if link:
+        click.echo(f"Its timeline in the dashboard: {link}")
+    sys.exit(launch_dashboard(str(Path(folder).resolve()), port, open_browser=not no_browser))
+
+
+def _worst_key(store) -> str | None:  # type: ignore[no-untyped-def]
+    from queries import duplicates
+
+    found = duplicates(store)
+    harmful = found[found["harmful"]] if not found.empty else found
+    if harmful.empty:
+        return None
+    return str(harmful.sort_values(["side_effects", "executions"], ascending=False)["key"].iloc[0])
