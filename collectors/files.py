@@ -131,6 +131,8 @@ def ingest_files(
             report.files += 1
             position = _position_reader(stream, path)
             if pool is None and size and size > 2 * BLOCK_BYTES and _workers() > 1:
+                # One polars thread per worker: the workers already fill the cores.
+                os.environ.setdefault("POLARS_MAX_THREADS", "1")
                 pool = ProcessPoolExecutor(
                     max_workers=_workers(),
                     mp_context=multiprocessing.get_context("spawn"),
