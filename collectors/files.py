@@ -8,22 +8,24 @@ reported with file, line number and reason, and the rest is kept.
 from __future__ import annotations
 
 import gzip
+import multiprocessing
+import os
 import sys
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-import orjson
-
-from collectors.arrow_batch import rows_to_table
+from collectors.blocks import BlockDecoder, BlockResult
 from collectors.jsonlines import Decoded, Rejected, decode_lines
+from collectors.mapping import FieldMapping
 from collectors.normalise import Normaliser
-from collectors.otlp import decode_logs, decode_traces
-from collectors.otlp_json import OtlpJsonError, kind_of, parse_request
+from collectors.otlp_lines import decode_otlp_lines, is_otlp_line
 from store.base import Store
 
-BATCH_LINES = 50_000
+BLOCK_BYTES = 64 << 20  # one polars read; about 150k lines of 400 bytes
 
 
 @dataclass
@@ -56,42 +58,12 @@ def _open(path: str) -> tuple[BinaryIO, int | None]:
     return handle, size
 
 
-def _is_otlp_line(line: bytes) -> bool:
-    head = line[:200]
-    return b"resourceSpans" in head or b"resourceLogs" in head or b"resource_spans" in head
-
-
-def decode_otlp_lines(
-    lines: list[tuple[int, bytes]], normaliser: Normaliser, source: str
-) -> Decoded:
-    """OTLP JSON Lines: each line one ExportTraceServiceRequest or ExportLogsServiceRequest."""
-    out = Decoded()
-    for number, raw in lines:
-        if not raw.strip():
-            continue
-        where = f"{source}:{number}"
-        try:
-            document = orjson.loads(raw)
-            if not isinstance(document, dict) or kind_of(document) is None:
-                raise OtlpJsonError("not an OTLP export request (no resourceSpans/resourceLogs)")
-            request = parse_request(document)
-        except (orjson.JSONDecodeError, OtlpJsonError) as exc:
-            out.rejected.append(Rejected(where, f"invalid OTLP JSON: {exc}"))
-            continue
-        decode = decode_traces if kind_of(document) == "traces" else decode_logs
-        part = decode(request, normaliser, where)  # type: ignore[arg-type]
-        out.rows.extend(part.rows)
-        out.rejected.extend(part.rejected)
-        out.ignored += part.ignored
-    return out
-
-
 def decode_batch(lines: list[tuple[int, bytes]], normaliser: Normaliser, source: str) -> Decoded:
-    """Lines of either format, told apart line by line."""
-    otlp = [(n, line) for n, line in lines if _is_otlp_line(line)]
+    """Lines of either format, told apart line by line (the per-record reference path)."""
+    otlp = [(n, line) for n, line in lines if is_otlp_line(line)]
     if not otlp:
         return decode_lines(lines, normaliser, source)
-    plain = [(n, line) for n, line in lines if not _is_otlp_line(line)]
+    plain = [(n, line) for n, line in lines if not is_otlp_line(line)]
     out = decode_otlp_lines(otlp, normaliser, source)
     rest = decode_lines(plain, normaliser, source)
     out.rows.extend(rest.rows)
@@ -100,15 +72,39 @@ def decode_batch(lines: list[tuple[int, bytes]], normaliser: Normaliser, source:
     return out
 
 
-def _batches(stream: BinaryIO, size: int) -> Iterator[list[tuple[int, bytes]]]:
-    batch: list[tuple[int, bytes]] = []
-    for number, line in enumerate(stream, start=1):
-        batch.append((number, line))
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
+def _blocks(stream: BinaryIO, size: int) -> Iterator[bytes]:
+    """Reads of about `size` bytes, each ending at a line end."""
+    while True:
+        block = stream.read(size)
+        if not block:
+            return
+        if not block.endswith(b"\n"):
+            block += stream.readline()
+        yield block
+
+
+def _line_count(block: bytes) -> int:
+    return block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+
+
+_worker: BlockDecoder | None = None
+
+
+def _start_worker(mapping: FieldMapping) -> None:
+    global _worker
+    _worker = BlockDecoder(mapping)
+
+
+def _decode_in_worker(block: bytes, first_line: int, source: str) -> BlockResult:
+    assert _worker is not None
+    return _worker.decode(block, first_line, source)
+
+
+def _workers() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def ingest_files(
@@ -119,31 +115,75 @@ def ingest_files(
     on_progress: Callable[[int], None] | None = None,
     on_rejected: Callable[[Rejected], None] | None = None,
 ) -> IngestReport:
-    """Read every file, write rows in bulk; `on_progress` receives bytes consumed."""
-    normaliser = normaliser or Normaliser()
+    """Read every file, write rows in bulk; `on_progress` receives bytes consumed.
+
+    Blocks of a large file are decoded in worker processes (one per core) while this
+    process writes the previous ones, so decoding and writing overlap.
+    """
+    mapping = (normaliser or Normaliser()).mapping
+    decoder = BlockDecoder(mapping)
     report = IngestReport()
-    for path in paths:
-        stream, _ = _open(path)
-        source = "stdin" if path == "-" else path
-        report.files += 1
-        position = _position_reader(stream, path)
-        try:
-            for batch in _batches(stream, BATCH_LINES):
-                report.lines += len(batch)
-                decoded = decode_batch(batch, normaliser, source)
-                if decoded.rows:
-                    report.rows += store.write(rows_to_table(decoded.rows))
-                report.ignored += decoded.ignored
-                report.rejected.extend(decoded.rejected)
-                if on_rejected:
-                    for rejected in decoded.rejected:
-                        on_rejected(rejected)
+    pool: ProcessPoolExecutor | None = None
+    try:
+        for path in paths:
+            stream, size = _open(path)
+            source = "stdin" if path == "-" else path
+            report.files += 1
+            position = _position_reader(stream, path)
+            if pool is None and size and size > 2 * BLOCK_BYTES and _workers() > 1:
+                # One polars thread per worker: the workers already fill the cores.
+                os.environ.setdefault("POLARS_MAX_THREADS", "1")
+                pool = ProcessPoolExecutor(
+                    max_workers=_workers(),
+                    mp_context=multiprocessing.get_context("spawn"),
+                    initializer=_start_worker,
+                    initargs=(mapping,),
+                )
+            pending: deque[tuple[Future[BlockResult] | BlockResult, int]] = deque()
+
+            def settle(item: tuple[Future[BlockResult] | BlockResult, int]) -> None:
+                outcome, reached = item
+                result = outcome.result() if isinstance(outcome, Future) else outcome
+                _record(result, store, report, on_rejected)
                 if on_progress:
-                    on_progress(position())
-        finally:
-            if stream is not sys.stdin.buffer:
-                stream.close()
+                    on_progress(reached)
+
+            try:
+                first_line = 1
+                for block in _blocks(stream, BLOCK_BYTES):
+                    if pool is not None:
+                        job = pool.submit(_decode_in_worker, block, first_line, source)
+                        pending.append((job, position()))
+                        while len(pending) > _workers():
+                            settle(pending.popleft())
+                    else:
+                        settle((decoder.decode(block, first_line, source), position()))
+                    first_line += _line_count(block)
+                while pending:
+                    settle(pending.popleft())
+            finally:
+                if stream is not sys.stdin.buffer:
+                    stream.close()
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
     return report
+
+
+def _record(
+    result: BlockResult,
+    store: Store,
+    report: IngestReport,
+    on_rejected: Callable[[Rejected], None] | None,
+) -> None:
+    report.lines += result.lines
+    if result.table.num_rows:
+        report.rows += store.write(result.table)
+    report.ignored += result.ignored
+    report.rejected.extend(result.rejected)
+    if on_rejected:
+        for rejected in result.rejected:
+            on_rejected(rejected)
 
 
 def _position_reader(stream: BinaryIO, path: str) -> Callable[[], int]:

@@ -4,17 +4,23 @@
 -- (and the same delivery_attempt, where there is one) belongs to the latest such deliver
 -- at or before it. Spans name their execution themselves (execution_id).
 -- param key: String
+-- Two steps, each a plain filter the store can prune by its sort order: the job_ids of the
+-- key first, then the key's own rows plus the other rows of those jobs.
 WITH key_jobs AS (
-    SELECT DISTINCT job_id
-    FROM events
-    WHERE (idempotency_key = :key OR job_id = :key) AND job_id IS NOT NULL
+    SELECT job_id FROM events WHERE idempotency_key = :key AND job_id IS NOT NULL
+    UNION ALL
+    SELECT :key AS job_id
 ),
 matched AS (
     SELECT *
-    FROM events
-    WHERE idempotency_key = :key
-       OR job_id = :key
-       OR job_id IN (SELECT job_id FROM key_jobs)
+    FROM (
+        SELECT * FROM events WHERE idempotency_key = :key
+        UNION ALL
+        SELECT *
+        FROM events
+        WHERE job_id IN (SELECT job_id FROM key_jobs)
+          AND (idempotency_key IS NULL OR idempotency_key <> :key)
+    ) AS found
     QUALIFY row_number() OVER (PARTITION BY event_uid ORDER BY ts) = 1
 ),
 delivers AS (

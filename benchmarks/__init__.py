@@ -1,0 +1,7 @@
+"""Benchmarks for the figures the issues ask for; each harness measures its baseline in
+the same run, so a ratio never compares numbers from different machines or moments."""
+
+HARNESSES = {
+    "ingest": "JSON-lines ingest vs the fastest plain reader (DuckDB, pyarrow, polars)",
+    "timeline": "timeline KEY latency, warm and cold, at N and 10N events, vs grep -F",
+}

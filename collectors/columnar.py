@@ -1,0 +1,303 @@
+"""JSON lines -> canonical rows a column at a time: the normaliser's rules, vectorised.
+
+`Normaliser.normalise` is the reference: for every row this module keeps, the result is
+the row that path would build. Whatever it cannot read exactly (a type it does not
+handle, a value polars coerced, a timestamp in an unusual form, a row the contract
+refuses) it marks, and the caller sends those lines through the per-record path, which
+stores them or rejects them with its own reason.
+
+How a coercion is caught: polars reads a column that mixes numbers and strings as text,
+a nested object among strings as its JSON text, a key first seen after schema inference
+not at all, a repeated key once, and an explicit null like an absent field. A row written
+back from what polars read would then hold more `"` (a value turned into text) or fewer
+`:` (a key lost) than its line does, so rows whose counts differ from their line's go to
+the per-record path. Colons alone catch every lost key, and with the keys all there, a
+change in quotes can only come from a coercion; neither can hide the other. Arrays and
+other types this module does not read are refused by their dtype.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+import numpy as np
+import orjson
+import polars as pl
+import pyarrow as pa
+
+from collectors.mapping import CELERY_RETRIES, OPERATION_EVENTS, OPERATION_KEYS, FieldMapping
+from collectors.timestamps_vec import micros
+from store.schema import EVENT_KINDS, EVENTS_SCHEMA, INT_FIELDS, STRING_FIELDS
+
+NO_JOB_ID = ("enqueue_deduped", "worker_start", "worker_stop")
+_SCALARS = (pl.String, pl.Int64, pl.Float64, pl.Boolean)
+_INT32 = (-(2**31), 2**31 - 1)
+_BAD = "__dupescope_bad"
+_OUT = "__dupescope_out_"
+
+
+def _out(name: str) -> pl.Expr:
+    return pl.col(_OUT + name)
+
+
+class DecodeFailed(ValueError):
+    """Polars could not read these lines as one table; split them or go row by row."""
+
+
+@dataclass
+class Columnar:
+    """Canonical rows for the lines that were read exactly, and the lines that were not."""
+
+    table: pa.Table  # EVENTS_SCHEMA, one row per kept line, in line order
+    kept: np.ndarray  # indices (into the lines given) of the rows of `table`
+    fallback: np.ndarray  # indices of lines for the per-record path
+
+
+def read_frame(data: bytes, *, full_inference: bool) -> pl.DataFrame:
+    try:
+        return pl.read_ndjson(io.BytesIO(data), infer_schema_length=None if full_inference else 100)
+    except Exception as exc:  # polars raises several error types for bad input
+        raise DecodeFailed(str(exc)) from exc
+
+
+def _leaves(frame: pl.DataFrame) -> tuple[dict[str, pl.Series], np.ndarray, np.ndarray]:
+    """Flatten nested objects to dotted names, as `flatten` does.
+
+    Returns the leaf columns, the `"` and `:` counts each row would have written back
+    (see the module's docstring), and rows
+    that must go row by row (a type this module does not read, or two spellings of one
+    dotted key in the same row).
+    """
+    rows = frame.height
+    marks = np.zeros((rows, 2), dtype=np.int64)
+    bad = np.zeros(rows, dtype=bool)
+    leaves: dict[str, pl.Series] = {}
+
+    def visit(name: str, series: pl.Series) -> None:
+        present = series.is_not_null().to_numpy()
+        marks[present] += (2 + name.count('"'), 1 + name.count(":"))
+        if isinstance(series.dtype, pl.Struct):
+            fields = series.struct.unnest()
+            hollow = np.ones(rows, dtype=bool)
+            if fields.width:
+                hollow = fields.select(pl.all_horizontal(pl.all().is_null())).to_series().to_numpy()
+            # Present with no field present: the line held `{}`, which `flatten` keeps as is.
+            bad[present & hollow] = True
+            for field in fields.columns:
+                visit(f"{name}.{field}", fields[field])
+            return
+        if series.dtype == pl.String:
+            for axis, mark in enumerate('":'):
+                inner = series.str.count_matches(mark, literal=True).fill_null(0).to_numpy()
+                marks[present, axis] += inner[present] + (2 if mark == '"' else 0)
+        elif series.dtype == pl.Null:
+            return
+        elif series.dtype not in _SCALARS:
+            bad[present] = True
+            return
+        if name in leaves:
+            earlier = leaves[name]
+            bad[present & earlier.is_not_null().to_numpy()] = True
+            if earlier.dtype != series.dtype:
+                bad[present] = True
+                return
+            series = earlier.zip_with(earlier.is_not_null(), series)
+        leaves[name] = series.alias(name)
+
+    for column in frame.columns:
+        visit(column, frame[column])
+    return leaves, marks, bad
+
+
+def _first_present(values: list[tuple[pl.Expr, pl.Expr]]) -> pl.Expr:
+    """The value of the first source present in a row, as `Normaliser._take` picks it."""
+    if not values:
+        return pl.lit(None)
+    chain = pl.when(values[0][0]).then(values[0][1])
+    for present, value in values[1:]:
+        chain = chain.when(present).then(value)
+    return chain.otherwise(None)
+
+
+def _as_string(column: pl.Expr, dtype: pl.DataType) -> tuple[pl.Expr, pl.Expr]:
+    """(value, needs the row path): text as is, integers as Python's `str` writes them."""
+    if dtype == pl.String:
+        return column, pl.lit(False)
+    if dtype == pl.Int64:
+        return column.cast(pl.String), pl.lit(False)
+    return pl.lit(None, dtype=pl.String), column.is_not_null()
+
+
+def _as_int(column: pl.Expr, dtype: pl.DataType) -> tuple[pl.Expr, pl.Expr]:
+    """(value, needs the row path): integers, and floats that are whole numbers."""
+    if dtype == pl.Int64:
+        return column, pl.lit(False)
+    if dtype == pl.Float64:
+        whole = column.is_finite() & (column == column.floor()) & (column.abs() < 2.0**53)
+        return pl.when(whole).then(
+            column.cast(pl.Int64, strict=False)
+        ), column.is_not_null() & ~whole
+    return pl.lit(None, dtype=pl.Int64), column.is_not_null()
+
+
+class ColumnarNormaliser:
+    """The column-wise twin of `Normaliser`, for one field mapping."""
+
+    def __init__(self, mapping: FieldMapping) -> None:
+        self.mapping = mapping
+        self.sources = {
+            name: mapping.sources_for(name) for name in ("ts", "event", *STRING_FIELDS, *INT_FIELDS)
+        }
+
+    def normalise(
+        self, data: bytes, raw_marks: np.ndarray, uids: list[str], source: str, *, full: bool
+    ) -> Columnar:
+        """Rows for the lines in `data` (non-blank, no nulls/arrays), in order.
+
+        `raw_marks` holds each line's count of `"` and of `:`, `uids` its event_uid.
+        Raises DecodeFailed when polars cannot read the lines as one table.
+        """
+        frame = read_frame(data, full_inference=full)
+        if frame.height != len(uids):
+            raise DecodeFailed(f"read {frame.height} rows from {len(uids)} lines")
+        leaves, marks, bad = _leaves(frame)
+        bad |= (marks != raw_marks).any(axis=1)
+        table = pl.DataFrame(list(leaves.values())) if leaves else pl.DataFrame({})
+        table = table.with_columns(pl.Series(_BAD, bad)) if leaves else pl.DataFrame({_BAD: bad})
+        dtypes = dict(table.schema)
+        consumed: set[str] = set()
+
+        def take(canonical: str) -> list[tuple[str, pl.DataType]]:
+            names = [n for n in self.sources[canonical] if n in leaves and n not in consumed]
+            consumed.update(self.sources[canonical])
+            return [(n, dtypes[n]) for n in names]
+
+        exprs: dict[str, pl.Expr] = {}
+        needs: list[pl.Expr] = [pl.col(_BAD)]
+
+        ts_sources = take("ts")
+        exprs["ts"] = _first_present(
+            [(pl.col(n).is_not_null(), micros(pl.col(n), t)) for n, t in ts_sources]
+        )
+        needs.append(_out("ts").is_null())
+
+        exprs["event"], event_needs = self._event(take("event"), leaves, consumed, dtypes)
+        needs.append(event_needs | ~_out("event").is_in(EVENT_KINDS).fill_null(False))
+
+        for name in STRING_FIELDS:
+            picked = [(n, *_as_string(pl.col(n), t)) for n, t in take(name)]
+            exprs[name] = _first_present([(pl.col(n).is_not_null(), v) for n, v, _ in picked])
+            needs.append(_first_present([(pl.col(n).is_not_null(), b) for n, _, b in picked]))
+        for name in INT_FIELDS:
+            picked = [(n, *_as_int(pl.col(n), t)) for n, t in take(name)]
+            exprs[name] = _first_present([(pl.col(n).is_not_null(), v) for n, v, _ in picked])
+            needs.append(_first_present([(pl.col(n).is_not_null(), b) for n, _, b in picked]))
+
+        attempt = exprs["delivery_attempt"]
+        if CELERY_RETRIES in leaves and CELERY_RETRIES not in consumed:
+            retries, retries_needs = _as_int(pl.col(CELERY_RETRIES), dtypes[CELERY_RETRIES])
+            needs.append(attempt.is_null() & retries_needs)
+            attempt = pl.coalesce(attempt, retries + 1)
+        exprs["delivery_attempt"] = attempt
+        attempt = _out("delivery_attempt")
+        needs.append(attempt.is_not_null() & ~attempt.is_between(1, _INT32[1]))
+        job_id = _out("job_id")
+        needs.append(~_out("event").is_in(NO_JOB_ID) & (job_id.is_null() | (job_id == "")))
+
+        rest = [n for n in leaves if n not in consumed]
+        exprs["attrs"] = _attrs(leaves, rest)
+        # A whole-number float may have been an integer in its line (polars widens a column
+        # that mixes them), and would be written back as 5.0 where the line said 5.
+        needs += [pl.col(n) == pl.col(n).floor() for n in rest if dtypes[n] == pl.Float64]
+
+        # Two steps, so each canonical value is computed once and the checks read it.
+        staged = table.with_columns([e.alias(_OUT + k) for k, e in exprs.items()])
+        built = staged.select(
+            pl.any_horizontal([n.fill_null(False) for n in needs]).alias(_BAD),
+            pl.Series("event_uid", uids),
+            *[_out(k).alias(k) for k in exprs],
+        )
+        fallback = built[_BAD].to_numpy()
+        kept_frame = built.filter(~pl.col(_BAD))
+        return Columnar(
+            table=_to_arrow(kept_frame, source),
+            kept=np.flatnonzero(~fallback),
+            fallback=np.flatnonzero(fallback),
+        )
+
+    def _event(
+        self,
+        sources: list[tuple[str, pl.DataType]],
+        leaves: dict[str, pl.Series],
+        consumed: set[str],
+        dtypes: dict[str, pl.DataType],
+    ) -> tuple[pl.Expr, pl.Expr]:
+        named = _first_present(
+            [
+                (pl.col(n).is_not_null(), pl.col(n) if t == pl.String else pl.lit(None, pl.String))
+                for n, t in sources
+            ]
+        )
+        needs = _first_present(
+            [(pl.col(n).is_not_null(), pl.lit(t != pl.String)) for n, t in sources]
+        )
+        operations = [n for n in OPERATION_KEYS if n in leaves and n not in consumed]
+        if operations:
+            operation = _first_present(
+                [
+                    (
+                        pl.col(n).is_not_null(),
+                        pl.col(n).replace_strict(OPERATION_EVENTS, default=None)
+                        if dtypes[n] == pl.String
+                        else pl.lit(None, pl.String),
+                    )
+                    for n in operations
+                ]
+            )
+            present = pl.any_horizontal([pl.col(n).is_not_null() for n in operations])
+            value = pl.when(named.is_not_null()).then(named).otherwise(operation)
+            needs = pl.coalesce(needs, present & operation.is_null())
+        else:
+            value = named
+        if self.mapping.events:
+            value = value.replace(self.mapping.events)
+        return value.cast(pl.String), needs.fill_null(False)
+
+
+def _attrs(leaves: dict[str, pl.Series], names: list[str]) -> pl.Expr:
+    """The remaining fields as one JSON object per row; null where none remain."""
+    if not names:
+        return pl.lit(None, dtype=pl.String)
+    pieces = []
+    for name in names:
+        column, dtype = pl.col(name), leaves[name].dtype
+        if dtype != pl.String:
+            value = column.cast(pl.String)  # JSON's own spelling of numbers and booleans
+        elif leaves[name].str.contains(r'["\\\x00-\x1f]').any():
+            encoded = pl.struct(column.alias("v")).struct.json_encode()
+            value = encoded.str.strip_prefix('{"v":').str.strip_suffix("}")
+        else:
+            value = pl.concat_str(pl.lit('"'), column, pl.lit('"'))
+        key = pl.lit(orjson.dumps(name).decode() + ":")
+        pieces.append(pl.when(column.is_not_null()).then(pl.concat_str(key, value)))
+    body = pl.concat_str(pieces, separator=",", ignore_nulls=True)
+    return pl.when(body != "").then(pl.concat_str(pl.lit("{"), body, pl.lit("}")))
+
+
+def _to_arrow(frame: pl.DataFrame, source: str) -> pa.Table:
+    columns = []
+    rows = frame.height
+    for field in EVENTS_SCHEMA:
+        if field.name == "source":
+            columns.append(
+                pa.array([source] * rows, pa.string()) if rows else pa.array([], pa.string())
+            )
+        elif field.name in frame.columns:
+            array = frame[field.name].to_arrow()
+            if field.name == "ts":
+                array = array.cast(pa.int64()).cast(field.type)
+            columns.append(array.cast(field.type))
+        else:
+            columns.append(pa.nulls(rows, field.type))
+    return pa.Table.from_arrays(columns, schema=EVENTS_SCHEMA)
