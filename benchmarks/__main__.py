@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
+import runpy
 import sys
 
 from benchmarks import HARNESSES
@@ -18,7 +18,9 @@ def main(argv: list[str]) -> int:
     if name not in HARNESSES:
         print(f"unknown benchmark {name!r}; one of: {', '.join(HARNESSES)}", file=sys.stderr)
         return 2
-    return importlib.import_module(f"benchmarks.{name}").main(rest)
+    sys.argv = [f"benchmarks.{name}", *rest]
+    runpy.run_module(f"benchmarks.{name}", run_name="__main__", alter_sys=True)
+    return 0
 
 
 if __name__ == "__main__":

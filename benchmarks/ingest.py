@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import sys
 from pathlib import Path
 
 import duckdb
@@ -90,3 +91,7 @@ def main(argv: list[str]) -> int:
     )
     shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

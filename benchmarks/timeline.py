@@ -13,6 +13,7 @@ import argparse
 import shutil
 import statistics
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -80,3 +81,7 @@ def main(argv: list[str]) -> int:
             f"grep/warm {grep / warm:6.0f}x, warm vs N {warm / base_warm:4.2f}x"
         )
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
