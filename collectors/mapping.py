@@ -18,6 +18,9 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+#: Where OTLP decoding puts the host:pid it builds from resource attributes.
+RESOURCE_WORKER_ID = "resource.worker_id"
+
 # Canonical name -> source names tried in order (after the canonical name itself and its
 # `job.`-prefixed form). From CONTRACT.md, "Aliases that work without a mapping file".
 BUILTIN_ALIASES: dict[str, tuple[str, ...]] = {
@@ -32,7 +35,9 @@ BUILTIN_ALIASES: dict[str, tuple[str, ...]] = {
     ),
     # OpenTelemetry resource conventions, so a span needs no job-specific copy of them.
     "service_version": ("service.version",),
-    "worker_id": ("service.instance.id",),
+    # host:pid from the resource ranks below a worker_id the span or record names itself,
+    # and above the SDK's per-process service.instance.id.
+    "worker_id": (RESOURCE_WORKER_ID, "service.instance.id"),
 }
 
 # messaging.operation.type (older messaging.operation) -> event, where no event is named.

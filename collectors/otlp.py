@@ -15,7 +15,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from collectors.jsonlines import Decoded, Rejected
-from collectors.mapping import OPERATION_EVENTS, OPERATION_KEYS
+from collectors.mapping import OPERATION_EVENTS, OPERATION_KEYS, RESOURCE_WORKER_ID
 from collectors.normalise import Normaliser, RecordError, content_uid
 from store.schema import EVENT_KINDS
 
@@ -72,10 +72,14 @@ def _span_event(name: str, attrs: dict[str, Any]) -> str | None:
 
 
 def _worker_identity(resource: dict[str, Any]) -> dict[str, Any]:
-    """host:pid from resource attributes, the contract's usual worker_id."""
+    """host:pid from resource attributes, the contract's usual worker_id.
+
+    Kept under its own name so that a worker_id set on the span or record itself wins (a
+    tracer provider created before a pool forks carries the parent's pid).
+    """
     host, pid = resource.get("host.name"), resource.get("process.pid")
-    if host is not None and pid is not None and "worker_id" not in resource:
-        return {"worker_id": f"{host}:{pid}"}
+    if host is not None and pid is not None:
+        return {RESOURCE_WORKER_ID: f"{host}:{pid}"}
     return {}
 
 

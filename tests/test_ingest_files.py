@@ -189,3 +189,35 @@ def test_cli_rejects_an_unknown_store_scheme(tmp_path) -> None:
     result = CliRunner().invoke(main, ["timeline", "k", "--store", "mysql://x"])
     assert result.exit_code == 1
     assert "unknown store" in result.output
+
+
+def _one_span_request(resource: dict, span_attrs: dict):
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create(resource))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    span = provider.get_tracer("w").start_span("run", attributes=span_attrs, start_time=T0)
+    span.add_event("ack", {}, timestamp=T0 + 1)
+    span.end(end_time=T0 + 2)
+    return encode_spans(exporter.get_finished_spans())
+
+
+def test_a_worker_id_on_the_span_wins_over_the_resources_host_and_pid() -> None:
+    from collectors.normalise import Normaliser
+    from collectors.otlp import decode_traces
+
+    request = _one_span_request(
+        {"host.name": "h", "process.pid": 1}, {**JOB, "job.worker_id": "w9"}
+    )
+    rows = decode_traces(request, Normaliser(), "t").rows
+    assert {r["worker_id"] for r in rows} == {"w9"}
+
+
+def test_host_and_pid_name_the_worker_when_the_span_does_not() -> None:
+    from collectors.normalise import Normaliser
+    from collectors.otlp import decode_traces
+
+    request = _one_span_request(
+        {"host.name": "h", "process.pid": 1, "service.instance.id": "uuid-1"}, JOB
+    )
+    rows = decode_traces(request, Normaliser(), "t").rows
+    assert {r["worker_id"] for r in rows} == {"h:1"}
