@@ -13,7 +13,9 @@ build instead of each paying for it.
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 import weakref
 from typing import Any
 
@@ -23,6 +25,8 @@ import pandas as pd
 from queries import materialised
 from queries.loader import placeholders, render, sql_text
 from store.base import Store
+
+log = logging.getLogger("dupescope.queries")
 
 _BUILT: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 _LOCKS: weakref.WeakKeyDictionary[Any, threading.Lock] = weakref.WeakKeyDictionary()
@@ -106,17 +110,22 @@ def _ensure_embedded(store: Store) -> None:
 
 
 def _build_embedded(store: Store, con: duckdb.DuckDBPyConnection, snapshot: str) -> None:
+    started = time.perf_counter()
     deduplicated = materialised.unique_events(store, con)
+    log.debug("repeat check in %.2f s", time.perf_counter() - started)
     con.execute(f"CREATE OR REPLACE TEMP VIEW unique_events AS {deduplicated}")
     _create(store, "event_facts", sql_text("event_facts", store.dialect), view=True)
     for table, name in DERIVED_TABLES:
         _create(store, table, sql_text(name, store.dialect), view=False)
     con.execute("DROP TABLE IF EXISTS derived_outcomes")
+    started = time.perf_counter()
     materialised.save(store, con, KEPT_TABLES, snapshot)
+    log.debug("derived tables saved in %.2f s", time.perf_counter() - started)
 
 
 def _create(store: Store, name: str, select: str, *, view: bool) -> None:
     """CREATE OR REPLACE a derived view or table from a query file (no parameters)."""
+    started = time.perf_counter()
     if store.dialect == "duckdb":
         kind = "VIEW" if view else "TABLE"
         con = store.connection()  # type: ignore[attr-defined]
@@ -129,6 +138,7 @@ def _create(store: Store, name: str, select: str, *, view: bool) -> None:
             f"CREATE OR REPLACE TABLE {name} ENGINE = MergeTree ORDER BY tuple() "
             f"AS {select}{_CLICKHOUSE_SETTINGS}"
         )
+    log.debug("derived %s in %.2f s", name, time.perf_counter() - started)
 
 
 def query(store: Store, name: str, **params: Any) -> pd.DataFrame:
