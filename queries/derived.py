@@ -21,10 +21,11 @@ from typing import Any
 
 import duckdb
 import pandas as pd
+import pyarrow as pa
 
 from queries import materialised
 from queries.loader import placeholders, render, sql_text
-from store.base import Store
+from store.base import Store, to_frame
 
 log = logging.getLogger("dupescope.queries")
 
@@ -143,10 +144,15 @@ def _create(store: Store, name: str, select: str, *, view: bool) -> None:
 
 def query(store: Store, name: str, **params: Any) -> pd.DataFrame:
     """Run the named forensic query after making sure the derived relations are current."""
+    return to_frame(query_arrow(store, name, **params))
+
+
+def query_arrow(store: Store, name: str, **params: Any) -> pa.Table:
+    """`query` as Arrow: list columns stay cheap to turn into Python lists."""
     ensure(store)
     text = sql_text(name, store.dialect)
     sql = render(text, store.dialect, params)
     if store.dialect == "clickhouse":
         sql += _CLICKHOUSE_SETTINGS
     used = placeholders(text)
-    return store.execute(sql, {k: v for k, v in params.items() if k in used})
+    return store.arrow(sql, {k: v for k, v in params.items() if k in used})  # type: ignore[attr-defined]
