@@ -1,23 +1,33 @@
 """Derived relations the forensic queries read, built once per store snapshot.
 
 A plain count over 10M raw events already takes most of a second, so every question that
-must answer fast reads `derived_executions` (one row per execution) instead of `events`.
-It is rebuilt only when the store's content changes: for the embedded store when its set
-of Parquet segments changes (a temp table in the reader's DuckDB connection), for
-ClickHouse and chDB when a cheap fingerprint of `events` changes (a table beside it).
-`event_facts` stays a view: only the slower, rarer questions read events directly.
+must answer fast reads the derived tables (one row per execution, per lock incident, per
+run of a duplicated key, per job) instead of `events`. They are rebuilt only when the
+store's content changes: for the embedded store when its set of Parquet segments changes,
+for ClickHouse and chDB when a cheap fingerprint of `events` changes (tables beside it).
+
+The embedded store also keeps them as Parquet files under `<store>/derived/`, named by
+snapshot (see queries/materialised.py): a one-shot CLI process and the dashboard reuse one
+build instead of each paying for it.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 import weakref
 from typing import Any
 
+import duckdb
 import pandas as pd
+import pyarrow as pa
 
+from queries import materialised
 from queries.loader import placeholders, render, sql_text
-from store.base import Store
+from store.base import Store, to_frame
+
+log = logging.getLogger("dupescope.queries")
 
 _BUILT: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 _LOCKS: weakref.WeakKeyDictionary[Any, threading.Lock] = weakref.WeakKeyDictionary()
@@ -25,9 +35,16 @@ _GUARD = threading.Lock()
 
 #: (table, query file) in build order: each reads the ones before it.
 DERIVED_TABLES: tuple[tuple[str, str], ...] = (
+    ("derived_outcomes", "derive_execution_outcomes"),
     ("derived_executions", "derive_executions"),
     ("derived_lock_incidents", "derive_lock_incidents"),
+    ("derived_duplicate_runs", "derive_duplicate_runs"),
+    ("derived_jobs", "derive_jobs"),
+    ("derived_lifecycle", "derive_lifecycle"),
 )
+
+#: What the questions read; the rest are build stages, dropped once the build is done.
+KEPT_TABLES: tuple[str, ...] = tuple(t for t, _ in DERIVED_TABLES if t != "derived_outcomes")
 
 # ClickHouse fills unmatched LEFT JOIN columns with type defaults and lets an alias shadow
 # a column of the same name unless told otherwise; the query library is written for
@@ -61,20 +78,59 @@ def fingerprint(store: Store) -> str:
 def ensure(store: Store) -> None:
     """Build (or rebuild) the derived relations if the store changed since the last build."""
     with _lock_for(store):
+        if store.dialect == "duckdb":
+            _ensure_embedded(store)
+            return
         current = fingerprint(store)
         if _BUILT.get(store) == current:
             return
         _create(store, "event_facts", sql_text("event_facts", store.dialect), view=True)
         for table, name in DERIVED_TABLES:
             _create(store, table, sql_text(name, store.dialect), view=False)
+        store.command("DROP TABLE IF EXISTS derived_outcomes")  # type: ignore[attr-defined]
         _BUILT[store] = current
+
+
+def _ensure_embedded(store: Store) -> None:
+    """Current derived tables on an embedded store: reuse a persisted build, else build."""
+    for attempt in range(2):
+        con, current = store.pinned_connection()  # type: ignore[attr-defined]
+        if _BUILT.get(store) == current:
+            return
+        try:
+            if not materialised.attach(store, con, KEPT_TABLES, current):
+                _build_embedded(store, con, current)
+        except duckdb.IOException:
+            # A segment listed a moment ago was compacted away: list again, once.
+            store.forget_snapshot()  # type: ignore[attr-defined]
+            if attempt:
+                raise
+            continue
+        _BUILT[store] = current
+        return
+
+
+def _build_embedded(store: Store, con: duckdb.DuckDBPyConnection, snapshot: str) -> None:
+    started = time.perf_counter()
+    deduplicated = materialised.unique_events(store, con)
+    log.debug("repeat check in %.2f s", time.perf_counter() - started)
+    con.execute(f"CREATE OR REPLACE TEMP VIEW unique_events AS {deduplicated}")
+    _create(store, "event_facts", sql_text("event_facts", store.dialect), view=True)
+    for table, name in DERIVED_TABLES:
+        _create(store, table, sql_text(name, store.dialect), view=False)
+    con.execute("DROP TABLE IF EXISTS derived_outcomes")
+    started = time.perf_counter()
+    materialised.save(store, con, KEPT_TABLES, snapshot)
+    log.debug("derived tables saved in %.2f s", time.perf_counter() - started)
 
 
 def _create(store: Store, name: str, select: str, *, view: bool) -> None:
     """CREATE OR REPLACE a derived view or table from a query file (no parameters)."""
+    started = time.perf_counter()
     if store.dialect == "duckdb":
         kind = "VIEW" if view else "TABLE"
         con = store.connection()  # type: ignore[attr-defined]
+        materialised.drop(con, name)
         con.execute(f"CREATE OR REPLACE TEMP {kind} {name} AS {select}")
     elif view:
         store.command(f"CREATE OR REPLACE VIEW {name} AS {select}")  # type: ignore[attr-defined]
@@ -83,14 +139,20 @@ def _create(store: Store, name: str, select: str, *, view: bool) -> None:
             f"CREATE OR REPLACE TABLE {name} ENGINE = MergeTree ORDER BY tuple() "
             f"AS {select}{_CLICKHOUSE_SETTINGS}"
         )
+    log.debug("derived %s in %.2f s", name, time.perf_counter() - started)
 
 
 def query(store: Store, name: str, **params: Any) -> pd.DataFrame:
     """Run the named forensic query after making sure the derived relations are current."""
+    return to_frame(query_arrow(store, name, **params))
+
+
+def query_arrow(store: Store, name: str, **params: Any) -> pa.Table:
+    """`query` as Arrow: list columns stay cheap to turn into Python lists."""
     ensure(store)
     text = sql_text(name, store.dialect)
     sql = render(text, store.dialect, params)
     if store.dialect == "clickhouse":
         sql += _CLICKHOUSE_SETTINGS
     used = placeholders(text)
-    return store.execute(sql, {k: v for k, v in params.items() if k in used})
+    return store.arrow(sql, {k: v for k, v in params.items() if k in used})  # type: ignore[attr-defined]

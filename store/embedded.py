@@ -18,7 +18,7 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
@@ -43,6 +43,13 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _digest(segments: Iterable[Path]) -> str:
+    digest = hashlib.blake2b(digest_size=8)
+    for segment in segments:
+        digest.update(segment.name.encode())
+    return digest.hexdigest()
 
 
 def _segment_name() -> str:
@@ -109,10 +116,7 @@ class EmbeddedStore:
 
     def snapshot_id(self) -> str:
         """Changes whenever the set of segments changes: a cache key for derived data."""
-        digest = hashlib.blake2b(digest_size=8)
-        for segment in self.segments():
-            digest.update(segment.name.encode())
-        return digest.hexdigest()
+        return _digest(self.segments())
 
     def _connection(self) -> duckdb.DuckDBPyConnection:
         if self._con is None:
@@ -157,6 +161,17 @@ class EmbeddedStore:
         with self._lock:
             self._refresh()
             return self._connection()
+
+    def pinned_connection(self) -> tuple[duckdb.DuckDBPyConnection, str]:
+        """The reader's connection and the snapshot id of exactly the segments it reads."""
+        with self._lock:
+            self._refresh()
+            return self._connection(), _digest(Path(p) for p in self._snapshot or ())
+
+    def forget_snapshot(self) -> None:
+        """List the segments again before the next query (one was compacted away)."""
+        with self._lock:
+            self._snapshot = None
 
     def describe(self) -> str:
         return f"embedded store at {self.root}"

@@ -6,20 +6,14 @@
 -- param queue: String
 -- param since_us: Int64
 -- param until_us: Int64
-WITH enqueued AS (
-    SELECT job_id, min(ts_us) AS enqueued_us
-    FROM event_facts
-    WHERE event = 'enqueue' AND job_id IS NOT NULL
-    GROUP BY job_id
-),
-pairs AS (
+WITH pairs AS (
     SELECT
         e.worker_id AS worker_id,
         greatest(coalesce(q.enqueued_us - e.start_us, 0), e.start_us - e.first_event_us, 0)
             AS violation_us,
         CASE WHEN q.enqueued_us IS NULL THEN 1 ELSE 2 END AS pair_count
     FROM derived_executions AS e
-    LEFT JOIN enqueued AS q ON q.job_id = e.job_id
+    LEFT JOIN derived_jobs AS q ON q.job_id = e.job_id
     WHERE e.worker_id IS NOT NULL
       AND (:job_type IS NULL OR e.job_type = :job_type)
       AND (:queue IS NULL OR e.queue = :queue)

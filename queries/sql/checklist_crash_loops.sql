@@ -12,8 +12,7 @@ WITH lifecycle AS (
         lag(event) OVER (PARTITION BY worker_id ORDER BY ts_us, event_uid) AS previous_event,
         lag(service_version) OVER (PARTITION BY worker_id ORDER BY ts_us, event_uid)
             AS previous_version
-    FROM event_facts
-    WHERE event IN ('worker_start', 'worker_stop') AND worker_id IS NOT NULL
+    FROM derived_lifecycle
 )
 SELECT
     worker_id,

@@ -4,24 +4,13 @@
 -- param queue: String
 -- param since_us: Int64
 -- param until_us: Int64
-WITH per_job AS (
-    SELECT
-        job_id,
-        max(job_type) AS job_type,
-        max(queue) AS queue,
-        min(ts_us) FILTER (WHERE event = 'outbox_write') AS written_us,
-        min(ts_us) FILTER (WHERE event = 'enqueue') AS enqueued_us
-    FROM event_facts
-    WHERE event IN ('outbox_write', 'enqueue') AND job_id IS NOT NULL
-    GROUP BY job_id
-)
 SELECT
     job_type,
     count(*) AS jobs,
     avg((enqueued_us - written_us) / 1000.0) AS outbox_lag_ms_avg,
     max((enqueued_us - written_us) / 1000.0) AS outbox_lag_ms_max,
     countIf(enqueued_us IS NULL) AS written_not_enqueued
-FROM per_job
+FROM derived_jobs
 WHERE written_us IS NOT NULL
   AND (:job_type IS NULL OR job_type = :job_type)
   AND (:queue IS NULL OR queue = :queue)

@@ -3,40 +3,18 @@
 -- causes apply (flags, in the contract's priority order; the caller names the first).
 -- Filters select executions; a key is a duplicate when it has more than one selected run.
 -- An attempt number that arrives with earlier attempts missing counts them as runs too.
+-- Reads `derived_duplicate_runs` (the runs of keys that are duplicates unfiltered).
 -- param job_type: String
 -- param queue: String
 -- param since_us: Int64
 -- param until_us: Int64
 WITH selected AS (
     SELECT *
-    FROM derived_executions
+    FROM derived_duplicate_runs
     WHERE (:job_type IS NULL OR job_type = :job_type)
       AND (:queue IS NULL OR queue = :queue)
       AND (:since_us IS NULL OR start_us >= :since_us)
       AND (:until_us IS NULL OR start_us < :until_us)
-),
-per_key AS (
-    SELECT
-        key,
-        count(*) + sum(missing_attempts_before) AS executions,
-        count(*) AS observed_executions
-    FROM selected
-    GROUP BY key
-),
-duplicate_runs AS (
-    SELECT s.*
-    FROM selected AS s
-    JOIN per_key AS k ON k.key = s.key
-    WHERE k.executions > 1
-),
-incidents AS (
-    SELECT
-        execution_uid,
-        countIf(rule = 'lock_expired_while_running') AS overruns,
-        countIf(rule = 'lock_expired_while_running' AND other_owner IS NOT NULL) AS overlaps,
-        countIf(rule = 'split_brain') AS split_brains
-    FROM derived_lock_incidents
-    GROUP BY execution_uid
 )
 SELECT
     d.key AS key,
@@ -53,10 +31,10 @@ SELECT
     countIf(d.cause_worker_crash) > 0 AS worker_crash,
     countIf(d.cause_broker_redelivery) > 0 AS broker_redelivery,
     countIf(d.cause_retry_after_failure) > 0 AS retry_after_failure,
-    countIf(coalesce(i.overruns, 0) > 0) > 0 AS lock_expired_while_running,
-    countIf(coalesce(i.overlaps, 0) > 0) > 0 AS overlapped,
-    countIf(coalesce(i.split_brains, 0) > 0) > 0 AS split_brain
-FROM duplicate_runs AS d
-LEFT JOIN incidents AS i ON i.execution_uid = d.execution_uid
+    countIf(d.lock_overrun) > 0 AS lock_expired_while_running,
+    countIf(d.lock_overlapped) > 0 AS overlapped,
+    countIf(d.lock_split_brain) > 0 AS split_brain
+FROM selected AS d
 GROUP BY d.key
+HAVING count(*) + sum(d.missing_attempts_before) > 1
 ORDER BY first_us, key

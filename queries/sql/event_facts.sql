@@ -1,16 +1,15 @@
 -- Every event once, with what the forensics read from it: the job's key (its idempotency
 -- key, found on any event of the job_id, else the job_id), the execution it belongs to, and
 -- the attrs the contract names (reason, settled_by, released, wait_ms, span.end_us).
--- Repeats of an event_uid (a batch sent twice) collapse to one row.
+-- Reads `unique_events` (events with repeats of an event_uid collapsed; see
+-- queries/derived.py, which collapses only where repeats exist).
 -- An execution starts at a `deliver`; a later worker event of the same job_id on the same
 -- worker (and delivery_attempt, where there is one) belongs to the latest such deliver at or
 -- before it, so a redelivery with no attempt number still starts a new execution. Spans
 -- name their execution themselves (execution_id).
-WITH unique_events AS (
-    SELECT DISTINCT ON (event_uid) *
-    FROM events
-),
-job_keys AS (
+-- Nearly every (job_id, worker, attempt) has one deliver, which a hash join finds; only
+-- the groups with several (a transport that keeps no attempt count) need the ASOF join.
+WITH job_keys AS (
     SELECT job_id, max(idempotency_key) AS job_key
     FROM unique_events
     WHERE job_id IS NOT NULL
@@ -24,7 +23,18 @@ delivers AS (
         ts AS d_ts,
         coalesce(execution_id, event_uid) AS d_execution
     FROM unique_events
-    WHERE event = 'deliver'
+    WHERE event = 'deliver' AND job_id IS NOT NULL
+),
+deliver_groups AS (
+    SELECT
+        d_job,
+        d_worker,
+        d_attempt,
+        count(*) AS delivers,
+        min(d_ts) AS first_ts,
+        min(d_execution) AS only_execution
+    FROM delivers
+    GROUP BY d_job, d_worker, d_attempt
 ),
 keyed AS (
     SELECT
@@ -34,6 +44,34 @@ keyed AS (
         coalesce(u.delivery_attempt, -1) AS m_attempt
     FROM unique_events AS u
     LEFT JOIN job_keys AS k ON k.job_id = u.job_id
+),
+single AS (
+    SELECT
+        e.*,
+        CASE WHEN e.ts >= g.first_ts THEN g.only_execution END AS d_execution
+    FROM keyed AS e
+    LEFT JOIN deliver_groups AS g
+        ON e.job_id = g.d_job AND e.m_worker = g.d_worker AND e.m_attempt = g.d_attempt
+    WHERE coalesce(g.delivers, 1) = 1
+),
+several AS (
+    SELECT e.*, d.d_execution AS d_execution
+    FROM (
+        SELECT e.*
+        FROM keyed AS e
+        SEMI JOIN (SELECT * FROM deliver_groups WHERE delivers > 1) AS g
+            ON e.job_id = g.d_job AND e.m_worker = g.d_worker AND e.m_attempt = g.d_attempt
+    ) AS e
+    ASOF LEFT JOIN delivers AS d
+        ON e.job_id = d.d_job
+        AND e.m_worker = d.d_worker
+        AND e.m_attempt = d.d_attempt
+        AND e.ts >= d.d_ts
+),
+assigned AS (
+    SELECT * FROM single
+    UNION ALL
+    SELECT * FROM several
 )
 SELECT
     e.event_uid AS event_uid,
@@ -58,7 +96,7 @@ SELECT
                          'worker_start', 'worker_stop') THEN NULL
         WHEN e.execution_id IS NOT NULL THEN e.execution_id
         WHEN e.event = 'deliver' THEN e.event_uid
-        ELSE d.d_execution
+        ELSE e.d_execution
     END AS execution_uid,
     CASE WHEN e.event IN ('nack', 'fail')
         THEN json_extract_string(e.attrs, '$.reason') END AS reason,
@@ -71,9 +109,4 @@ SELECT
     CASE WHEN e.event = 'deliver'
         THEN TRY_CAST(json_extract_string(e.attrs, '$."span.end_us"') AS BIGINT) END
         AS span_end_us
-FROM keyed AS e
-ASOF LEFT JOIN delivers AS d
-    ON e.job_id = d.d_job
-    AND e.m_worker = d.d_worker
-    AND e.m_attempt = d.d_attempt
-    AND e.ts >= d.d_ts
+FROM assigned AS e

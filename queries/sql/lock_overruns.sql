@@ -19,9 +19,11 @@ SELECT
     i.other_owner AS overlapped_by,
     e.lock_expired_event_us AS lock_expired_event_us,
     e.execution_uid AS execution_uid
-FROM derived_lock_incidents AS i
-JOIN derived_executions AS e ON e.execution_uid = i.execution_uid
-WHERE i.rule = 'lock_expired_while_running'
+FROM derived_executions AS e
+-- The few incidents on the right: ClickHouse builds its hash table from that side.
+JOIN (SELECT * FROM derived_lock_incidents WHERE rule = 'lock_expired_while_running') AS i
+    ON i.execution_uid = e.execution_uid
+WHERE e.lock_expired_while_running
   AND (:job_type IS NULL OR e.job_type = :job_type)
   AND (:queue IS NULL OR e.queue = :queue)
   AND (:since_us IS NULL OR e.start_us >= :since_us)

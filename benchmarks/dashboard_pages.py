@@ -1,0 +1,125 @@
+"""Time the queries behind each dashboard page on an embedded store of N model events.
+
+    python -m benchmarks.dashboard_pages --events 10000000 [--store DIR]
+
+A page's time is the sum of its data loaders (what `dashboard/loaders.py` calls; the
+sidebar's store summary and filter values count on every page), without Streamlit's answer
+cache. Cold: a store opened afresh, its derived tables already persisted by an earlier
+build (the build itself is timed on its own). Warm: the median of repeats on the same open
+store. Target: under 1.5 s per page at 10M events.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import alerts
+import queries
+from benchmarks.forensics_speed import load
+from dashboard import charts
+from queries.derived import ensure
+from queries.loader import run
+from store.embedded import EmbeddedStore
+
+TARGET_S = 1.5
+WARM_REPEATS = 3
+Loader = Callable[[EmbeddedStore], Any]
+
+
+def sidebar(store: EmbeddedStore) -> None:
+    store.snapshot_id()
+    run(store, "store_summary")
+    run(store, "filter_values")
+
+
+def overview(store: EmbeddedStore) -> None:
+    found = queries.duplicates(store)
+    width = charts.bucket_for(found["last_ts"].max() - found["first_ts"].min())
+    queries.duplicates_over_time(store, bucket=width)
+
+
+def timeline_page(key: str) -> Loader:
+    def page(store: EmbeddedStore) -> None:
+        run(store, "key_suggestions", prefix=key[:12], limit=20)
+        queries.duplicates(store)  # the worst keys, and the verdict's row
+        queries.timeline(store, key)
+
+    return page
+
+
+def durations(store: EmbeddedStore) -> None:
+    ranked = queries.durations(store)
+    queries.duration_samples(store, job_type=ranked["job_type"].iloc[0])
+    queries.lint(store)
+
+
+def alerts_page(store: EmbeddedStore) -> None:
+    queries.lock_overruns(store)
+    queries.split_brains(store)
+    queries.stale_owner_writes(store)
+    alerts.history(store, limit=200)
+
+
+def checklist(store: EmbeddedStore) -> None:
+    queries.checklist(store)
+
+
+def seconds(call: Callable[[], Any]) -> float:
+    started = time.perf_counter()
+    call()
+    return time.perf_counter() - started
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=10_000_000)
+    parser.add_argument("--store", type=Path, default=None,
+                        help="embedded store folder to reuse (built there if empty)")
+    parser.add_argument("--workdir", type=Path, default=None)
+    args = parser.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="dupescope-pages-", dir=args.workdir))
+    try:
+        measure(args.store or work / "embedded", args.events)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def measure(folder: Path, n: int) -> None:
+    print(f"dupescope dashboard pages: {n:,} events, embedded store at {folder}")
+    store = EmbeddedStore(folder)
+    if not store.segments():
+        print(f"load: {load(store, n):.1f} s (write + compact)")
+    if not (folder / "derived").exists() or not any((folder / "derived").glob("*.parquet")):
+        built = seconds(lambda: ensure(store))
+        print(f"derived build (once per snapshot, persisted): {built:.1f} s")
+    harmful = queries.duplicates(store).query("harmful")
+    key = str(harmful.sort_values("executions").iloc[-1]["key"])
+    store.close()
+    pages: dict[str, Loader] = {
+        "overview": overview,
+        "timeline": timeline_page(key),
+        "durations": durations,
+        "alerts": alerts_page,
+        "checklist": checklist,
+    }
+    print(f"{'page':10} {'cold s':>8} {'warm s':>8}  (sidebar included; timeline key {key})")
+    for name, page in pages.items():
+        fresh = EmbeddedStore(folder)
+        cold = seconds(lambda p=page, s=fresh: (sidebar(s), p(s)))
+        warm = statistics.median(
+            seconds(lambda p=page, s=fresh: (sidebar(s), p(s))) for _ in range(WARM_REPEATS)
+        )
+        fresh.close()
+        ok = "ok" if max(cold, warm) < TARGET_S else ("warm ok" if warm < TARGET_S else "MISSED")
+        print(f"{name:10} {cold:8.3f} {warm:8.3f}  [{ok}, target {TARGET_S} s]", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""The embedded store's derived tables kept as Parquet, so every process reuses one build.
+
+Files are `<store>/derived/<table>-<snapshot>.parquet`, written under a temporary name,
+fsynced and renamed, like segments; files of older snapshots are removed after a grace
+period, so a process still reading one a moment ago can finish. A reader whose snapshot
+already has every file attaches them as views and builds nothing.
+
+Repeats of an event_uid (a batch sent twice) are collapsed only where they can exist: a
+repeat has the same `ts`, so it lives in the same day folder, and a day held in one segment
+that was once checked free of repeats needs no work. Checked segments are remembered in
+`derived/unique-segments.txt` (segment names are never reused).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+
+import duckdb
+
+from store.embedded import _fsync_dir
+
+STALE_GRACE_SECONDS = 300.0
+_CHECKED = "unique-segments.txt"
+
+
+def folder(store: object) -> Path:
+    return Path(store.root) / "derived"  # type: ignore[attr-defined]
+
+
+def _path(store: object, table: str, snapshot: str) -> Path:
+    return folder(store) / f"{table}-{snapshot}.parquet"
+
+
+def _quoted(path: Path | str) -> str:
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+def drop(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """Drop a temp table or view of that name, whichever it is."""
+    for kind in ("VIEW", "TABLE"):
+        with contextlib.suppress(duckdb.CatalogException):
+            con.execute(f"DROP {kind} IF EXISTS {name}")
+
+
+def attach(
+    store: object, con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], snapshot: str
+) -> bool:
+    """Views over a persisted build of `snapshot`; False (and nothing done) if incomplete."""
+    paths = [_path(store, table, snapshot) for table in tables]
+    if not all(p.exists() for p in paths):
+        return False
+    for table, path in zip(tables, paths, strict=True):
+        drop(con, table)
+        con.execute(f"CREATE TEMP VIEW {table} AS SELECT * FROM read_parquet({_quoted(path)})")
+    return True
+
+
+def save(
+    store: object, con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], snapshot: str
+) -> None:
+    """Persist the built tables of `snapshot`; a read-only store just keeps them in memory."""
+    target = folder(store)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        for table in tables:
+            final = _path(store, table, snapshot)
+            temporary = final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}.tmp")
+            con.execute(
+                f"COPY {table} TO {_quoted(temporary)} (FORMAT parquet, COMPRESSION snappy)"
+            )
+            with open(temporary, "rb") as handle:
+                os.fsync(handle.fileno())
+            os.rename(temporary, final)
+        _fsync_dir(target)
+        _remove_stale(target, snapshot)
+    except OSError:
+        return
+
+
+def _remove_stale(target: Path, snapshot: str) -> None:
+    cutoff = time.time() - STALE_GRACE_SECONDS
+    for entry in target.glob("*.parquet"):
+        if entry.stem.endswith(f"-{snapshot}"):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            if entry.stat().st_mtime < cutoff:
+                entry.unlink()
+    for entry in target.glob(".*.tmp"):
+        with contextlib.suppress(FileNotFoundError):
+            if entry.stat().st_mtime < cutoff:
+                entry.unlink()
+
+
+def unique_events(store: object, con: duckdb.DuckDBPyConnection) -> str:
+    """SQL for `events` without repeats of an event_uid, collapsing only days that may
+    hold repeats (several segments, or one not yet checked and found with repeats)."""
+    segments: list[Path] = store.segments()  # type: ignore[attr-defined]
+    by_day: dict[str, list[Path]] = defaultdict(list)
+    for segment in segments:
+        by_day[segment.parent.name.removeprefix("day=")].append(segment)
+    checked = _checked(store)
+    newly_checked = []
+    dirty = []
+    for day, files in sorted(by_day.items()):
+        if len(files) > 1:
+            dirty.append(day)
+        elif files[0].name not in checked:
+            if _free_of_repeats(con, files[0]):
+                newly_checked.append(files[0].name)
+            else:
+                dirty.append(day)
+    if newly_checked:
+        _remember(store, checked | set(newly_checked))
+    if not dirty:
+        return "SELECT * FROM events"
+    days = ", ".join(f"DATE '{day}'" for day in dirty)
+    return (
+        f"SELECT * FROM events WHERE CAST(ts AS DATE) NOT IN ({days}) "
+        f"UNION ALL BY NAME "
+        f"SELECT DISTINCT ON (event_uid) * FROM events WHERE CAST(ts AS DATE) IN ({days})"
+    )
+
+
+def _free_of_repeats(con: duckdb.DuckDBPyConnection, segment: Path) -> bool:
+    row = con.execute(
+        "SELECT count(*) = count(DISTINCT event_uid) FROM read_parquet($file)",
+        {"file": str(segment)},
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def _checked(store: object) -> set[str]:
+    try:
+        return set((folder(store) / _CHECKED).read_text().split())
+    except OSError:
+        return set()
+
+
+def _remember(store: object, names: set[str]) -> None:
+    """Record checked segments (those still present only, so the list does not grow)."""
+    present = {p.name for p in store.segments()}  # type: ignore[attr-defined]
+    target = folder(store)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        temporary = target / f".{_CHECKED}.{uuid.uuid4().hex[:8]}.tmp"
+        temporary.write_text("".join(f"{n}\n" for n in sorted(names & present)))
+        os.rename(temporary, target / _CHECKED)
+    except OSError:
+        return

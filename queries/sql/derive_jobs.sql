@@ -1,0 +1,14 @@
+-- One row per job_id that was written to an outbox or enqueued: when it first was each, its
+-- job type and queue. The checklist's outbox lag and clock skew read it instead of the
+-- events. Materialised once per store snapshot as `derived_jobs`.
+-- Reads the events themselves (collapsed repeats), not event_facts: these need no
+-- execution. queries/sql/clickhouse/ has the ClickHouse spelling.
+SELECT
+    job_id,
+    max(job_type) AS job_type,
+    max(queue) AS queue,
+    min(epoch_us(ts)) FILTER (WHERE event = 'outbox_write') AS written_us,
+    min(epoch_us(ts)) FILTER (WHERE event = 'enqueue') AS enqueued_us
+FROM unique_events
+WHERE event IN ('outbox_write', 'enqueue') AND job_id IS NOT NULL
+GROUP BY job_id
