@@ -227,8 +227,8 @@ def checklist(
     store: Store,
     *,
     skew_tolerance_ms: float = 100.0,
-    stampede_window: timedelta | str = "1s",
-    stampede_min_executions: int = 5,
+    stampede_window: timedelta | str = "10s",
+    stampede_min_executions: int = 10,
     **filters: Any,
 ) -> dict[str, pd.DataFrame]:
     """The duplicate-safety checklist, one frame per item."""

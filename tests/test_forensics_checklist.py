@@ -93,13 +93,15 @@ def test_a_deliver_before_its_enqueue_shows_clock_skew(store, make_table) -> Non
 
 def test_many_runs_on_one_resource_in_a_short_window_is_a_stampede(store, make_table) -> None:
     events = []
-    for i in range(5):
+    for i in range(10):
         events += run(f"j{i}", 1, f"w{i}", f"00:00.{i}", [("00:01", "ack")],
                       resource_key="report-7")
-    events += run("j9", 1, "w9", "00:00", [("00:01", "ack")], resource_key="report-8")
+    for i in range(9):  # one short of a stampede by default: ten runs in ten seconds
+        events += run(f"k{i}", 1, f"v{i}", f"00:00.{i}", [("00:01", "ack")],
+                      resource_key="report-8")
     store.write(make_table(events))
     stampedes = checklist(store)["cache_stampedes"]
-    assert stampedes[["resource_key", "executions"]].values.tolist() == [["report-7", 5]]
+    assert stampedes[["resource_key", "executions"]].values.tolist() == [["report-7", 10]]
 
 
 def test_duplicates_over_time_counts_a_key_in_its_first_bucket(store, make_table) -> None:

@@ -92,3 +92,19 @@ def test_the_same_workload_as_spans_gives_the_truth_it_can_show(embedded, truth)
     expected = [d for d in truth["duplicates"] if d["key"] not in hidden]
     found = [d for d in duplicates(embedded).to_dict(orient="records") if d["key"] not in hidden]
     assert _rows(found, DUPLICATE_FIELDS) == _rows(expected, DUPLICATE_FIELDS)
+
+
+def test_split_brains_equal_the_truth(sample_store, truth) -> None:
+    from queries import split_brains
+
+    found = split_brains(sample_store)
+    assert set(found["lock_key"]) == {s["lock_key"] for s in truth["split_brains"]}
+
+
+def test_cache_stampedes_equal_the_truth(sample_store, truth) -> None:
+    from queries import checklist
+
+    found = checklist(sample_store)["cache_stampedes"]
+    assert sorted(zip(found["resource_key"], found["executions"], strict=True)) == sorted(
+        (s["resource_key"], s["executions"]) for s in truth["stampedes"]
+    )

@@ -2,6 +2,8 @@
 -- validity ended before it did; `other_*` name the first other owner that acquired the
 -- lock_key inside that gap, when one did) and `split_brain` (another owner held an
 -- unexpired lock on the same lock_key at the same time; one row per side).
+-- Two holds are compared on two hosts' clocks, so an overlap shorter than the skew hosts
+-- commonly have (500 ms) is no evidence of split brain and is left out.
 -- Materialised once per store snapshot as `derived_lock_incidents`.
 WITH holds AS (
     SELECT
@@ -44,6 +46,7 @@ overlapping AS (
            OR (earlier.hold_start_us = later.hold_start_us
                AND earlier.execution_uid < later.execution_uid))
       AND earlier.hold_end_us > later.hold_start_us
+      AND least(earlier.hold_end_us, later.hold_end_us) - later.hold_start_us > 500000
 ),
 overruns AS (
     SELECT
