@@ -108,3 +108,19 @@ def test_cache_stampedes_equal_the_truth(sample_store, truth) -> None:
     assert sorted(zip(found["resource_key"], found["executions"], strict=True)) == sorted(
         (s["resource_key"], s["executions"]) for s in truth["stampedes"]
     )
+
+
+def test_workers_flagged_for_clock_skew_are_truly_skewed_by_about_that_much(
+    sample_store, truth
+) -> None:
+    """Causal pairs show a clock that runs behind; every worker flagged is one the model
+    skewed, and the estimate is close to the model's true offset."""
+    from queries import checklist
+
+    skew = checklist(sample_store)["clock_skew"]
+    flagged = skew[skew["skewed"]]
+    assert len(flagged) > 0
+    assert set(flagged["worker_id"]) <= set(truth["skewed_workers"])
+    offsets = truth["clock_offsets_ms"]
+    for row in flagged.itertuples():
+        assert abs(row.behind_ms + offsets[row.worker_id]) < 25, row.worker_id
