@@ -150,3 +150,93 @@ def test_clickhouse_ddl_refuses_a_hostile_identifier() -> None:
 
     with pytest.raises(StoreError):
         events_ddl("jobs; DROP TABLE x")
+
+
+def test_compaction_writes_a_day_index_and_a_global_index(embedded, make_table) -> None:
+    embedded.write(make_table(CHARGE))
+    embedded.compact()
+    names = sorted(p.name for p in (embedded.root / "index").iterdir())
+    assert names[0] == "day=2025-11-30.parquet"
+    assert names[1].startswith("lookup-") and len(names) == 2
+
+
+def test_the_index_names_the_row_group_of_a_key_and_of_a_job(embedded, make_table) -> None:
+    from store.lookup_index import LookupIndex, global_indexes
+
+    embedded.write(make_table(CHARGE))
+    embedded.compact()
+    index = LookupIndex(global_indexes(embedded.root / "index")[-1])
+    segment = embedded.segments()[0]
+    expected = {(f"{segment.parent.name}/{segment.name}", 0)}
+    assert index.find(["inv-1"]) == expected
+    assert index.find(["j1"]) == expected
+    assert index.find(["nope"]) == set()
+    index.close()
+
+
+def test_a_newer_index_generation_moves_the_older_to_trash(embedded, make_table) -> None:
+    embedded.write(make_table(CHARGE))
+    embedded.compact()
+    first = next((embedded.root / "index").glob("lookup-*"))
+    embedded.write(make_table([{**CHARGE[0], "job_id": "j2", "idempotency_key": "inv-2"}]))
+    embedded.compact()
+    assert not first.exists()
+    assert any(first.name in p.name for p in embedded.trash_dir.iterdir())
+
+
+def test_a_compacted_and_indexed_day_is_not_merged_again(embedded, make_table) -> None:
+    embedded.write(make_table(CHARGE))
+    assert embedded.compact() == 1  # a lone segment is sorted and indexed once
+    assert embedded.compact() == 0
+
+
+def test_retention_drops_the_days_index(embedded, make_table) -> None:
+    old = [{**r, "ts": r["ts"].replace("2025-11-30", "2025-10-01")} for r in CHARGE]
+    embedded.write(make_table(old + CHARGE))
+    embedded.compact()
+    embedded.drop_days_before(date(2025, 11, 1))
+    days = sorted(p.name for p in (embedded.root / "index").glob("day=*"))
+    assert days == ["day=2025-11-30.parquet"]
+
+
+def test_compacted_segments_keep_only_the_event_columns(embedded, make_table) -> None:
+    from store.schema import EVENTS_SCHEMA
+
+    embedded.write(make_table(CHARGE))
+    embedded.compact()
+    assert pq.read_schema(embedded.segments()[0]).names == EVENTS_SCHEMA.names
+
+
+def _write_jobs_of_one_key(root: str, batches: int) -> None:
+    from tests.conftest import events_to_table
+
+    writer = EmbeddedStore(root)
+    for i in range(batches):
+        day = f"2025-11-{1 + i % 28:02d}"
+        records = [{**r, "job_id": f"j{i}", "ts": r["ts"].replace("2025-11-30", day)}
+                   for r in CHARGE]
+        writer.write(events_to_table(records))
+
+
+def test_a_timeline_read_while_a_writer_process_adds_jobs_is_whole(tmp_path: Path) -> None:
+    root = str(tmp_path / "store")
+    context = multiprocessing.get_context("spawn")
+    writer = context.Process(target=_write_jobs_of_one_key, args=(root, 40))
+    writer.start()
+    reader = EmbeddedStore(root)
+    seen = []
+    deadline = time.monotonic() + 60
+    while writer.is_alive() and time.monotonic() < deadline:
+        seen.append(len(timeline(reader, "inv-1")))  # whole jobs only, never fewer
+        if len(seen) % 3 == 0:
+            reader.compact()
+    writer.join(timeout=60)
+    assert writer.exitcode == 0
+    assert all(n % 4 == 0 for n in seen)
+    assert seen == sorted(seen)
+    reader.compact()
+    assert len(timeline(reader, "inv-1")) == 160
+
+
+def test_clickhouse_ddl_indexes_job_id_for_the_timeline() -> None:
+    assert "INDEX job_id_bloom job_id TYPE bloom_filter" in events_ddl("jobs")[1]

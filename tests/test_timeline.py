@@ -1,5 +1,7 @@
 """The per-key timeline: all events of a key, in order, grouped by execution."""
 
+from store.embedded import EmbeddedStore
+
 BASE = {"job_type": "billing.charge", "idempotency_key": "inv-1"}
 
 
@@ -85,3 +87,113 @@ def test_an_unknown_key_gives_an_empty_timeline(store, make_table) -> None:
 
     store.write(make_table(REDELIVERED))
     assert timeline(store, "nope").empty
+
+
+# ---- the embedded store's lookup index: the same timeline as a full scan -------------
+
+
+def _full_scan(store, key: str) -> list[str]:
+    """The timeline's rows read from every segment, without the lookup index."""
+    from queries.loader import run
+
+    return run(store, "timeline", key=key)["event_uid"].tolist()
+
+
+def _next_day(record: dict, ts: str = "2025-12-01T00:00:05Z") -> dict:
+    return {k: v for k, v in record.items() if k != "idempotency_key"} | {"ts": ts}
+
+
+def test_a_compacted_store_gives_the_timeline_of_a_full_scan(embedded, make_table) -> None:
+    from queries import timeline
+
+    other = [{**r, "idempotency_key": "inv-2", "job_id": "j2"} for r in REDELIVERED]
+    embedded.write(make_table(REDELIVERED + other))
+    embedded.compact()
+    assert timeline(embedded, "inv-1")["event_uid"].tolist() == _full_scan(embedded, "inv-1")
+
+
+def test_rows_written_after_compaction_are_found(embedded, make_table) -> None:
+    from queries import timeline
+
+    embedded.write(make_table(REDELIVERED[:4]))
+    embedded.compact()
+    embedded.write(make_table(REDELIVERED[4:]))
+    assert timeline(embedded, "inv-1")["event"].tolist() == [r["event"] for r in REDELIVERED]
+
+
+def test_a_job_whose_rows_span_two_days_is_found_after_compaction(embedded, make_table) -> None:
+    from queries import timeline
+
+    late_ack = _next_day(REDELIVERED[-1])
+    embedded.write(make_table([*REDELIVERED[:-1], late_ack]))
+    embedded.compact()
+    frame = timeline(embedded, "inv-1")
+    assert len(embedded.days()) == 2
+    assert frame["event_uid"].tolist() == _full_scan(embedded, "inv-1")
+    assert frame["event"].tolist()[-1] == "ack"
+
+
+def test_a_job_id_finds_its_rows_after_compaction(embedded, make_table) -> None:
+    from queries import timeline
+
+    embedded.write(make_table([*REDELIVERED[:-1], _next_day(REDELIVERED[-1])]))
+    embedded.compact()
+    assert timeline(embedded, "j1")["event_uid"].tolist() == _full_scan(embedded, "j1")
+
+
+def test_a_key_enqueued_as_two_jobs_finds_both(embedded, make_table) -> None:
+    from queries import timeline
+
+    retry = [{**r, "job_id": "j9", "ts": r["ts"].replace("12:0", "13:0")} for r in REDELIVERED]
+    embedded.write(make_table(REDELIVERED))
+    embedded.compact()
+    embedded.write(make_table([_next_day(r) for r in retry[1:]] + retry[:1]))
+    assert set(timeline(embedded, "inv-1")["job_id"]) == {"j1", "j9"}
+    assert timeline(embedded, "inv-1")["event_uid"].tolist() == _full_scan(embedded, "inv-1")
+
+
+def test_a_day_merged_again_after_late_rows_is_found(embedded, make_table) -> None:
+    from queries import timeline
+
+    embedded.write(make_table(REDELIVERED[:4]))
+    embedded.compact()
+    embedded.write(make_table(REDELIVERED[4:]))
+    embedded.compact()
+    assert len(embedded.segments()) == 1
+    assert timeline(embedded, "inv-1")["event"].tolist() == [r["event"] for r in REDELIVERED]
+
+
+def test_retention_takes_a_dropped_days_rows_out_of_the_timeline(embedded, make_table) -> None:
+    from datetime import date
+
+    from queries import timeline
+
+    embedded.write(make_table([*REDELIVERED[:-1], _next_day(REDELIVERED[-1])]))
+    embedded.compact()
+    embedded.drop_days_before(date(2025, 12, 1))
+    assert timeline(embedded, "j1")["event"].tolist() == ["ack"]
+
+
+def test_a_reader_opened_before_compaction_follows_the_new_index(embedded, make_table) -> None:
+    from queries import timeline
+
+    reader = EmbeddedStore(embedded.root)
+    embedded.write(make_table(REDELIVERED[:4]))
+    assert len(timeline(reader, "inv-1")) == 4
+    embedded.compact()
+    embedded.write(make_table(REDELIVERED[4:]))
+    embedded.compact()
+    assert len(timeline(reader, "inv-1")) == len(REDELIVERED)
+    reader.close()
+
+
+def test_a_lookup_reads_no_segment_the_index_does_not_name(embedded, make_table) -> None:
+    from queries import timeline
+
+    elsewhere = [{**r, "ts": r["ts"].replace("11-30", "11-20"), "idempotency_key": "inv-2",
+                  "job_id": "j2"} for r in REDELIVERED]
+    embedded.write(make_table(REDELIVERED + elsewhere))
+    embedded.compact()
+    other_day = next(p for p in embedded.segments() if "2025-11-20" in str(p))
+    other_day.write_bytes(b"not parquet")  # opening it would fail the lookup
+    assert len(timeline(embedded, "inv-1")) == len(REDELIVERED)

@@ -1,0 +1,193 @@
+"""A reader's key lookup: the rows a timeline can need, without scanning the store.
+
+The rows of a key are those with the key, plus every row of the key's job_ids (a job's
+later events may not repeat the key, and may fall on another day). Two hops gather a
+superset of them: the key's rows, then its jobs' rows. Each hop reads the row groups the
+lookup index names in the segments it covers, plus a filtered scan of the listed segments
+it does not cover. The caller's SQL then applies the exact filter, so the superset only
+has to be complete, never exact.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import OrderedDict
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from store.lookup_index import LookupIndex, global_indexes
+from store.schema import EVENTS_SCHEMA
+
+# A folder's listing is reused while its mtime is unchanged, but only once the listing was
+# taken this long after that mtime: a change in the same coarse clock tick as the mtime
+# would not move it, a change after the listing always does.
+SETTLE_NS = 1_000_000_000
+OPEN_FILES = 64
+
+
+class DayListing:
+    """Segments per day folder, re-listed only when the folder changed.
+
+    Listing every day folder costs a readdir per day kept; this costs one stat per day.
+    """
+
+    def __init__(self, events_dir: Path) -> None:
+        self.events_dir = events_dir
+        self._days: dict[str, tuple[int, int, tuple[str, ...]]] = {}
+
+    def segments(self) -> list[str]:
+        """Every segment as "day=YYYY-MM-DD/<name>.parquet", sorted."""
+        if not self.events_dir.exists():
+            return []
+        found: list[str] = []
+        present = set()
+        with os.scandir(self.events_dir) as entries:
+            for entry in entries:
+                if not entry.name.startswith("day=") or not entry.is_dir():
+                    continue
+                present.add(entry.name)
+                try:
+                    mtime = entry.stat().st_mtime_ns
+                    cached = self._days.get(entry.name)
+                    if cached and cached[0] == mtime and cached[1] - mtime > SETTLE_NS:
+                        names = cached[2]
+                    else:
+                        listed_at = time.time_ns()
+                        names = tuple(
+                            sorted(n for n in os.listdir(entry.path) if n.endswith(".parquet"))
+                        )
+                        self._days[entry.name] = (mtime, listed_at, names)
+                except FileNotFoundError:  # retention moved the day away meanwhile
+                    continue
+                found.extend(f"{entry.name}/{n}" for n in names)
+        for gone in set(self._days) - present:
+            del self._days[gone]
+        return sorted(found)
+
+
+class KeyFinder:
+    """Gathers a key's candidate rows for one reader; keeps the index and files open."""
+
+    def __init__(self, events_dir: Path, index_dir: Path) -> None:
+        self.events_dir = events_dir
+        self.index_dir = index_dir
+        self.listing = DayListing(events_dir)
+        self._index: LookupIndex | None = None
+        self._files: OrderedDict[str, pq.ParquetFile] = OrderedDict()
+        self._con: duckdb.DuckDBPyConnection | None = None
+
+    def _current_index(self) -> LookupIndex | None:
+        generations = global_indexes(self.index_dir)
+        if not generations:
+            self._drop_index()
+            return None
+        if self._index is None or self._index.path != generations[-1]:
+            self._drop_index()
+            self._index = LookupIndex(generations[-1])
+        return self._index
+
+    def _drop_index(self) -> None:
+        if self._index is not None:
+            self._index.close()
+            self._index = None
+
+    def _file(self, segment: str) -> pq.ParquetFile:
+        handle = self._files.pop(segment, None)
+        if handle is None:
+            handle = pq.ParquetFile(self.events_dir / segment)
+            if len(self._files) >= OPEN_FILES:
+                self._files.popitem(last=False)[1].close()
+        self._files[segment] = handle
+        return handle
+
+    def _read_groups(
+        self, groups: set[tuple[str, int]], cache: dict[tuple[str, int], pa.Table]
+    ) -> list[pa.Table]:
+        tables = []
+        for segment, group in sorted(groups):
+            if (segment, group) not in cache:
+                handle = self._file(segment)
+                part = handle.read_row_group(
+                    group, columns=EVENTS_SCHEMA.names, use_threads=False
+                )
+                cache[(segment, group)] = part.cast(EVENTS_SCHEMA)
+            tables.append(cache[(segment, group)])
+        return tables
+
+    def _scan(self, segments: list[str], values: list[str]) -> list[pa.Table]:
+        if not segments:
+            return []
+        if self._con is None:
+            self._con = duckdb.connect()
+            self._con.execute("SET TimeZone = 'UTC'")
+        columns = ", ".join(EVENTS_SCHEMA.names)
+        table = self._con.sql(
+            f"SELECT {columns} FROM read_parquet($files, union_by_name = true, "
+            f"hive_partitioning = false) "
+            f"WHERE list_contains($values, idempotency_key) OR list_contains($values, job_id)",
+            params={"files": [str(self.events_dir / s) for s in segments], "values": values},
+        ).to_arrow_table()
+        return [table.cast(EVENTS_SCHEMA)]
+
+    def _hop(
+        self,
+        values: list[str],
+        index: LookupIndex | None,
+        listed: set[str],
+        uncovered: list[str],
+        cache: dict[tuple[str, int], pa.Table],
+    ) -> pa.Table:
+        groups: set[tuple[str, int]] = set()
+        if index is not None:
+            groups = {g for g in index.find(values) if g[0] in listed}
+        tables = self._read_groups(groups, cache) + self._scan(uncovered, values)
+        table = pa.concat_tables([EVENTS_SCHEMA.empty_table(), *tables])
+        value_set = pa.array(values, pa.string())
+        keep = pc.or_kleene(
+            pc.is_in(table["idempotency_key"], value_set),
+            pc.is_in(table["job_id"], value_set),
+        )
+        return table.filter(pc.fill_null(keep, False))
+
+    def rows(self, key: str) -> pa.Table:
+        """A superset of the rows of `key`'s timeline: the key's, and its jobs' rows."""
+        for attempt in range(3):
+            try:
+                return self._rows(key)
+            except (FileNotFoundError, duckdb.IOException):
+                # A segment listed a moment ago was compacted away: list again.
+                self._close_files()
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _rows(self, key: str) -> pa.Table:
+        segments = self.listing.segments()
+        index = self._current_index()
+        listed = set(segments)
+        uncovered = [s for s in segments if index is None or s not in index.covers]
+        cache: dict[tuple[str, int], pa.Table] = {}  # row groups read by this lookup
+        first = self._hop([key], index, listed, uncovered, cache)
+        keyed = first.filter(pc.fill_null(pc.equal(first["idempotency_key"], key), False))
+        jobs = sorted(set(pc.drop_null(keyed["job_id"]).to_pylist()) - {key})
+        if not jobs:
+            return first
+        second = self._hop(jobs, index, listed, uncovered, cache)
+        return pa.concat_tables([first, second])
+
+    def _close_files(self) -> None:
+        for handle in self._files.values():
+            handle.close()
+        self._files.clear()
+
+    def close(self) -> None:
+        self._close_files()
+        self._drop_index()
+        if self._con is not None:
+            self._con.close()
+            self._con = None
