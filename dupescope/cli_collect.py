@@ -73,6 +73,20 @@ STORE_HELP = (
     help="TOML file naming your fields for the canonical ones.",
 )
 @click.option(
+    "--compact-every",
+    type=click.FloatRange(min=0),
+    default=60.0,
+    show_default=True,
+    help="Seconds between background compactions of the embedded store (0: off).",
+)
+@click.option(
+    "--compact-min-segments",
+    type=click.IntRange(min=2),
+    default=16,
+    show_default=True,
+    help="Merge a day once it has gathered this many segments.",
+)
+@click.option(
     "--log-level",
     default="INFO",
     show_default=True,
@@ -90,6 +104,8 @@ def collect(
     queue_size: int,
     decode_workers: int,
     mapping: str | None,
+    compact_every: float,
+    compact_min_segments: int,
     log_level: str,
 ) -> None:
     """Run the collector. It answers a sender only once its batch is durable."""
@@ -118,6 +134,8 @@ def collect(
         queue_rows=queue_size,
         decode_workers=decode_workers,
         mapping=field_mapping,
+        compact_every=compact_every,
+        compact_min_segments=compact_min_segments,
     )
     try:
         serve(store, config, store_url)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from collectors.mapping import DEFAULT_MAPPING, FieldMapping
 from collectors.service.collector import DEFAULT_MAX_BODY, DEFAULT_QUEUE_ROWS, Collector
+from collectors.service.compaction import Compactor
 from collectors.service.grpc_receiver import GrpcReceiver
 from collectors.service.http_receiver import HttpReceiver
 from collectors.service.tail import Tailer
@@ -37,6 +38,8 @@ class CollectConfig:
     queue_rows: int = DEFAULT_QUEUE_ROWS
     decode_workers: int = 0
     mapping: FieldMapping = DEFAULT_MAPPING
+    compact_every: float = 60.0  # seconds; 0 turns background compaction off
+    compact_min_segments: int = 16
 
 
 def default_state_path(store: Store, store_url: str | None) -> Path:
@@ -69,6 +72,11 @@ class RunningCollector:
             if config.grpc_port is not None
             else None
         )
+        self.compactor = (
+            Compactor(store, config.compact_every, config.compact_min_segments).start()
+            if config.compact_every > 0 and Compactor.applies_to(store)
+            else None
+        )
         self.tailer = None
         if config.tail:
             state = config.state or default_state_path(store, store_url)
@@ -93,6 +101,8 @@ class RunningCollector:
         if self.tailer:
             self.tailer.stop()
         self.collector.close()
+        if self.compactor:
+            self.compactor.stop()
 
 
 def serve(store: Store, config: CollectConfig, store_url: str | None = None) -> None:

@@ -1,0 +1,50 @@
+"""Background compaction while the collector runs.
+
+The collector writes one small segment per group commit; left alone, a day would gather
+thousands of them and every reader would open them all. Every `interval` seconds the
+compactor merges the days that have gathered `min_segments` segments (the embedded store
+only: ClickHouse merges by itself). A failed round is logged and tried again later.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from store.base import Store
+
+log = logging.getLogger("dupescope.collect")
+
+
+class Compactor:
+    """A daemon thread calling `store.compact(min_segments)` on a fixed interval."""
+
+    def __init__(self, store: Store, interval: float, min_segments: int) -> None:
+        self.store = store
+        self.interval = interval
+        self.min_segments = min_segments
+        self.rounds = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="compactor", daemon=True)
+
+    @staticmethod
+    def applies_to(store: Store) -> bool:
+        return callable(getattr(store, "compact", None))
+
+    def start(self) -> Compactor:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                replaced = self.store.compact(min_segments=self.min_segments)  # type: ignore[attr-defined]
+                if replaced:
+                    log.info("compacted %d segment(s)", replaced)
+            except Exception:  # a sink's error is logged, never raised into the loop
+                log.exception("compaction failed; will try again")
+            self.rounds += 1
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=60)

@@ -1,0 +1,43 @@
+"""The collector compacts the embedded store in the background while it receives."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from collect_support import post, running
+
+from queries import timeline
+from store.embedded import EmbeddedStore
+
+
+def _batch(i: int) -> bytes:
+    return (
+        b'{"ts": 1760000000.%03d, "event": "deliver", "job_id": "j%d", "job_type": "t", '
+        b'"idempotency_key": "k%d", "worker_id": "w"}\n' % (i, i, i)
+    )
+
+
+def test_small_segments_are_merged_while_collecting(tmp_path: Path) -> None:
+    store = EmbeddedStore(tmp_path / "store")
+    with running(store, compact_every=0.2, compact_min_segments=4) as collector:
+        url = f"http://127.0.0.1:{collector.http.port}/v1/jsonlines"
+        for i in range(8):  # one request at a time: one segment each
+            status, _, _ = post(url, _batch(i), "application/x-ndjson")
+            assert status == 200
+        deadline = time.monotonic() + 20
+        while len(store.segments()) > 1 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(store.segments()) == 1
+    assert len(timeline(store, "k5")) == 1
+    assert int(store.execute("SELECT count(*) AS n FROM events")["n"][0]) == 8
+
+
+def test_background_compaction_can_be_turned_off(tmp_path: Path) -> None:
+    store = EmbeddedStore(tmp_path / "store")
+    with running(store, compact_every=0) as collector:
+        assert collector.compactor is None
+        url = f"http://127.0.0.1:{collector.http.port}/v1/jsonlines"
+        for i in range(3):
+            post(url, _batch(i), "application/x-ndjson")
+    assert len(store.segments()) == 3
