@@ -64,6 +64,8 @@ def save(
     store: object, con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], snapshot: str
 ) -> None:
     """Persist the built tables of `snapshot`; a read-only store just keeps them in memory."""
+    if not store.segments():  # type: ignore[attr-defined]
+        return  # an empty store: nothing worth keeping, and no folder made where none was
     target = folder(store)
     try:
         target.mkdir(parents=True, exist_ok=True)
