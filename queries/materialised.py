@@ -25,6 +25,10 @@ import duckdb
 from store.embedded import _fsync_dir
 
 STALE_GRACE_SECONDS = 300.0
+#: Persisted tables up to this size are read into memory once on attach (the kept answers,
+#: the duplicate runs, the lock incidents); larger ones stay views over their file, read
+#: column by column as a question needs them.
+IN_MEMORY_MAX_BYTES = 16 << 20
 _CHECKED = "unique-segments.txt"
 
 
@@ -50,13 +54,15 @@ def drop(con: duckdb.DuckDBPyConnection, name: str) -> None:
 def attach(
     store: object, con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], snapshot: str
 ) -> bool:
-    """Views over a persisted build of `snapshot`; False (and nothing done) if incomplete."""
+    """A persisted build of `snapshot` as tables (small files, read once) and views (large
+    ones); False (and nothing done) if the build is incomplete."""
     paths = [_path(store, table, snapshot) for table in tables]
     if not all(p.exists() for p in paths):
         return False
     for table, path in zip(tables, paths, strict=True):
         drop(con, table)
-        con.execute(f"CREATE TEMP VIEW {table} AS SELECT * FROM read_parquet({_quoted(path)})")
+        kind = "TABLE" if path.stat().st_size <= IN_MEMORY_MAX_BYTES else "VIEW"
+        con.execute(f"CREATE TEMP {kind} {table} AS SELECT * FROM read_parquet({_quoted(path)})")
     return True
 
 
