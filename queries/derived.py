@@ -165,6 +165,14 @@ def _create(store: Store, name: str, select: str, *, view: bool) -> None:
     log.debug("derived %s in %.2f s", name, time.perf_counter() - started)
 
 
+def _kept_answer(store: Store, table: str) -> pa.Table:
+    if store.dialect == "duckdb":
+        with _lock_for(store):
+            materialised.hold(store.connection(), table)  # type: ignore[attr-defined]
+    read = store.arrow(answers.read_sql(table))  # type: ignore[attr-defined]
+    return read.drop_columns(["answer_row"])
+
+
 def query(store: Store, name: str, **params: Any) -> pd.DataFrame:
     """Run the named forensic query after making sure the derived relations are current."""
     return to_frame(query_arrow(store, name, **params))
@@ -175,7 +183,7 @@ def query_arrow(store: Store, name: str, **params: Any) -> pa.Table:
     ensure(store)
     kept = answers.table_for(name, params)
     if kept is not None:
-        return store.arrow(answers.read_sql(kept)).drop_columns(["answer_row"])  # type: ignore[attr-defined]
+        return _kept_answer(store, kept)
     text = sql_text(name, store.dialect)
     sql = render(text, store.dialect, params)
     if store.dialect == "clickhouse":

@@ -25,10 +25,6 @@ import duckdb
 from store.embedded import _fsync_dir
 
 STALE_GRACE_SECONDS = 300.0
-#: Persisted tables up to this size are read into memory once on attach (the kept answers,
-#: the duplicate runs, the lock incidents); larger ones stay views over their file, read
-#: column by column as a question needs them.
-IN_MEMORY_MAX_BYTES = 16 << 20
 _CHECKED = "unique-segments.txt"
 
 
@@ -54,16 +50,28 @@ def drop(con: duckdb.DuckDBPyConnection, name: str) -> None:
 def attach(
     store: object, con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], snapshot: str
 ) -> bool:
-    """A persisted build of `snapshot` as tables (small files, read once) and views (large
-    ones); False (and nothing done) if the build is incomplete."""
+    """Views over a persisted build of `snapshot`; False (and nothing done) if incomplete."""
     paths = [_path(store, table, snapshot) for table in tables]
     if not all(p.exists() for p in paths):
         return False
     for table, path in zip(tables, paths, strict=True):
         drop(con, table)
-        kind = "TABLE" if path.stat().st_size <= IN_MEMORY_MAX_BYTES else "VIEW"
-        con.execute(f"CREATE TEMP {kind} {table} AS SELECT * FROM read_parquet({_quoted(path)})")
+        con.execute(f"CREATE TEMP VIEW {table} AS SELECT * FROM read_parquet({_quoted(path)})")
     return True
+
+
+def hold(con: duckdb.DuckDBPyConnection, table: str) -> None:
+    """Read an attached table's file into memory, once: a page asks for the same kept
+    answer on every visit, and decoding the file each time cost more than the question."""
+    attached = con.execute(
+        "SELECT count(*) FROM duckdb_views() WHERE temporary AND view_name = $name",
+        {"name": table},
+    ).fetchall()
+    if not attached[0][0]:
+        return  # already in memory (held, or built in this process)
+    con.execute(f"CREATE TEMP TABLE {table}__held AS SELECT * FROM {table}")
+    con.execute(f"DROP VIEW {table}")
+    con.execute(f"ALTER TABLE {table}__held RENAME TO {table}")
 
 
 def save(
