@@ -7,4 +7,5 @@ HARNESSES = {
     "forensics_speed": "duplicates and lock overruns at N events, warm and cold, vs pandas",
     "collector": "OTLP/HTTP spans/s end to end vs the ParseFromString rate; RSS under overload",
     "alert_latency": "from a durable batch to the webhook delivery",
+    "dashboard_pages": "the loaders behind each dashboard page, cold and warm, at N events",
 }

@@ -6,12 +6,17 @@ A page's time is the sum of its data loaders (what `dashboard/loaders.py` calls;
 sidebar's store summary and filter values count on every page), without Streamlit's answer
 cache. Cold: a store opened afresh, its derived tables already persisted by an earlier
 build (the build itself is timed on its own). Warm: the median of repeats on the same open
-store. Target: under 1.5 s per page at 10M events.
+store. Then each whole page through Streamlit's AppTest: first run with every cache
+cleared (the store opened, the persisted build attached), then reruns (answers cached),
+with the loaders that ran, each of which should run once. Target: under 1.5 s per page at
+10M events.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import shutil
 import statistics
 import tempfile
@@ -24,19 +29,20 @@ import alerts
 import queries
 from benchmarks.forensics_speed import load
 from dashboard import charts
-from queries.derived import ensure
-from queries.loader import run
+from queries.derived import BUILT_TABLES, ensure
+from queries.materialised import folder as derived_folder
 from store.embedded import EmbeddedStore
 
 TARGET_S = 1.5
+APP_FILE = Path(__file__).resolve().parents[1] / "dashboard" / "app.py"
 WARM_REPEATS = 3
 Loader = Callable[[EmbeddedStore], Any]
 
 
 def sidebar(store: EmbeddedStore) -> None:
     store.snapshot_id()
-    run(store, "store_summary")
-    run(store, "filter_values")
+    queries.store_summary(store)
+    queries.filter_values(store)
 
 
 def overview(store: EmbeddedStore) -> None:
@@ -47,7 +53,7 @@ def overview(store: EmbeddedStore) -> None:
 
 def timeline_page(key: str) -> Loader:
     def page(store: EmbeddedStore) -> None:
-        run(store, "key_suggestions", prefix=key[:12], limit=20)
+        queries.key_suggestions(store, key[:12], limit=20)
         queries.duplicates(store)  # the worst keys, and the verdict's row
         queries.timeline(store, key)
 
@@ -96,7 +102,8 @@ def measure(folder: Path, n: int) -> None:
     store = EmbeddedStore(folder)
     if not store.segments():
         print(f"load: {load(store, n):.1f} s (write + compact)")
-    if not (folder / "derived").exists() or not any((folder / "derived").glob("*.parquet")):
+    snapshot = store.snapshot_id()
+    if not all((derived_folder(store) / f"{t}-{snapshot}.parquet").exists() for t in BUILT_TABLES):
         built = seconds(lambda: ensure(store))
         print(f"derived build (once per snapshot, persisted): {built:.1f} s")
     harmful = queries.duplicates(store).query("harmful")
@@ -119,6 +126,55 @@ def measure(folder: Path, n: int) -> None:
         fresh.close()
         ok = "ok" if max(cold, warm) < TARGET_S else ("warm ok" if warm < TARGET_S else "MISSED")
         print(f"{name:10} {cold:8.3f} {warm:8.3f}  [{ok}, target {TARGET_S} s]", flush=True)
+    through_apptest(folder, key)
+
+
+class _Loaders(logging.Handler):
+    """Collects the loaders that answered (each logs once per real run, not on a cache hit)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ran: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.ran.append(str(record.args[0]) if record.args else record.getMessage())
+
+
+def through_apptest(folder: Path, key: str) -> None:
+    """Each whole page: first in this process (imports, Plotly's lazy validators), again
+    with every Streamlit cache cleared (the store reopened), then reruns (answers cached)."""
+    os.environ["DUPESCOPE_STORE"] = str(folder)
+    loaders = _Loaders()
+    logger = logging.getLogger("dupescope.dashboard")
+    logger.addHandler(loaders)
+    logger.setLevel(logging.INFO)
+    pages = (("overview", {}), ("timeline", {"key": key}), ("durations", {}), ("alerts", {}),
+             ("checklist", {}))
+    first_in_process = {name: _page_run(name, query)[0] for name, query in pages}
+    print(f"{'page (AppTest)':15} {'process':>8} {'cleared':>8} {'rerun':>8}  "
+          "loaders that ran with caches cleared")
+    for name, query in pages:
+        loaders.ran.clear()
+        cleared, rerun, failed = _page_run(name, query)
+        print(f"{name:15} {first_in_process[name]:8.3f} {cleared:8.3f} {rerun:8.3f}  "
+              f"{', '.join(loaders.ran)}{' EXCEPTION' if failed else ''}", flush=True)
+    logger.removeHandler(loaders)
+
+
+def _page_run(name: str, query: dict[str, str]) -> tuple[float, float, bool]:
+    """(first run with every Streamlit cache cleared, median rerun, whether it failed)."""
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    app = AppTest.from_file(str(APP_FILE), default_timeout=300)
+    for field, value in query.items():
+        app.query_params[field] = value
+    app.switch_page(f"app_pages/{name}.py")
+    first = seconds(app.run)
+    rerun = statistics.median(seconds(app.run) for _ in range(WARM_REPEATS))
+    return first, rerun, bool(app.exception)
 
 
 if __name__ == "__main__":

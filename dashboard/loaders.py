@@ -19,7 +19,6 @@ import streamlit as st
 
 import queries
 from dashboard.source import with_store
-from queries.loader import run
 from store import Store
 
 ANSWER_TTL_SECONDS = 600
@@ -60,13 +59,13 @@ def _timed(label: str, work: Callable[[Store], Any]) -> Callable[[Store], Any]:
 
 @st.cache_data(ttl=ANSWER_TTL_SECONDS, show_spinner=False)
 def store_summary(url: str, snapshot: str) -> dict[str, Any]:
-    frame = with_store(url, _timed("store_summary", lambda s: run(s, "store_summary")))
+    frame = with_store(url, _timed("store_summary", queries.store_summary))
     return frame.iloc[0].to_dict() if not frame.empty else {"events": 0}
 
 
 @st.cache_data(ttl=ANSWER_TTL_SECONDS, show_spinner=False)
 def filter_values(url: str, snapshot: str) -> dict[str, list[str]]:
-    frame = with_store(url, _timed("filter_values", lambda s: run(s, "filter_values")))
+    frame = with_store(url, _timed("filter_values", queries.filter_values))
     return {field: group["value"].tolist() for field, group in frame.groupby("field")}
 
 
@@ -74,9 +73,7 @@ def filter_values(url: str, snapshot: str) -> dict[str, list[str]]:
 def key_suggestions(url: str, snapshot: str, prefix: str, limit: int = 20) -> pd.DataFrame:
     return with_store(
         url,
-        _timed(
-            "key_suggestions", lambda s: run(s, "key_suggestions", prefix=prefix, limit=limit)
-        ),
+        _timed("key_suggestions", lambda s: queries.key_suggestions(s, prefix, limit)),
     )
 
 

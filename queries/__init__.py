@@ -8,10 +8,13 @@ from queries.forensics import (
     duration_samples,
     durations,
     executions,
+    filter_values,
+    key_suggestions,
     lint,
     lock_overruns,
     split_brains,
     stale_owner_writes,
+    store_summary,
 )
 from queries.loader import query_names, run
 from queries.timeline import timeline
@@ -24,11 +27,14 @@ __all__ = [
     "duration_samples",
     "durations",
     "executions",
+    "filter_values",
+    "key_suggestions",
     "lint",
     "lock_overruns",
     "query_names",
     "run",
     "split_brains",
     "stale_owner_writes",
+    "store_summary",
     "timeline",
 ]

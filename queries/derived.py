@@ -23,7 +23,7 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from queries import materialised
+from queries import answers, materialised
 from queries.loader import placeholders, render, sql_text
 from store.base import Store, to_frame
 
@@ -41,10 +41,15 @@ DERIVED_TABLES: tuple[tuple[str, str], ...] = (
     ("derived_duplicate_runs", "derive_duplicate_runs"),
     ("derived_jobs", "derive_jobs"),
     ("derived_lifecycle", "derive_lifecycle"),
+    ("derived_key_runs", "derive_key_runs"),
+    ("derived_lookup", "derive_lookup"),
 )
 
 #: What the questions read; the rest are build stages, dropped once the build is done.
 KEPT_TABLES: tuple[str, ...] = tuple(t for t, _ in DERIVED_TABLES if t != "derived_outcomes")
+
+#: Everything a build leaves: the derived tables and the answers kept with them.
+BUILT_TABLES: tuple[str, ...] = KEPT_TABLES + answers.TABLES
 
 # ClickHouse fills unmatched LEFT JOIN columns with type defaults and lets an alias shadow
 # a column of the same name unless told otherwise; the query library is written for
@@ -88,6 +93,7 @@ def ensure(store: Store) -> None:
         for table, name in DERIVED_TABLES:
             _create(store, table, sql_text(name, store.dialect), view=False)
         store.command("DROP TABLE IF EXISTS derived_outcomes")  # type: ignore[attr-defined]
+        answers.build(store, lambda table, select: _create(store, table, select, view=False))
         _BUILT[store] = current
 
 
@@ -98,7 +104,7 @@ def _ensure_embedded(store: Store) -> None:
         if _BUILT.get(store) == current:
             return
         try:
-            if not materialised.attach(store, con, KEPT_TABLES, current):
+            if not materialised.attach(store, con, BUILT_TABLES, current):
                 _build_embedded(store, con, current)
         except duckdb.IOException:
             # A segment listed a moment ago was compacted away: list again, once.
@@ -119,9 +125,26 @@ def _build_embedded(store: Store, con: duckdb.DuckDBPyConnection, snapshot: str)
     for table, name in DERIVED_TABLES:
         _create(store, table, sql_text(name, store.dialect), view=False)
     con.execute("DROP TABLE IF EXISTS derived_outcomes")
+    answers.build(store, lambda table, select: _create_answer(store, con, table, select))
     started = time.perf_counter()
-    materialised.save(store, con, KEPT_TABLES, snapshot)
+    materialised.save(store, con, BUILT_TABLES, snapshot)
     log.debug("derived tables saved in %.2f s", time.perf_counter() - started)
+
+
+def _create_answer(
+    store: Store, con: duckdb.DuckDBPyConnection, name: str, select: str
+) -> None:
+    """A kept answer as a table whose types survive Parquet: DuckDB writes a HUGEINT (what
+    it sums integers into) as DOUBLE, so such columns are kept as DECIMAL(38, 0), which
+    comes back as the same Decimal values a live query gives."""
+    _create(store, name, select, view=False)
+    wide = con.execute(
+        "SELECT column_name FROM duckdb_columns() "
+        "WHERE table_name = $name AND data_type = 'HUGEINT'",
+        {"name": name},
+    ).fetchall()
+    for (column,) in wide:
+        con.execute(f'ALTER TABLE {name} ALTER "{column}" TYPE DECIMAL(38, 0)')
 
 
 def _create(store: Store, name: str, select: str, *, view: bool) -> None:
@@ -142,6 +165,14 @@ def _create(store: Store, name: str, select: str, *, view: bool) -> None:
     log.debug("derived %s in %.2f s", name, time.perf_counter() - started)
 
 
+def _kept_answer(store: Store, table: str) -> pa.Table:
+    if store.dialect == "duckdb":
+        with _lock_for(store):
+            materialised.hold(store.connection(), table)  # type: ignore[attr-defined]
+    read = store.arrow(answers.read_sql(table))  # type: ignore[attr-defined]
+    return read.drop_columns(["answer_row"])
+
+
 def query(store: Store, name: str, **params: Any) -> pd.DataFrame:
     """Run the named forensic query after making sure the derived relations are current."""
     return to_frame(query_arrow(store, name, **params))
@@ -150,6 +181,9 @@ def query(store: Store, name: str, **params: Any) -> pd.DataFrame:
 def query_arrow(store: Store, name: str, **params: Any) -> pa.Table:
     """`query` as Arrow: list columns stay cheap to turn into Python lists."""
     ensure(store)
+    kept = answers.table_for(name, params)
+    if kept is not None:
+        return _kept_answer(store, kept)
     text = sql_text(name, store.dialect)
     sql = render(text, store.dialect, params)
     if store.dialect == "clickhouse":

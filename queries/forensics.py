@@ -176,8 +176,11 @@ def duplicates_over_time(
     bucket_us = int(width.value // 1_000)
     if bucket_us <= 0:
         raise ValueError(f"bucket must be positive, got {bucket!r}")
-    frame = query(store, "duplicates_over_time", bucket_us=bucket_us, **_filters(**filters))
-    return _shape(frame)
+    bound = _filters(**filters)
+    if all(v is None for v in bound.values()):
+        # Unfiltered, the per-key input was kept with the derived tables.
+        return _shape(query(store, "duplicates_over_time_all", bucket_us=bucket_us))
+    return _shape(query(store, "duplicates_over_time", bucket_us=bucket_us, **bound))
 
 
 def lock_overruns(store: Store, **filters: Any) -> pd.DataFrame:
@@ -278,6 +281,38 @@ def checklist(
             )
         ),
     }
+
+
+def store_summary(store: Store) -> pd.DataFrame:
+    """One row: how many events the store holds, the first and the last `ts`."""
+    return query(store, "store_summary")
+
+
+def filter_values(store: Store) -> pd.DataFrame:
+    """The values the filters offer (field: job_type, queue, service), busiest first."""
+    return query(store, "filter_values")
+
+
+def _after_prefix(prefix: str) -> str:
+    """The least string above every string that starts with `prefix` (code point order,
+    which is UTF-8 byte order): its last character raised by one, skipping surrogates."""
+    kept = prefix
+    while kept:
+        last = ord(kept[-1])
+        if last < 0x10FFFF:
+            raised = 0xE000 if 0xD800 <= last + 1 <= 0xDFFF else last + 1
+            return kept[:-1] + chr(raised)
+        kept = kept[:-1]
+    # Nothing is above a prefix of U+10FFFF only (or the empty one) but longer strings of it.
+    return chr(0x10FFFF) * (len(prefix) + 1024)
+
+
+def key_suggestions(store: Store, prefix: str, limit: int = 20) -> pd.DataFrame:
+    """Values (idempotency key, job_id, resource key, lock owner, lock key) that start with
+    `prefix`: kind, value, the key whose timeline they open, events, last_ts; newest first."""
+    return query(
+        store, "key_suggestions", prefix=prefix, prefix_end=_after_prefix(prefix), limit=limit
+    )
 
 
 def lint(store: Store, **filters: Any) -> pd.DataFrame:

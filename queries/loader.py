@@ -79,6 +79,25 @@ def render(sql: str, dialect: str, params: dict[str, Any]) -> str:
     return _PLACEHOLDER.sub(typed, _strip_comments(sql))
 
 
+def _literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int | float):
+        return repr(value)
+    raise TypeError(f"no SQL literal for {value!r}")
+
+
+def literal(sql: str, params: dict[str, Any]) -> str:
+    """The query with its parameters written in as literals, for a CREATE ... AS (which
+    binds no placeholders); numbers and NULLs only, as text quoting differs by dialect."""
+    missing = sorted(placeholders(sql) - set(params))
+    if missing:
+        raise TypeError(f"query needs parameters: {', '.join(missing)}")
+    return _PLACEHOLDER.sub(lambda m: _literal(params[m.group(1)]), _strip_comments(sql))
+
+
 def _strip_comments(sql: str) -> str:
     return "\n".join(line for line in sql.splitlines() if not line.lstrip().startswith("--"))
 

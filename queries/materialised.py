@@ -60,10 +60,26 @@ def attach(
     return True
 
 
+def hold(con: duckdb.DuckDBPyConnection, table: str) -> None:
+    """Read an attached table's file into memory, once: a page asks for the same kept
+    answer on every visit, and decoding the file each time cost more than the question."""
+    attached = con.execute(
+        "SELECT count(*) FROM duckdb_views() WHERE temporary AND view_name = $name",
+        {"name": table},
+    ).fetchall()
+    if not attached[0][0]:
+        return  # already in memory (held, or built in this process)
+    con.execute(f"CREATE TEMP TABLE {table}__held AS SELECT * FROM {table}")
+    con.execute(f"DROP VIEW {table}")
+    con.execute(f"ALTER TABLE {table}__held RENAME TO {table}")
+
+
 def save(
     store: object, con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], snapshot: str
 ) -> None:
     """Persist the built tables of `snapshot`; a read-only store just keeps them in memory."""
+    if not store.segments():  # type: ignore[attr-defined]
+        return  # an empty store: nothing worth keeping, and no folder made where none was
     target = folder(store)
     try:
         target.mkdir(parents=True, exist_ok=True)

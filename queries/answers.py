@@ -1,0 +1,66 @@
+"""Answers kept with the derived tables: what a page asks on arrival, computed per snapshot.
+
+Every dashboard page opens without filters, and its questions then have one answer per
+store snapshot. Those answers are computed when the derived tables are built and kept
+beside them (`answer_<query>` tables, persisted like the rest on the embedded store), so a
+page reads a few small tables instead of aggregating a million executions. A question
+asked with any filter set runs its query as before.
+
+Each kept table carries `answer_row`, the row's place in the query's own ORDER BY, so the
+kept answer comes back in the same order on every engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from queries.loader import literal, sql_text
+from store.base import Store
+
+#: Every execution filter unset: what `queries.forensics._filters()` binds by default.
+UNFILTERED: dict[str, Any] = {"job_type": None, "queue": None, "since_us": None, "until_us": None}
+
+#: Query name -> the parameters whose answer is kept. The checklist's defaults are those of
+#: `queries.forensics.checklist` (and the page's skew tolerance).
+KEPT: dict[str, dict[str, Any]] = {
+    "store_summary": {},
+    "filter_values": {},
+    "duplicates": UNFILTERED,
+    "lock_overruns": UNFILTERED,
+    "split_brains": UNFILTERED,
+    "stale_owner_writes": UNFILTERED,
+    "durations": UNFILTERED,
+    "lint_facts": UNFILTERED,
+    "checklist_job_types": UNFILTERED,
+    "checklist_outbox": UNFILTERED,
+    "checklist_crash_loops": {"since_us": None, "until_us": None},
+    "checklist_clock_skew": {**UNFILTERED, "tolerance_ms": 100.0},
+    "checklist_stampedes": {**UNFILTERED, "window_us": 1_000_000, "min_executions": 5},
+}
+
+TABLES: tuple[str, ...] = tuple(f"answer_{name}" for name in KEPT)
+
+
+def table_for(name: str, params: Mapping[str, Any]) -> str | None:
+    """The kept table answering `name` with `params`, or None if that answer is not kept."""
+    kept = KEPT.get(name)
+    if kept is None or dict(params) != kept:
+        return None
+    return f"answer_{name}"
+
+
+def select(name: str, dialect: str) -> str:
+    """The query behind a kept answer, its parameters inlined, each row numbered in order."""
+    inner = literal(sql_text(name, dialect), KEPT[name])
+    return f"SELECT row_number() OVER () AS answer_row, * FROM ({inner}) AS answer"
+
+
+def build(store: Store, create: Callable[[str, str], None]) -> None:
+    """Compute every kept answer with `create(table, select)` (the derived tables exist)."""
+    for name in KEPT:
+        create(f"answer_{name}", select(name, store.dialect))
+
+
+def read_sql(table: str) -> str:
+    return f"SELECT * FROM {table} ORDER BY answer_row"
