@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from queries.defaults import SKEW_TOLERANCE_MS, STAMPEDE_MIN_EXECUTIONS, STAMPEDE_WINDOW_US
 from queries.loader import literal, sql_text
 from store.base import Store
 
@@ -35,8 +36,12 @@ KEPT: dict[str, dict[str, Any]] = {
     "checklist_job_types": UNFILTERED,
     "checklist_outbox": UNFILTERED,
     "checklist_crash_loops": {"since_us": None, "until_us": None},
-    "checklist_clock_skew": {**UNFILTERED, "tolerance_ms": 100.0},
-    "checklist_stampedes": {**UNFILTERED, "window_us": 1_000_000, "min_executions": 5},
+    "checklist_clock_skew": {**UNFILTERED, "tolerance_ms": SKEW_TOLERANCE_MS},
+    "checklist_stampedes": {
+        **UNFILTERED,
+        "window_us": STAMPEDE_WINDOW_US,
+        "min_executions": STAMPEDE_MIN_EXECUTIONS,
+    },
 }
 
 TABLES: tuple[str, ...] = tuple(f"answer_{name}" for name in KEPT)

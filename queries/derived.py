@@ -131,9 +131,7 @@ def _build_embedded(store: Store, con: duckdb.DuckDBPyConnection, snapshot: str)
     log.debug("derived tables saved in %.2f s", time.perf_counter() - started)
 
 
-def _create_answer(
-    store: Store, con: duckdb.DuckDBPyConnection, name: str, select: str
-) -> None:
+def _create_answer(store: Store, con: duckdb.DuckDBPyConnection, name: str, select: str) -> None:
     """A kept answer as a table whose types survive Parquet: DuckDB writes a HUGEINT (what
     it sums integers into) as DOUBLE, so such columns are kept as DECIMAL(38, 0), which
     comes back as the same Decimal values a live query gives."""

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from queries.defaults import SKEW_TOLERANCE_MS, STAMPEDE_MIN_EXECUTIONS, STAMPEDE_WINDOW_US
 from queries.derived import query, query_arrow
 from queries.lint import lint_findings
 from store.base import Store, to_frame
@@ -229,9 +230,9 @@ def duration_samples(store: Store, **filters: Any) -> pd.DataFrame:
 def checklist(
     store: Store,
     *,
-    skew_tolerance_ms: float = 100.0,
-    stampede_window: timedelta | str = "10s",
-    stampede_min_executions: int = 10,
+    skew_tolerance_ms: float = SKEW_TOLERANCE_MS,
+    stampede_window: timedelta | str = timedelta(microseconds=STAMPEDE_WINDOW_US),
+    stampede_min_executions: int = STAMPEDE_MIN_EXECUTIONS,
     **filters: Any,
 ) -> dict[str, pd.DataFrame]:
     """The duplicate-safety checklist, one frame per item."""

@@ -101,3 +101,24 @@ def test_the_prefix_range_ends_after_every_match() -> None:
     assert _after_prefix("inv-") == "inv."
     assert _after_prefix("a\U0010ffff") == "b"
     assert _after_prefix("\ud7ff") == "\ue000"
+
+
+def test_the_checklist_defaults_are_the_kept_ones() -> None:
+    """A kept answer serves the default checklist only if both use the same thresholds."""
+    import inspect
+
+    import pandas as pd
+
+    from queries import answers, forensics
+
+    defaults = inspect.signature(forensics.checklist).parameters
+    window_us = int(pd.Timedelta(defaults["stampede_window"].default).value // 1_000)
+    assert answers.KEPT["checklist_stampedes"]["window_us"] == window_us
+    assert (
+        answers.KEPT["checklist_stampedes"]["min_executions"]
+        == defaults["stampede_min_executions"].default
+    )
+    assert (
+        answers.KEPT["checklist_clock_skew"]["tolerance_ms"]
+        == defaults["skew_tolerance_ms"].default
+    )

@@ -17,8 +17,7 @@ import streamlit as st
 from dashboard import charts, loaders, ui
 from dashboard.filters import current
 from dashboard.source import snapshot, store_url
-
-SKEW_TOLERANCE_MS = 100.0
+from queries.defaults import SKEW_TOLERANCE_MS
 
 
 @dataclass(frozen=True)
@@ -34,52 +33,110 @@ class Item:
 
 
 ITEMS = (
-    Item("redeliveries", "Redeliveries", "Every redelivery is a chance to run the job twice.",
-         "redeliveries", "No message was delivered more than once.",
-         lambda f: charts.ratio_figure(
-             f.assign(redelivered=f["redeliveries"] / f["messages"]), "redelivered", "job_type",
-             "Redelivered messages", "redeliveries / messages",
-             ["messages", "redeliveries", "deliveries_per_message"], percent=True)),
-    Item("idempotency", "Idempotency hits vs new executions",
-         "Hits are duplicates the idempotency record absorbed; without it they would be harm.",
-         "idempotency_hits", "No execution needed the idempotency record.",
-         lambda f: charts.ratio_figure(f, "idempotency_hit_ratio", "job_type",
-                                       "Absorbed by the idempotency record",
-                                       "hits / executions",
-                                       ["idempotency_hits", "new_executions"], percent=True)),
-    Item("lock_contention", "Lock contention",
-         "Contended locks mean concurrent executions of the same thing.",
-         "lock_contended", "No execution found its lock held by another owner.",
-         lambda f: charts.ratio_figure(f, "lock_contention_ratio", "job_type",
-                                       "Found the lock taken",
-                                       "contended / executions",
-                                       ["lock_contended", "lock_wait_ms_avg"], percent=True)),
-    Item("occ_conflicts", "Optimistic-concurrency conflicts",
-         "A conflict is a concurrent writer caught by a version check: a near miss.",
-         "occ_conflicts", "No optimistic-concurrency update missed.",
-         lambda f: charts.ratio_figure(f, "occ_conflict_ratio", "job_type",
-                                       "Version conflicts",
-                                       "conflicts / executions", ["occ_conflicts"],
-                                       percent=True)),
-    Item("outbox_lag", "Outbox lag",
-         "Rows written but not yet enqueued are effects a relay may publish twice or never.",
-         "outbox_lag_ms_max", "No outbox rows, or every one was enqueued at once.",
-         lambda f: charts.ratio_figure(f, "outbox_lag_ms_avg", "job_type",
-                                       "Outbox write → enqueue lag", "average lag (ms)",
-                                       ["outbox_lag_ms_max", "written_not_enqueued"])),
-    Item("crash_loops", "Crash loops by service version",
-         "A worker that dies mid-job leaves its delivery to be redelivered.",
-         "unclean_restarts", "No worker restarted without a clean stop.",
-         charts.crash_loop_figure),
-    Item("clock_skew", "Clock skew per worker",
-         "A skewed clock makes timelines and lock expiry lie; timestamps across workers "
-         "only compare within the skew.",
-         "behind_ms", "No worker's clock runs behind the causal order of its events.",
-         lambda f: charts.skew_figure(f, SKEW_TOLERANCE_MS)),
-    Item("cache_stampedes", "Cache stampedes",
-         "Many executions on one resource at once: the dogpile that locks are for.",
-         "executions", "No burst of executions on one resource key.",
-         charts.stampede_figure),
+    Item(
+        "redeliveries",
+        "Redeliveries",
+        "Every redelivery is a chance to run the job twice.",
+        "redeliveries",
+        "No message was delivered more than once.",
+        lambda f: charts.ratio_figure(
+            f.assign(redelivered=f["redeliveries"] / f["messages"]),
+            "redelivered",
+            "job_type",
+            "Redelivered messages",
+            "redeliveries / messages",
+            ["messages", "redeliveries", "deliveries_per_message"],
+            percent=True,
+        ),
+    ),
+    Item(
+        "idempotency",
+        "Idempotency hits vs new executions",
+        "Hits are duplicates the idempotency record absorbed; without it they would be harm.",
+        "idempotency_hits",
+        "No execution needed the idempotency record.",
+        lambda f: charts.ratio_figure(
+            f,
+            "idempotency_hit_ratio",
+            "job_type",
+            "Absorbed by the idempotency record",
+            "hits / executions",
+            ["idempotency_hits", "new_executions"],
+            percent=True,
+        ),
+    ),
+    Item(
+        "lock_contention",
+        "Lock contention",
+        "Contended locks mean concurrent executions of the same thing.",
+        "lock_contended",
+        "No execution found its lock held by another owner.",
+        lambda f: charts.ratio_figure(
+            f,
+            "lock_contention_ratio",
+            "job_type",
+            "Found the lock taken",
+            "contended / executions",
+            ["lock_contended", "lock_wait_ms_avg"],
+            percent=True,
+        ),
+    ),
+    Item(
+        "occ_conflicts",
+        "Optimistic-concurrency conflicts",
+        "A conflict is a concurrent writer caught by a version check: a near miss.",
+        "occ_conflicts",
+        "No optimistic-concurrency update missed.",
+        lambda f: charts.ratio_figure(
+            f,
+            "occ_conflict_ratio",
+            "job_type",
+            "Version conflicts",
+            "conflicts / executions",
+            ["occ_conflicts"],
+            percent=True,
+        ),
+    ),
+    Item(
+        "outbox_lag",
+        "Outbox lag",
+        "Rows written but not yet enqueued are effects a relay may publish twice or never.",
+        "outbox_lag_ms_max",
+        "No outbox rows, or every one was enqueued at once.",
+        lambda f: charts.ratio_figure(
+            f,
+            "outbox_lag_ms_avg",
+            "job_type",
+            "Outbox write → enqueue lag",
+            "average lag (ms)",
+            ["outbox_lag_ms_max", "written_not_enqueued"],
+        ),
+    ),
+    Item(
+        "crash_loops",
+        "Crash loops by service version",
+        "A worker that dies mid-job leaves its delivery to be redelivered.",
+        "unclean_restarts",
+        "No worker restarted without a clean stop.",
+        charts.crash_loop_figure,
+    ),
+    Item(
+        "clock_skew",
+        "Clock skew per worker",
+        "A skewed clock makes timelines and lock expiry lie; timestamps across workers "
+        "only compare within the skew.",
+        "behind_ms",
+        "No worker's clock runs behind the causal order of its events.",
+        lambda f: charts.skew_figure(f, SKEW_TOLERANCE_MS),
+    ),
+    Item(
+        "cache_stampedes",
+        "Cache stampedes",
+        "Many executions on one resource at once: the dogpile that locks are for.",
+        "executions",
+        "No burst of executions on one resource key.",
+        charts.stampede_figure,
+    ),
 )
 
 
