@@ -196,7 +196,9 @@ class BlockDecoder:
             payload = lines.joined(idx)
             totals = None
             if not kinds.escaped[idx].any():
-                totals = (payload.count(b'"'), payload.count(b":"))
+                read_bytes = np.frombuffer(payload, dtype=np.uint8)
+                quotes = int(np.count_nonzero(read_bytes == ord('"')))
+                totals = (quotes, int(np.count_nonzero(read_bytes == ord(":"))))
             marks = LineMarks(
                 lambda: lines.marks()[idx], totals, bool(kinds.backslashed[idx].any())
             )

@@ -154,8 +154,25 @@ def _written_totals(nodes: list[pl.Series]) -> tuple[int, int]:
         quotes += present * key_quotes
         colons += present * key_colons
         if node.dtype == pl.String:
-            quotes += node.str.count_matches('"', literal=True).sum() or 0
-            colons += node.str.count_matches(":", literal=True).sum() or 0
+            inner_quotes, inner_colons = _text_marks(node)
+            quotes += inner_quotes
+            colons += inner_colons
+    return quotes, colons
+
+
+def _text_marks(text: pl.Series) -> tuple[int, int]:
+    """The `"` and `:` inside all values of a text column, counted in its Arrow bytes."""
+    if text.has_nulls():  # Arrow leaves a null slot's bytes undefined: count per value
+        counts = [text.str.count_matches(mark, literal=True).sum() or 0 for mark in '":']
+        return counts[0], counts[1]
+    quotes = colons = 0
+    array = text.to_arrow(compat_level=pl.CompatLevel.oldest())
+    for chunk in array.chunks if isinstance(array, pa.ChunkedArray) else [array]:
+        offsets = np.frombuffer(chunk.buffers()[1], np.int64)
+        first, last = offsets[chunk.offset], offsets[chunk.offset + len(chunk)]
+        data = np.frombuffer(chunk.buffers()[2], np.uint8)[first:last]
+        quotes += int(np.count_nonzero(data == ord('"')))
+        colons += int(np.count_nonzero(data == ord(":")))
     return quotes, colons
 
 
