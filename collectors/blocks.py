@@ -9,12 +9,12 @@ reported with its file:line and reason, and a good block costs a few column oper
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 
 import numpy as np
 import orjson
+import polars as pl
 import pyarrow as pa
 
 from collectors.arrow_batch import rows_to_table
@@ -23,6 +23,7 @@ from collectors.jsonlines import Rejected, decode_lines
 from collectors.mapping import FieldMapping
 from collectors.normalise import Normaliser
 from collectors.otlp_lines import decode_otlp_lines, is_otlp_line
+from collectors.uids import uid_expr
 from store.schema import EVENTS_SCHEMA
 
 # Explicit nulls, arrays, empty objects, repeated keys and values polars coerced are all
@@ -159,13 +160,26 @@ def _is_json(line: bytes) -> bool:
     return True
 
 
-def _uids(block: bytes, starts: np.ndarray, ends: np.ndarray) -> list[str]:
-    """event_uid = content_uid(stripped line) for lines at these stripped bounds."""
-    blake2b = hashlib.blake2b
-    return [
-        blake2b(block[start:end] + b"\x1f", digest_size=16).hexdigest()
-        for start, end in zip(starts.tolist(), ends.tolist(), strict=True)
-    ]
+def _uids(lines: Lines, kinds: Classified) -> pl.Series:
+    """The event_uid of every line (`uids.py`), hashed in one call over the block's bytes."""
+    count = len(lines)
+    if not count:
+        return pl.Series("event_uid", [], dtype=pl.String)
+    # Each value runs from its line's start to the next line's: the line, its newline and
+    # nothing else; the slice then keeps the line without surrounding whitespace.
+    offsets = np.append(lines.starts, len(lines.data)).astype(np.int64)
+    array = pa.Array.from_buffers(
+        pa.large_binary(), count, [None, pa.py_buffer(offsets), pa.py_buffer(lines.block)]
+    )
+    frame = pl.DataFrame(
+        {
+            "line": pl.from_arrow(array),
+            "skip": kinds.starts - lines.starts,
+            "keep": kinds.ends - kinds.starts,
+        }
+    )
+    stripped = pl.col("line").bin.slice(pl.col("skip"), pl.col("keep")).alias("line")
+    return frame.select(stripped).select(uid_expr(pl.col("line"))).to_series()
 
 
 class BlockDecoder:
@@ -189,8 +203,7 @@ class BlockDecoder:
         good &= ~otlp
 
         good_idx = np.flatnonzero(good)
-        uids = np.empty(count, dtype=object)
-        uids[good_idx] = _uids(block, kinds.starts[good_idx], kinds.ends[good_idx])
+        uids = _uids(lines, kinds) if len(good_idx) else pl.Series(dtype=pl.String)
 
         def read(idx: np.ndarray, full: bool = False, screened: bool = False) -> Parts:
             payload = lines.joined(idx)
@@ -203,7 +216,7 @@ class BlockDecoder:
                 lambda: lines.marks()[idx], totals, bool(kinds.backslashed[idx].any())
             )
             try:
-                got = self.columnar.normalise(payload, marks, uids[idx], source, full=full)
+                got = self.columnar.normalise(payload, marks, uids.gather(idx), source, full=full)
             except DecodeFailed:
                 if not full:
                     return read(idx, True, screened)

@@ -19,7 +19,7 @@ other types this module does not read are refused by their dtype.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -230,7 +230,7 @@ class ColumnarNormaliser:
         }
 
     def normalise(
-        self, data: bytes, marks: LineMarks, uids: Sequence[str], source: str, *, full: bool
+        self, data: bytes, marks: LineMarks, uids: pl.Series, source: str, *, full: bool
     ) -> Columnar:
         """Rows for the lines in `data` (non-blank, no nulls/arrays), in order.
 
@@ -296,7 +296,7 @@ class ColumnarNormaliser:
         staged = table.with_columns([e.alias(_OUT + k) for k, e in exprs.items()])
         built = staged.select(
             pl.any_horizontal([n.fill_null(False) for n in needs]).alias(_BAD),
-            pl.Series("event_uid", list(uids), dtype=pl.String),
+            uids.alias("event_uid"),
             *[_out(k).alias(k) for k in exprs],
         )
         fallback = built[_BAD].to_numpy()

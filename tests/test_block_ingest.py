@@ -15,6 +15,7 @@ from collectors.blocks import BlockDecoder
 from collectors.jsonlines import decode_lines
 from collectors.mapping import DEFAULT_MAPPING, FieldMapping
 from collectors.normalise import Normaliser
+from collectors.uids import line_uids
 from store.embedded import EmbeddedStore
 
 MAPPING_TOML = """
@@ -178,6 +179,32 @@ def test_a_column_polars_would_coerce_goes_line_by_line() -> None:
     want, _ = row_path(lines, DEFAULT_MAPPING)
     result = BlockDecoder(DEFAULT_MAPPING).decode(b"\n".join(lines), 1, "corpus")
     assert_same_rows(result.table, want)
+
+
+def test_a_lost_key_and_a_coercion_in_other_rows_do_not_cancel_out() -> None:
+    # Row 301 loses a key to its explicit null (two `"` fewer), row 302 has a number read as
+    # text (two `"` more): the block's totals of `"` agree, those of `:` do not.
+    lines = [
+        orjson.dumps({"ts": 1764504000 + i, "event": "ack", "job_id": f"j{i}", "n": "x"})
+        for i in range(300)
+    ]
+    lines += [b'{"ts": 1764504000, "event": "ack", "job_id": "j", "n": "x", "gone": null}']
+    lines += [b'{"ts": 1764504000, "event": "ack", "job_id": "j", "n": 7}']
+    want, _ = row_path(lines, DEFAULT_MAPPING)
+    result = BlockDecoder(DEFAULT_MAPPING).decode(b"\n".join(lines), 1, "corpus")
+    assert_same_rows(result.table, want)
+    assert result.per_line == 2
+
+
+def test_event_uid_is_blake3_of_the_stripped_line_on_both_paths() -> None:
+    # BLAKE3's published test vector for "abc", cut to 128 bits: the hash is the standard one.
+    assert line_uids([b"abc"]) == ["6437b3ac38465133ffb63b75273a8db5"]
+    line = b'{"ts": 1764504000, "event": "ack", "job_id": "j"}'
+    want = "cb17076e83633308488cdd337479247b"
+    lines = [b"  " + line + b"\r", line, b"[1]"]
+    per_line = row_path(lines, DEFAULT_MAPPING)[0]["event_uid"].to_pylist()
+    block = BlockDecoder(DEFAULT_MAPPING).decode(b"\n".join(lines), 1, "corpus")
+    assert per_line == block.table["event_uid"].to_pylist() == [want, want]
 
 
 def test_event_uid_is_the_line_paths_so_reingest_collapses(tmp_path: Path) -> None:
