@@ -23,7 +23,7 @@ from collectors.jsonlines import Rejected, decode_lines
 from collectors.mapping import FieldMapping
 from collectors.normalise import Normaliser
 from collectors.otlp_lines import decode_otlp_lines, is_otlp_line
-from collectors.uids import uid_expr
+from collectors.uids import line_uids, uid_expr
 from store.schema import EVENTS_SCHEMA
 
 # Explicit nulls, arrays, empty objects, repeated keys and values polars coerced are all
@@ -160,26 +160,42 @@ def _is_json(line: bytes) -> bool:
     return True
 
 
+def _views(block: bytes, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
+    """The byte ranges `starts[i]:ends[i]` of `block` as an Arrow binary view array.
+
+    A view names its bytes by offset and length, so the lines are not copied (nor their
+    newlines and padding cut off) to be hashed. Views hold 32-bit offsets: one block is
+    far below 2 GiB.
+    """
+    data = np.frombuffer(block, dtype=np.uint8)
+    count = len(starts)
+    lengths = (ends - starts).astype(np.int32)
+    views = np.zeros((count, 4), dtype=np.int32)  # length, prefix, buffer, offset
+    views[:, 0] = lengths
+    raw = views.view(np.uint8).reshape(count, 16)
+    long = lengths > 12
+    if long.any():
+        at = starts[long]
+        raw[long, 4:8] = data[at[:, None] + np.arange(4)]
+        views[long, 3] = at
+    short = np.flatnonzero(~long)
+    if len(short):  # up to 12 bytes are held in the view itself
+        span = np.arange(12)
+        inside = span < lengths[short, None]
+        at = np.minimum(starts[short, None] + span, max(len(data) - 1, 0))
+        raw[short, 4:16] = np.where(inside, data[at] if len(data) else 0, 0)
+    return pa.Array.from_buffers(
+        pa.binary_view(), count, [None, pa.py_buffer(views), pa.py_buffer(block)]
+    )
+
+
 def _uids(lines: Lines, kinds: Classified) -> pl.Series:
     """The event_uid of every line (`uids.py`), hashed in one call over the block's bytes."""
-    count = len(lines)
-    if not count:
-        return pl.Series("event_uid", [], dtype=pl.String)
-    # Each value runs from its line's start to the next line's: the line, its newline and
-    # nothing else; the slice then keeps the line without surrounding whitespace.
-    offsets = np.append(lines.starts, len(lines.data)).astype(np.int64)
-    array = pa.Array.from_buffers(
-        pa.large_binary(), count, [None, pa.py_buffer(offsets), pa.py_buffer(lines.block)]
-    )
-    frame = pl.DataFrame(
-        {
-            "line": pl.from_arrow(array),
-            "skip": kinds.starts - lines.starts,
-            "keep": kinds.ends - kinds.starts,
-        }
-    )
-    stripped = pl.col("line").bin.slice(pl.col("skip"), pl.col("keep")).alias("line")
-    return frame.select(stripped).select(uid_expr(pl.col("line"))).to_series()
+    if len(lines.block) >= 2**31:
+        return pl.Series("event_uid", line_uids([lines[i].strip() for i in range(len(lines))]))
+    column = pl.from_arrow(_views(lines.block, kinds.starts, kinds.ends))
+    assert isinstance(column, pl.Series)
+    return column.alias("line").to_frame().select(uid_expr(pl.col("line"))).to_series()
 
 
 class BlockDecoder:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import numpy as np
 import orjson
 import pyarrow as pa
 import pytest
 
-from collectors import files
+from collectors import blocks, files
 from collectors.arrow_batch import rows_to_table
 from collectors.blocks import BlockDecoder
 from collectors.jsonlines import decode_lines
@@ -235,3 +236,12 @@ def test_ingest_in_worker_processes_keeps_line_numbers(tmp_path: Path, monkeypat
     stored = store.arrow("SELECT * FROM events ORDER BY event_uid")
     expected = want.sort_by("event_uid").drop_columns(["source"])
     assert_same_rows(stored.drop_columns(["source"]).cast(expected.schema), expected)
+
+
+def test_line_views_hold_the_bytes_of_their_ranges() -> None:
+    rng = random.Random(3)
+    block = bytes(rng.randrange(256) for _ in range(2000))
+    starts = np.array(sorted(rng.sample(range(2000), 300)), dtype=np.int64)
+    ends = np.minimum(starts + np.array([rng.randrange(30) for _ in starts]), 2000)
+    views = blocks._views(block, starts, ends).to_pylist()
+    assert views == [block[s:e] for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
