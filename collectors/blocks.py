@@ -48,13 +48,37 @@ class BlockResult:
     per_line: int = 0  # lines that took the per-line path (for tests and benchmarks)
 
 
+SCAN_BYTES = 1 << 20  # a piece small enough that the scan's temporaries stay in cache
+
+
+def _scan(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, tuple[int, int]]:
+    """One pass over a block, a piece at a time: where its newlines and backslashes are,
+    how many bytes below 32 it holds, and how many `"` and `:`."""
+    newlines, backslashes = [], []
+    low = quotes = colons = 0
+    for at in range(0, len(data), SCAN_BYTES):
+        piece = data[at : at + SCAN_BYTES]
+        newlines.append(np.flatnonzero(piece == 10) + at)
+        backslashes.append(np.flatnonzero(piece == ord("\\")) + at)
+        low += int(np.count_nonzero(piece < 32))
+        quotes += int(np.count_nonzero(piece == ord('"')))
+        colons += int(np.count_nonzero(piece == ord(":")))
+    empty = np.zeros(0, dtype=np.int64)
+    return (
+        np.concatenate([empty, *newlines]),
+        np.concatenate([empty, *backslashes]),
+        low,
+        (quotes, colons),
+    )
+
+
 class Lines:
     """A block's lines as bounds into its bytes: a line is sliced out only when asked for."""
 
     def __init__(self, block: bytes) -> None:
         self.block = block
         self.data = np.frombuffer(block, dtype=np.uint8)
-        newlines = np.flatnonzero(self.data == 10)
+        newlines, self.backslashes, self.low_bytes, self.mark_totals = _scan(self.data)
         ends = newlines
         if len(block) and block[-1] != 10:
             ends = np.append(ends, len(block))
@@ -127,9 +151,8 @@ def _classify(lines: Lines) -> Classified:
             inner_ends[i] = inner_starts[i] + len(stripped)
     suspect = np.zeros(count, dtype=bool)
     # Control bytes other than a line's own CR LF: orjson refuses them inside strings.
-    low = data < 32
-    if np.count_nonzero(low) > lines.newlines:
-        control = np.flatnonzero(low & (data != 10))
+    if lines.low_bytes > lines.newlines:
+        control = np.flatnonzero((data < 32) & (data != 10))
         after = np.minimum(control + 1, top)
         own_cr = (data[control] == 13) & ((data[after] == 10) | (control == top))
         control = control[~own_cr]
@@ -137,7 +160,7 @@ def _classify(lines: Lines) -> Classified:
             suspect[lines.at(control)] = True
     escaped = np.zeros(count, dtype=bool)
     backslashed = np.zeros(count, dtype=bool)
-    escapes = np.flatnonzero(data == ord("\\"))
+    escapes = lines.backslashes
     if len(escapes):
         backslashed[lines.at(escapes)] = True
     escapes = escapes[escapes < len(data) - 3]
@@ -225,9 +248,9 @@ class BlockDecoder:
             payload = lines.joined(idx)
             totals = None
             if not kinds.escaped[idx].any():
-                read_bytes = np.frombuffer(payload, dtype=np.uint8)
-                quotes = int(np.count_nonzero(read_bytes == ord('"')))
-                totals = (quotes, int(np.count_nonzero(read_bytes == ord(":"))))
+                totals = lines.mark_totals
+                if payload is not block:
+                    totals = _scan(np.frombuffer(payload, dtype=np.uint8))[3]
             marks = LineMarks(
                 lambda: lines.marks()[idx], totals, bool(kinds.backslashed[idx].any())
             )
