@@ -380,11 +380,9 @@ def _to_arrow(frame: pl.DataFrame, source: str) -> pa.Table:
     rows = frame.height
     for field in EVENTS_SCHEMA:
         if field.name == "source":
-            columns.append(
-                pa.array([source] * rows, pa.string()) if rows else pa.array([], pa.string())
-            )
+            columns.append(pa.repeat(pa.scalar(source, pa.string()), rows))
         elif field.name in frame.columns:
-            array = frame[field.name].to_arrow()
+            array = frame[field.name].to_arrow(compat_level=pl.CompatLevel.oldest())
             if field.name == "ts":
                 array = array.cast(pa.int64()).cast(field.type)
             columns.append(array.cast(field.type))
