@@ -167,9 +167,13 @@ def _workers() -> int:
         return os.cpu_count() or 1
 
 
-def _spool_dir() -> str:
+def _spool_dir(workers: int) -> str:
+    """Where workers leave decoded rows: memory (/dev/shm) when it has room for the blocks
+    in flight, else the temporary directory (a container's /dev/shm is often 64 MB)."""
     shm = Path("/dev/shm")
-    return tempfile.mkdtemp(prefix="dupescope-ingest-", dir=shm if shm.is_dir() else None)
+    room = (workers + 2) * 2 * BLOCK_BYTES  # a block's rows take about as much as its text
+    fits = shm.is_dir() and shutil.disk_usage(shm).free > room
+    return tempfile.mkdtemp(prefix="dupescope-ingest-", dir=shm if fits else None)
 
 
 def ingest_files(
@@ -214,7 +218,7 @@ def ingest_files(
                             initializer=_start_worker,
                             initargs=(mapping,),
                         )
-                        spool = _spool_dir()
+                        spool = _spool_dir(_workers())
                     assert spool is not None
                     _in_workers(pool, spool, path, stream, size, record)
                     continue

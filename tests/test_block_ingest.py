@@ -245,3 +245,17 @@ def test_line_views_hold_the_bytes_of_their_ranges() -> None:
     ends = np.minimum(starts + np.array([rng.randrange(30) for _ in starts]), 2000)
     views = blocks._views(block, starts, ends).to_pylist()
     assert views == [block[s:e] for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
+
+
+def test_workers_read_a_file_without_a_final_newline_to_its_end(tmp_path: Path, monkeypatch):
+    lines = corpus(400, seed=8)
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"\n".join(lines))
+    monkeypatch.setattr(files, "BLOCK_BYTES", 4_096)
+    monkeypatch.setattr(files, "_workers", lambda: 2)
+    report = files.ingest_files([str(path)], EmbeddedStore(tmp_path / "store"))
+    want, want_rejected = row_path(lines, DEFAULT_MAPPING)
+    assert report.lines == len(lines) and report.rows == want.num_rows
+    assert [str(r) for r in report.rejected] == [
+        r.replace("corpus:", f"{path}:") for r in want_rejected
+    ]
