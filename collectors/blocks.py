@@ -1,10 +1,11 @@
 """One block of lines (tens of MB) -> canonical rows: column-wise where exact, else per line.
 
-The per-line path (`decode_lines`, `decode_otlp_lines`) is the reference. A block is split
-into lines once; lines that the column-wise path (`columnar.py`) can read exactly go to it
-in one polars read, and only the others (explicit nulls, arrays, odd bytes, OTLP, lines
-polars refused or rows it may have coerced) go line by line. So a bad line is still
-reported with its file:line and reason, and a good block costs a few column operations.
+The per-line path (`decode_lines`, `decode_otlp_lines`) is the reference. A block's lines
+are found once, as offsets into its bytes (a line is copied out only to go line by line);
+lines that the column-wise path (`columnar.py`) can read exactly go to it in one polars
+read, and only the others (explicit nulls, arrays, odd bytes, OTLP, lines polars refused or
+rows it may have coerced) go line by line. So a bad line is still reported with its
+file:line and reason, and a good block costs a few column operations.
 """
 
 from __future__ import annotations
