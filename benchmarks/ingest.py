@@ -8,8 +8,11 @@ Every figure comes from this run: `dupescope ingest` into the embedded store, th
 from __future__ import annotations
 
 import argparse
+import resource
 import shutil
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -52,6 +55,24 @@ def polars_reader(source: Path, target: Path) -> None:
     pl.read_ndjson(source).write_parquet(target)
 
 
+@contextmanager
+def _cpu(into: dict[str, float], name: str) -> Iterator[None]:
+    """CPU seconds of this process and its finished children (ingest's workers) inside.
+
+    On a machine others load, wall time says how much CPU was left over; CPU time per
+    event says what each reader costs, whatever the load.
+    """
+
+    def used() -> float:
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+    start = used()
+    yield
+    into[name] = used() - start
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks ingest", description=__doc__)
     parser.add_argument("--events", type=int, default=1_000_000)
@@ -69,20 +90,24 @@ def main(argv: list[str]) -> int:
         nonlocal report
         report = ingest_files([str(source)], store)
 
-    figures = {"dupescope ingest": timed(ours)}
+    figures: dict[str, float] = {}
+    cpu: dict[str, float] = {}
+    with _cpu(cpu, "dupescope ingest"):
+        figures["dupescope ingest"] = timed(ours)
     assert report is not None and report.rows == args.events, report
     for name, reader in (
         ("duckdb read_json", duckdb_reader),
         ("pyarrow.json", pyarrow_reader),
         ("polars read_ndjson", polars_reader),
     ):
-        figures[name] = timed(lambda r=reader, n=name: r(source, work / f"{n.split()[0]}.pq"))
+        with _cpu(cpu, name):
+            figures[name] = timed(lambda r=reader, n=name: r(source, work / f"{n.split()[0]}.pq"))
     fastest = min(seconds for name, seconds in figures.items() if name != "dupescope ingest")
     print(f"ingest of {args.events:,} events ({source.stat().st_size / 1e9:.2f} GB)")
     for name, seconds in figures.items():
         print(
             f"  {name:20} {rate(args.events, seconds)}  ratio to fastest plain reader "
-            f"{fastest / seconds:5.2f}"
+            f"{fastest / seconds:5.2f}  cpu {cpu[name] / args.events * 1e6:5.2f} µs/event"
         )
     ours_vs = {n: s_ / figures["dupescope ingest"] for n, s_ in figures.items()}
     print(

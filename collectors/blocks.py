@@ -1,37 +1,39 @@
 """One block of lines (tens of MB) -> canonical rows: column-wise where exact, else per line.
 
-The per-line path (`decode_lines`, `decode_otlp_lines`) is the reference. A block is split
-into lines once; lines that the column-wise path (`columnar.py`) can read exactly go to it
-in one polars read, and only the others (explicit nulls, arrays, odd bytes, OTLP, lines
-polars refused or rows it may have coerced) go line by line. So a bad line is still
-reported with its file:line and reason, and a good block costs a few column operations.
+The per-line path (`decode_lines`, `decode_otlp_lines`) is the reference. A block's lines
+are found once, as offsets into its bytes (a line is copied out only to go line by line);
+lines that the column-wise path (`columnar.py`) can read exactly go to it in one polars
+read, and only the others (explicit nulls, arrays, odd bytes, OTLP, lines polars refused or
+rows it may have coerced) go line by line. So a bad line is still reported with its
+file:line and reason, and a good block costs a few column operations.
 """
 
 from __future__ import annotations
 
-import hashlib
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
 import orjson
+import polars as pl
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from collectors.arrow_batch import rows_to_table
-from collectors.columnar import ColumnarNormaliser, DecodeFailed
+from collectors.columnar import ColumnarNormaliser, DecodeFailed, LineMarks
 from collectors.jsonlines import Rejected, decode_lines
 from collectors.mapping import FieldMapping
 from collectors.normalise import Normaliser
 from collectors.otlp_lines import decode_otlp_lines, is_otlp_line
+from collectors.uids import line_uids, uid_expr
 from store.schema import EVENTS_SCHEMA
 
 # Explicit nulls, arrays, empty objects, repeated keys and values polars coerced are all
 # caught after the read (they change a row's `"` count, its types or its shape). What is
 # left to find before it: surrogate escapes, which orjson refuses when unpaired and polars
 # does not, and control bytes, which orjson refuses inside strings.
-_SURROGATE = r"\\u[dD][89abAB]"
-_OTLP_TOKENS = (b"resourceSpans", b"resourceLogs", b"resource_spans")
+_OTLP = re.compile(rb"resource(?:Spans|Logs|_spans)")
 _WHITESPACE = np.frombuffer(b" \t\r\x0b\x0c", dtype=np.uint8)
+_HIGH_SURROGATE = np.frombuffer(b"89abAB", dtype=np.uint8)
 MIN_SPLIT_LINES = 64  # below this, lines polars refuses (and orjson takes) go line by line
 Parts = tuple[list[tuple[np.ndarray, pa.Table]], list[np.ndarray]]
 
@@ -47,32 +49,89 @@ class BlockResult:
     per_line: int = 0  # lines that took the per-line path (for tests and benchmarks)
 
 
-def _line_bounds(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Start and end (exclusive, newline excluded) of every line in a block."""
-    newlines = np.flatnonzero(data == 10)
-    ends = newlines
-    if len(data) and data[-1] != 10:
-        ends = np.append(ends, len(data))
-    starts = np.concatenate(([0], newlines + 1))[: len(ends)]
-    return starts.astype(np.int64), ends.astype(np.int64)
+SCAN_BYTES = 1 << 20  # a piece small enough that the scan's temporaries stay in cache
 
 
-def _lines_at(block: bytes, positions: list[int], starts: np.ndarray) -> np.ndarray:
-    return np.unique(np.searchsorted(starts, np.array(positions, dtype=np.int64), side="right") - 1)
+def _scan(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, tuple[int, int]]:
+    """One pass over a block, a piece at a time: where its newlines and backslashes are,
+    how many bytes below 32 it holds, and how many `"` and `:`."""
+    newlines, backslashes = [], []
+    low = quotes = colons = 0
+    for at in range(0, len(data), SCAN_BYTES):
+        piece = data[at : at + SCAN_BYTES]
+        newlines.append(np.flatnonzero(piece == 10) + at)
+        backslashes.append(np.flatnonzero(piece == ord("\\")) + at)
+        low += int(np.count_nonzero(piece < 32))
+        quotes += int(np.count_nonzero(piece == ord('"')))
+        colons += int(np.count_nonzero(piece == ord(":")))
+    empty = np.zeros(0, dtype=np.int64)
+    return (
+        np.concatenate([empty, *newlines]),
+        np.concatenate([empty, *backslashes]),
+        low,
+        (quotes, colons),
+    )
 
 
-def _find_all(block: bytes, token: bytes) -> list[int]:
-    found, at = [], block.find(token)
-    while at != -1:
-        found.append(at)
-        at = block.find(token, at + 1)
-    return found
+class Lines:
+    """A block's lines as bounds into its bytes: a line is sliced out only when asked for."""
+
+    def __init__(self, block: bytes) -> None:
+        self.block = block
+        self.data = np.frombuffer(block, dtype=np.uint8)
+        newlines, self.backslashes, self.low_bytes, self.mark_totals = _scan(self.data)
+        ends = newlines
+        if len(block) and block[-1] != 10:
+            ends = np.append(ends, len(block))
+        self.newlines = len(newlines)
+        self.starts = np.concatenate(([0], newlines + 1))[: len(ends)].astype(np.int64)
+        self.ends = ends.astype(np.int64)
+        self._marks: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def __getitem__(self, i: int) -> bytes:
+        return self.block[self.starts[i] : self.ends[i]]
+
+    def at(self, positions: np.ndarray) -> np.ndarray:
+        """The lines (sorted, distinct) holding these byte positions."""
+        return np.unique(np.searchsorted(self.starts, positions, side="right") - 1)
+
+    def joined(self, idx: np.ndarray) -> bytes:
+        if len(idx) == len(self) and len(self):
+            return self.block
+        return b"\n".join([self[i] for i in idx.tolist()])
+
+    def marks(self) -> np.ndarray:
+        """How many `"` and `:` bytes each line holds (see `columnar.py`); computed once."""
+        if self._marks is None:
+            bounds = np.concatenate((self.starts, self.ends[-1:]))
+            counts = []
+            for mark in b'":':
+                positions = np.flatnonzero(self.data == mark)
+                counts.append(np.diff(np.searchsorted(positions, bounds))[: len(self)])
+            # Lines are contiguous but for their newline, which holds neither mark.
+            self._marks = np.stack(counts, axis=1).astype(np.int64)
+        return self._marks
 
 
-def _classify(
-    block: bytes, lines: list[bytes], data: np.ndarray, starts: np.ndarray, ends: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """(blank, readable column-wise) for every line of the block."""
+@dataclass
+class Classified:
+    """Per line: blank, readable column-wise, holding a `\\u` escape or any backslash, and
+    its bounds without surrounding whitespace."""
+
+    blank: np.ndarray
+    good: np.ndarray
+    escaped: np.ndarray
+    backslashed: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+
+
+def _classify(lines: Lines) -> Classified:
+    """Sorts a block's lines by the path that reads them exactly."""
+    data, starts, ends = lines.data, lines.starts, lines.ends
     count = len(lines)
     empty = ends == starts
     top = max(len(data) - 1, 0)
@@ -81,26 +140,40 @@ def _classify(
     padded = ~empty & (np.isin(first, _WHITESPACE) | np.isin(last, _WHITESPACE))
     blank = empty.copy()
     shaped = ~empty & (first == ord("{")) & (last == ord("}"))
-    for i in np.flatnonzero(padded).tolist():
-        stripped = lines[i].strip()
-        blank[i] = not stripped
-        shaped[i] = stripped[:1] == b"{" and stripped[-1:] == b"}"
+    inner_starts, inner_ends = starts, ends
+    if padded.any():
+        inner_starts, inner_ends = starts.copy(), ends.copy()
+        for i in np.flatnonzero(padded).tolist():
+            line = lines[i]
+            stripped = line.strip()
+            blank[i] = not stripped
+            shaped[i] = stripped[:1] == b"{" and stripped[-1:] == b"}"
+            inner_starts[i] += len(line) - len(line.lstrip())
+            inner_ends[i] = inner_starts[i] + len(stripped)
+    suspect = np.zeros(count, dtype=bool)
     # Control bytes other than a line's own CR LF: orjson refuses them inside strings.
-    control = np.flatnonzero((data < 32) & (data != 10))
-    if len(control):
+    if lines.low_bytes > lines.newlines:
+        control = np.flatnonzero((data < 32) & (data != 10))
         after = np.minimum(control + 1, top)
         own_cr = (data[control] == 13) & ((data[after] == 10) | (control == top))
         control = control[~own_cr]
-    suspect = np.zeros(count, dtype=bool)
-    if len(control):
-        suspect[_lines_at(block, control.tolist(), starts)] = True
-    escapes = _find_all(block, b"\\u")
-    if escapes:
-        rows = _lines_at(block, escapes, starts)
-        subset = pa.array([lines[i] for i in rows.tolist()], pa.binary())
-        hit = pc.match_substring_regex(subset, _SURROGATE).to_numpy(zero_copy_only=False)
-        suspect[rows[hit]] = True
-    return blank, shaped & ~blank & ~suspect
+        if len(control):
+            suspect[lines.at(control)] = True
+    escaped = np.zeros(count, dtype=bool)
+    backslashed = np.zeros(count, dtype=bool)
+    escapes = lines.backslashes
+    if len(escapes):
+        backslashed[lines.at(escapes)] = True
+    escapes = escapes[escapes < len(data) - 3]
+    escapes = escapes[data[escapes + 1] == ord("u")]
+    if len(escapes):
+        escaped[lines.at(escapes)] = True
+        escapes = escapes[(data[escapes + 2] | 0x20) == ord("d")]
+        escapes = escapes[np.isin(data[escapes + 3], _HIGH_SURROGATE)]
+        if len(escapes):
+            suspect[lines.at(escapes)] = True
+    good = shaped & ~blank & ~suspect
+    return Classified(blank, good, escaped, backslashed, inner_starts, inner_ends)
 
 
 def _is_json(line: bytes) -> bool:
@@ -111,25 +184,42 @@ def _is_json(line: bytes) -> bool:
     return True
 
 
-def _mark_counts(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """How many `"` and `:` bytes each line holds (see `columnar.py`)."""
-    offsets = np.append(starts, len(data)).astype(np.int64)
-    array = pa.Array.from_buffers(
-        pa.large_binary(), len(starts), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+def _views(block: bytes, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
+    """The byte ranges `starts[i]:ends[i]` of `block` as an Arrow binary view array.
+
+    A view names its bytes by offset and length, so the lines are not copied (nor their
+    newlines and padding cut off) to be hashed. Views hold 32-bit offsets: one block is
+    far below 2 GiB.
+    """
+    data = np.frombuffer(block, dtype=np.uint8)
+    count = len(starts)
+    lengths = (ends - starts).astype(np.int32)
+    views = np.zeros((count, 4), dtype=np.int32)  # length, prefix, buffer, offset
+    views[:, 0] = lengths
+    raw = views.view(np.uint8).reshape(count, 16)
+    long = lengths > 12
+    if long.any():
+        at = starts[long]
+        raw[long, 4:8] = data[at[:, None] + np.arange(4)]
+        views[long, 3] = at
+    short = np.flatnonzero(~long)
+    if len(short):  # up to 12 bytes are held in the view itself
+        span = np.arange(12)
+        inside = span < lengths[short, None]
+        at = np.minimum(starts[short, None] + span, max(len(data) - 1, 0))
+        raw[short, 4:16] = np.where(inside, data[at] if len(data) else 0, 0)
+    return pa.Array.from_buffers(
+        pa.binary_view(), count, [None, pa.py_buffer(views), pa.py_buffer(block)]
     )
-    counts = [pc.count_substring(array, mark).to_numpy(zero_copy_only=False) for mark in '":']
-    return np.stack(counts, axis=1).astype(np.int64)
 
 
-def _uids(lines: list[bytes]) -> list[str]:
-    """event_uid = content_uid(line.strip()), computed in one tight loop."""
-    blake2b = hashlib.blake2b
-    uids = []
-    for line in lines:
-        digest = blake2b(line.strip(), digest_size=16)  # strip() is free on a stripped line
-        digest.update(b"\x1f")
-        uids.append(digest.hexdigest())
-    return uids
+def _uids(lines: Lines, kinds: Classified) -> pl.Series:
+    """The event_uid of every line (`uids.py`), hashed in one call over the block's bytes."""
+    if len(lines.block) >= 2**31:
+        return pl.Series("event_uid", line_uids([lines[i].strip() for i in range(len(lines))]))
+    column = pl.from_arrow(_views(lines.block, kinds.starts, kinds.ends))
+    assert isinstance(column, pl.Series)
+    return column.alias("line").to_frame().select(uid_expr(pl.col("line"))).to_series()
 
 
 class BlockDecoder:
@@ -141,33 +231,32 @@ class BlockDecoder:
 
     def decode(self, block: bytes, first_line: int, source: str) -> BlockResult:
         """Rows of the lines in `block`; line numbers start at `first_line`."""
-        data = np.frombuffer(block, dtype=np.uint8)
-        starts, ends = _line_bounds(data)
-        lines = block.split(b"\n")
-        if block.endswith(b"\n") or not block:
-            lines.pop()
+        lines = Lines(block)
         count = len(lines)
-        blank, good = _classify(block, lines, data, starts, ends)
+        kinds = _classify(lines)
+        blank, good = kinds.blank, kinds.good
         otlp = np.zeros(count, dtype=bool)
-        if any(token in block for token in _OTLP_TOKENS):
-            otlp = np.fromiter((is_otlp_line(line) for line in lines), bool, count)
+        found = [m.start() for m in _OTLP.finditer(block)]
+        if found:
+            candidates = lines.at(np.array(found, dtype=np.int64)).tolist()
+            otlp[candidates] = [is_otlp_line(lines[i]) for i in candidates]
         good &= ~otlp
-        marks = _mark_counts(data, starts, ends)
 
         good_idx = np.flatnonzero(good)
-        uids = _uids([lines[i] for i in good_idx])
-        uid_of = dict(zip(good_idx.tolist(), uids, strict=True))
-        whole = len(good_idx) == count and count > 0
+        uids = _uids(lines, kinds) if len(good_idx) else pl.Series(dtype=pl.String)
 
         def read(idx: np.ndarray, full: bool = False, screened: bool = False) -> Parts:
-            if whole and len(idx) == count:
-                payload = block
-            else:
-                payload = b"\n".join(lines[i] for i in idx)
+            payload = lines.joined(idx)
+            totals = None
+            if not kinds.escaped[idx].any():
+                totals = lines.mark_totals
+                if payload is not block:
+                    totals = _scan(np.frombuffer(payload, dtype=np.uint8))[3]
+            marks = LineMarks(
+                lambda: lines.marks()[idx], totals, bool(kinds.backslashed[idx].any())
+            )
             try:
-                got = self.columnar.normalise(
-                    payload, marks[idx], [uid_of[i] for i in idx.tolist()], source, full=full
-                )
+                got = self.columnar.normalise(payload, marks, uids.gather(idx), source, full=full)
             except DecodeFailed:
                 if not full:
                     return read(idx, True, screened)
@@ -208,7 +297,9 @@ class BlockDecoder:
         parts = [(numbers, table) for numbers, table in tables if table.num_rows]
         parts += self._per_line(per_line, lines, first_line, source, rejected)
         parts += self._otlp(np.flatnonzero(otlp), lines, first_line, source, rejected, result)
-        if parts:
+        if len(parts) == 1 and np.all(np.diff(parts[0][0]) > 0):
+            result.table = parts[0][1]
+        elif parts:
             order = np.concatenate([numbers for numbers, _ in parts])
             table = pa.concat_tables([table for _, table in parts])
             result.table = table.take(np.argsort(order, kind="stable"))
@@ -218,7 +309,7 @@ class BlockDecoder:
     def _per_line(
         self,
         idx: np.ndarray,
-        lines: list[bytes],
+        lines: Lines,
         first_line: int,
         source: str,
         rejected: list[tuple[int, Rejected]],
@@ -242,7 +333,7 @@ class BlockDecoder:
     def _otlp(
         self,
         idx: np.ndarray,
-        lines: list[bytes],
+        lines: Lines,
         first_line: int,
         source: str,
         rejected: list[tuple[int, Rejected]],

@@ -19,6 +19,7 @@ other types this module does not read are refused by their dtype.
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,7 +28,7 @@ import polars as pl
 import pyarrow as pa
 
 from collectors.mapping import CELERY_RETRIES, OPERATION_EVENTS, OPERATION_KEYS, FieldMapping
-from collectors.timestamps_vec import micros
+from collectors.timestamps_vec import micros_column
 from store.schema import EVENT_KINDS, EVENTS_SCHEMA, INT_FIELDS, STRING_FIELDS
 
 NO_JOB_ID = ("enqueue_deduped", "worker_start", "worker_stop")
@@ -35,6 +36,7 @@ _SCALARS = (pl.String, pl.Int64, pl.Float64, pl.Boolean)
 _INT32 = (-(2**31), 2**31 - 1)
 _BAD = "__dupescope_bad"
 _OUT = "__dupescope_out_"
+_TS = "__dupescope_ts_"
 
 
 def _out(name: str) -> pl.Expr:
@@ -61,23 +63,38 @@ def read_frame(data: bytes, *, full_inference: bool) -> pl.DataFrame:
         raise DecodeFailed(str(exc)) from exc
 
 
-def _leaves(frame: pl.DataFrame) -> tuple[dict[str, pl.Series], np.ndarray, np.ndarray]:
+@dataclass
+class LineMarks:
+    """The `"` and `:` counts of the lines being read, as `_written_marks` counts rows.
+
+    `rows` gives them per line (costly, so only asked for when needed); `totals` is their
+    sum over all lines, or None where a line holds a `\\u` escape (then a row may hold a
+    mark its line spells as an escape, and only the per-line counts are exact).
+    `escapes` says whether any line holds a backslash: without one, no text value read
+    holds a byte that JSON must escape.
+    """
+
+    rows: Callable[[], np.ndarray]
+    totals: tuple[int, int] | None
+    escapes: bool = True
+
+
+def _leaves(frame: pl.DataFrame) -> tuple[dict[str, pl.Series], list[pl.Series], np.ndarray]:
     """Flatten nested objects to dotted names, as `flatten` does.
 
-    Returns the leaf columns, the `"` and `:` counts each row would have written back
-    (see the module's docstring), and rows
-    that must go row by row (a type this module does not read, or two spellings of one
-    dotted key in the same row).
+    Returns the leaf columns, every value read (objects and leaves, named by dotted path,
+    for `_written_marks`), and rows that must go row by row (a type this module does not
+    read, or two spellings of one dotted key in the same row).
     """
     rows = frame.height
-    marks = np.zeros((rows, 2), dtype=np.int64)
     bad = np.zeros(rows, dtype=bool)
     leaves: dict[str, pl.Series] = {}
+    nodes: list[pl.Series] = []
 
     def visit(name: str, series: pl.Series) -> None:
-        present = series.is_not_null().to_numpy()
-        marks[present] += (2 + name.count('"'), 1 + name.count(":"))
+        nodes.append(series.alias(name))
         if isinstance(series.dtype, pl.Struct):
+            present = series.is_not_null().to_numpy()
             fields = series.struct.unnest()
             hollow = np.ones(rows, dtype=bool)
             if fields.width:
@@ -87,16 +104,13 @@ def _leaves(frame: pl.DataFrame) -> tuple[dict[str, pl.Series], np.ndarray, np.n
             for field in fields.columns:
                 visit(f"{name}.{field}", fields[field])
             return
-        if series.dtype == pl.String:
-            for axis, mark in enumerate('":'):
-                inner = series.str.count_matches(mark, literal=True).fill_null(0).to_numpy()
-                marks[present, axis] += inner[present] + (2 if mark == '"' else 0)
-        elif series.dtype == pl.Null:
+        if series.dtype == pl.Null:
             return
-        elif series.dtype not in _SCALARS:
-            bad[present] = True
+        if series.dtype not in _SCALARS:
+            bad[series.is_not_null().to_numpy()] = True
             return
         if name in leaves:
+            present = series.is_not_null().to_numpy()
             earlier = leaves[name]
             bad[present & earlier.is_not_null().to_numpy()] = True
             if earlier.dtype != series.dtype:
@@ -107,7 +121,72 @@ def _leaves(frame: pl.DataFrame) -> tuple[dict[str, pl.Series], np.ndarray, np.n
 
     for column in frame.columns:
         visit(column, frame[column])
-    return leaves, marks, bad
+    return leaves, nodes, bad
+
+
+def _key_marks(node: pl.Series) -> tuple[int, int]:
+    """The `"` and `:` a present value adds for its key (and its quotes, if text)."""
+    quotes = 2 + node.name.count('"') + (2 if node.dtype == pl.String else 0)
+    return quotes, 1 + node.name.count(":")
+
+
+def _written_marks(nodes: list[pl.Series], rows: int) -> np.ndarray:
+    """Per row, the `"` and `:` its line would hold if written back from what was read."""
+    marks = np.zeros((rows, 2), dtype=np.int64)
+    for node in nodes:
+        present = node.is_not_null().to_numpy()
+        marks[present] += _key_marks(node)
+        if node.dtype == pl.String:
+            for axis, mark in enumerate('":'):
+                inner = node.str.count_matches(mark, literal=True).fill_null(0).to_numpy()
+                marks[:, axis] += inner
+    return marks
+
+
+def _written_totals(nodes: list[pl.Series]) -> tuple[int, int]:
+    """`_written_marks` summed over all rows, without a per-row array."""
+    quotes = colons = 0
+    for node in nodes:
+        present = node.len() - node.null_count()
+        if not present:
+            continue
+        key_quotes, key_colons = _key_marks(node)
+        quotes += present * key_quotes
+        colons += present * key_colons
+        if node.dtype == pl.String:
+            inner_quotes, inner_colons = _text_marks(node)
+            quotes += inner_quotes
+            colons += inner_colons
+    return quotes, colons
+
+
+def _text_marks(text: pl.Series) -> tuple[int, int]:
+    """The `"` and `:` inside all values of a text column, counted in its Arrow bytes."""
+    if text.has_nulls():  # Arrow leaves a null slot's bytes undefined: count per value
+        counts = [text.str.count_matches(mark, literal=True).sum() or 0 for mark in '":']
+        return counts[0], counts[1]
+    quotes = colons = 0
+    array = text.to_arrow(compat_level=pl.CompatLevel.oldest())
+    for chunk in array.chunks if isinstance(array, pa.ChunkedArray) else [array]:
+        offsets = np.frombuffer(chunk.buffers()[1], np.int64)
+        first, last = offsets[chunk.offset], offsets[chunk.offset + len(chunk)]
+        data = np.frombuffer(chunk.buffers()[2], np.uint8)[first:last]
+        quotes += int(np.count_nonzero(data == ord('"')))
+        colons += int(np.count_nonzero(data == ord(":")))
+    return quotes, colons
+
+
+def _miscounted(nodes: list[pl.Series], bad: np.ndarray, marks: LineMarks) -> np.ndarray:
+    """Rows whose marks differ from their line's: a key lost or a value coerced.
+
+    Without `\\u` escapes a row can only lose marks by losing a key (and then a colon) and
+    gain them only through a coercion (never a colon), so when every row is otherwise fine
+    and the totals agree, so does every row: the per-row counts are then not needed.
+    """
+    rows = len(bad)
+    if marks.totals is not None and not bad.any() and _written_totals(nodes) == marks.totals:
+        return np.zeros(rows, dtype=bool)
+    return (_written_marks(nodes, rows) != marks.rows()).any(axis=1)
 
 
 def _first_present(values: list[tuple[pl.Expr, pl.Expr]]) -> pl.Expr:
@@ -151,18 +230,18 @@ class ColumnarNormaliser:
         }
 
     def normalise(
-        self, data: bytes, raw_marks: np.ndarray, uids: list[str], source: str, *, full: bool
+        self, data: bytes, marks: LineMarks, uids: pl.Series, source: str, *, full: bool
     ) -> Columnar:
         """Rows for the lines in `data` (non-blank, no nulls/arrays), in order.
 
-        `raw_marks` holds each line's count of `"` and of `:`, `uids` its event_uid.
+        `marks` counts each line's `"` and `:`, `uids` holds its event_uid.
         Raises DecodeFailed when polars cannot read the lines as one table.
         """
         frame = read_frame(data, full_inference=full)
         if frame.height != len(uids):
             raise DecodeFailed(f"read {frame.height} rows from {len(uids)} lines")
-        leaves, marks, bad = _leaves(frame)
-        bad |= (marks != raw_marks).any(axis=1)
+        leaves, nodes, bad = _leaves(frame)
+        bad |= _miscounted(nodes, bad, marks)
         table = pl.DataFrame(list(leaves.values())) if leaves else pl.DataFrame({})
         table = table.with_columns(pl.Series(_BAD, bad)) if leaves else pl.DataFrame({_BAD: bad})
         dtypes = dict(table.schema)
@@ -177,8 +256,10 @@ class ColumnarNormaliser:
         needs: list[pl.Expr] = [pl.col(_BAD)]
 
         ts_sources = take("ts")
+        stamps = [micros_column(table[n]).alias(_TS + n) for n, _ in ts_sources]
+        table = table.with_columns(stamps) if stamps else table
         exprs["ts"] = _first_present(
-            [(pl.col(n).is_not_null(), micros(pl.col(n), t)) for n, t in ts_sources]
+            [(pl.col(n).is_not_null(), pl.col(_TS + n)) for n, _ in ts_sources]
         )
         needs.append(_out("ts").is_null())
 
@@ -206,7 +287,7 @@ class ColumnarNormaliser:
         needs.append(~_out("event").is_in(NO_JOB_ID) & (job_id.is_null() | (job_id == "")))
 
         rest = [n for n in leaves if n not in consumed]
-        exprs["attrs"] = _attrs(leaves, rest)
+        exprs["attrs"] = _attrs(leaves, rest, marks.escapes)
         # A whole-number float may have been an integer in its line (polars widens a column
         # that mixes them), and would be written back as 5.0 where the line said 5.
         needs += [pl.col(n) == pl.col(n).floor() for n in rest if dtypes[n] == pl.Float64]
@@ -215,7 +296,7 @@ class ColumnarNormaliser:
         staged = table.with_columns([e.alias(_OUT + k) for k, e in exprs.items()])
         built = staged.select(
             pl.any_horizontal([n.fill_null(False) for n in needs]).alias(_BAD),
-            pl.Series("event_uid", uids),
+            uids.alias("event_uid"),
             *[_out(k).alias(k) for k in exprs],
         )
         fallback = built[_BAD].to_numpy()
@@ -265,24 +346,33 @@ class ColumnarNormaliser:
         return value.cast(pl.String), needs.fill_null(False)
 
 
-def _attrs(leaves: dict[str, pl.Series], names: list[str]) -> pl.Expr:
-    """The remaining fields as one JSON object per row; null where none remain."""
+def _attrs(leaves: dict[str, pl.Series], names: list[str], escapes: bool) -> pl.Expr:
+    """The remaining fields as one JSON object per row; null where none remain.
+
+    Each field is `,"key":value`, null where the field is absent (concat_str propagates
+    nulls); the pieces are joined and the leading comma dropped. Where no field is ever
+    absent, one flat concatenation does it all.
+    """
     if not names:
         return pl.lit(None, dtype=pl.String)
-    pieces = []
-    for name in names:
-        column, dtype = pl.col(name), leaves[name].dtype
-        if dtype != pl.String:
-            value = column.cast(pl.String)  # JSON's own spelling of numbers and booleans
-        elif leaves[name].str.contains(r'["\\\x00-\x1f]').any():
+    pieces: list[list[pl.Expr]] = []
+    for i, name in enumerate(names):
+        column, series = pl.col(name), leaves[name]
+        key = orjson.dumps(name).decode()
+        if series.dtype != pl.String:
+            value = [column.cast(pl.String)]  # JSON's own spelling of numbers and booleans
+        elif escapes and series.str.contains(r'["\\\x00-\x1f]').any():
             encoded = pl.struct(column.alias("v")).struct.json_encode()
-            value = encoded.str.strip_prefix('{"v":').str.strip_suffix("}")
+            text = encoded.str.strip_prefix('{"v":').str.strip_suffix("}")
+            value = [pl.when(column.is_not_null()).then(text)]
         else:
-            value = pl.concat_str(pl.lit('"'), column, pl.lit('"'))
-        key = pl.lit(orjson.dumps(name).decode() + ":")
-        pieces.append(pl.when(column.is_not_null()).then(pl.concat_str(key, value)))
-    body = pl.concat_str(pieces, separator=",", ignore_nulls=True)
-    return pl.when(body != "").then(pl.concat_str(pl.lit("{"), body, pl.lit("}")))
+            value = [pl.lit('"'), column, pl.lit('"')]
+        pieces.append([pl.lit(("," if i else "{") + key + ":"), *value])
+    if not any(leaves[name].has_nulls() for name in names):
+        return pl.concat_str([*(p for piece in pieces for p in piece), pl.lit("}")])
+    pieces[0][0] = pl.lit("," + orjson.dumps(names[0]).decode() + ":")
+    body = pl.concat_str([pl.concat_str(piece) for piece in pieces], ignore_nulls=True)
+    return pl.when(body != "").then(pl.concat_str(pl.lit("{"), body.str.slice(1), pl.lit("}")))
 
 
 def _to_arrow(frame: pl.DataFrame, source: str) -> pa.Table:
@@ -290,11 +380,9 @@ def _to_arrow(frame: pl.DataFrame, source: str) -> pa.Table:
     rows = frame.height
     for field in EVENTS_SCHEMA:
         if field.name == "source":
-            columns.append(
-                pa.array([source] * rows, pa.string()) if rows else pa.array([], pa.string())
-            )
+            columns.append(pa.repeat(pa.scalar(source, pa.string()), rows))
         elif field.name in frame.columns:
-            array = frame[field.name].to_arrow()
+            array = frame[field.name].to_arrow(compat_level=pl.CompatLevel.oldest())
             if field.name == "ts":
                 array = array.cast(pa.int64()).cast(field.type)
             columns.append(array.cast(field.type))

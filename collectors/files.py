@@ -8,9 +8,12 @@ reported with file, line number and reason, and the rest is kept.
 from __future__ import annotations
 
 import gzip
+import io
 import multiprocessing
 import os
+import shutil
 import sys
+import tempfile
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -18,12 +21,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+import pyarrow as pa
+import pyarrow.ipc
+
 from collectors.blocks import BlockDecoder, BlockResult
 from collectors.jsonlines import Decoded, Rejected, decode_lines
 from collectors.mapping import FieldMapping
 from collectors.normalise import Normaliser
 from collectors.otlp_lines import decode_otlp_lines, is_otlp_line
 from store.base import Store
+from store.schema import EVENTS_SCHEMA
 
 BLOCK_BYTES = 64 << 20  # one polars read; about 150k lines of 400 bytes
 
@@ -83,8 +90,38 @@ def _blocks(stream: BinaryIO, size: int) -> Iterator[bytes]:
         yield block
 
 
+def _spans(stream: BinaryIO, size: int, total: int) -> Iterator[tuple[int, int]]:
+    """(offset, length) of blocks of about `size` bytes of a `total`-byte file, each
+    ending at a line end.
+
+    Only the bytes around each boundary are read here: the workers read the blocks.
+    """
+    offset = stream.tell()
+    while offset < total:
+        end = offset + size
+        if end < total:
+            stream.seek(end)
+            end += len(stream.readline())
+        yield offset, min(end, total) - offset
+        offset = end
+
+
 def _line_count(block: bytes) -> int:
     return block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+
+
+@dataclass
+class _Spooled:
+    """A block decoded in a worker: its rows in an Arrow IPC file, the rest inline.
+
+    The rows go through a file in memory (/dev/shm where there is one) that this process
+    maps, so a block's table is written once and never pickled. Line numbers in
+    `result.rejected` count from the block's first line, 1: this process knows where the
+    block starts in the file and renumbers them.
+    """
+
+    rows_file: str
+    result: BlockResult
 
 
 _worker: BlockDecoder | None = None
@@ -95,9 +132,32 @@ def _start_worker(mapping: FieldMapping) -> None:
     _worker = BlockDecoder(mapping)
 
 
-def _decode_in_worker(block: bytes, first_line: int, source: str) -> BlockResult:
+def _decode_in_worker(path: str, offset: int, length: int, source: str, spool: str) -> _Spooled:
+    """Read one block of a file, decode it and spool its rows (runs in a worker process)."""
     assert _worker is not None
-    return _worker.decode(block, first_line, source)
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        block = handle.read(length)
+    result = _worker.decode(block, 1, source)
+    rows_file = os.path.join(spool, f"{offset}.arrow")
+    with pa.OSFile(rows_file, "wb") as sink, pa.ipc.new_file(sink, result.table.schema) as out:
+        out.write_table(result.table)
+    result.table = EVENTS_SCHEMA.empty_table()
+    return _Spooled(rows_file, result)
+
+
+def _unspool(spooled: _Spooled, first_line: int, source: str) -> BlockResult:
+    """The worker's result with its rows mapped back in and its line numbers made absolute."""
+    result = spooled.result
+    with pa.memory_map(spooled.rows_file) as source_file:
+        result.table = pa.ipc.open_file(source_file).read_all()
+    os.unlink(spooled.rows_file)  # the mapping keeps the pages until the table goes
+    prefix = f"{source}:"
+    result.rejected = [
+        Rejected(f"{prefix}{int(r.where.removeprefix(prefix)) + first_line - 1}", r.reason)
+        for r in result.rejected
+    ]
+    return result
 
 
 def _workers() -> int:
@@ -105,6 +165,15 @@ def _workers() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+def _spool_dir(workers: int) -> str:
+    """Where workers leave decoded rows: memory (/dev/shm) when it has room for the blocks
+    in flight, else the temporary directory (a container's /dev/shm is often 64 MB)."""
+    shm = Path("/dev/shm")
+    room = (workers + 2) * 2 * BLOCK_BYTES  # a block's rows take about as much as its text
+    fits = shm.is_dir() and shutil.disk_usage(shm).free > room
+    return tempfile.mkdtemp(prefix="dupescope-ingest-", dir=shm if fits else None)
 
 
 def ingest_files(
@@ -117,57 +186,84 @@ def ingest_files(
 ) -> IngestReport:
     """Read every file, write rows in bulk; `on_progress` receives bytes consumed.
 
-    Blocks of a large file are decoded in worker processes (one per core) while this
-    process writes the previous ones, so decoding and writing overlap.
+    Blocks of a large plain file are read and decoded in worker processes (one per core)
+    while this process writes the previous ones, so decoding and writing overlap. Other
+    inputs (gzip, stdin, small files) are decoded here, block by block.
     """
     mapping = (normaliser or Normaliser()).mapping
     decoder = BlockDecoder(mapping)
     report = IngestReport()
     pool: ProcessPoolExecutor | None = None
+    spool: str | None = None
+
+    def record(result: BlockResult, reached: int) -> None:
+        _record(result, store, report, on_rejected)
+        if on_progress:
+            on_progress(reached)
+
     try:
         for path in paths:
             stream, size = _open(path)
             source = "stdin" if path == "-" else path
             report.files += 1
-            position = _position_reader(stream, path)
-            if pool is None and size and size > 2 * BLOCK_BYTES and _workers() > 1:
-                # One polars thread per worker: the workers already fill the cores.
-                os.environ.setdefault("POLARS_MAX_THREADS", "1")
-                pool = ProcessPoolExecutor(
-                    max_workers=_workers(),
-                    mp_context=multiprocessing.get_context("spawn"),
-                    initializer=_start_worker,
-                    initargs=(mapping,),
-                )
-            pending: deque[tuple[Future[BlockResult] | BlockResult, int]] = deque()
-
-            def settle(item: tuple[Future[BlockResult] | BlockResult, int]) -> None:
-                outcome, reached = item
-                result = outcome.result() if isinstance(outcome, Future) else outcome
-                _record(result, store, report, on_rejected)
-                if on_progress:
-                    on_progress(reached)
-
+            plain = isinstance(stream, io.BufferedReader) and path != "-"
             try:
+                if plain and size and size > 2 * BLOCK_BYTES and _workers() > 1:
+                    if pool is None:
+                        # One polars thread per worker: the workers already fill the cores.
+                        os.environ.setdefault("POLARS_MAX_THREADS", "1")
+                        pool = ProcessPoolExecutor(
+                            max_workers=_workers(),
+                            mp_context=multiprocessing.get_context("spawn"),
+                            initializer=_start_worker,
+                            initargs=(mapping,),
+                        )
+                        spool = _spool_dir(_workers())
+                    assert spool is not None
+                    _in_workers(pool, spool, path, stream, size, record)
+                    continue
+                position = _position_reader(stream, path)
                 first_line = 1
                 for block in _blocks(stream, BLOCK_BYTES):
-                    if pool is not None:
-                        job = pool.submit(_decode_in_worker, block, first_line, source)
-                        pending.append((job, position()))
-                        while len(pending) > _workers():
-                            settle(pending.popleft())
-                    else:
-                        settle((decoder.decode(block, first_line, source), position()))
+                    record(decoder.decode(block, first_line, source), position())
                     first_line += _line_count(block)
-                while pending:
-                    settle(pending.popleft())
             finally:
                 if stream is not sys.stdin.buffer:
                     stream.close()
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
+        if spool is not None:
+            shutil.rmtree(spool, ignore_errors=True)
     return report
+
+
+def _in_workers(
+    pool: ProcessPoolExecutor,
+    spool: str,
+    path: str,
+    stream: BinaryIO,
+    size: int,
+    record: Callable[[BlockResult, int], None],
+) -> None:
+    """One file's blocks, decoded by the pool; `record` gets them in file order."""
+    pending: deque[tuple[Future[_Spooled], int]] = deque()
+    first_line = 1
+
+    def settle() -> None:
+        nonlocal first_line
+        job, reached = pending.popleft()
+        result = _unspool(job.result(), first_line, path)
+        first_line += result.lines
+        record(result, reached)
+
+    for offset, length in _spans(stream, BLOCK_BYTES, size):
+        job = pool.submit(_decode_in_worker, path, offset, length, path, spool)
+        pending.append((job, offset + length))
+        while len(pending) > _workers():
+            settle()
+    while pending:
+        settle()
 
 
 def _record(

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from collectors.normalise import Normaliser, RecordError, Row, content_uid, flatten
+from collectors.normalise import Normaliser, RecordError, Row, flatten
+from collectors.uids import line_uids
 
 
 @dataclass
@@ -33,14 +34,15 @@ def decode_lines(
 ) -> Decoded:
     """Decode numbered lines; a bad line is rejected with its number, the rest are kept.
 
-    The event_uid is a hash of the line's content, so the same line ingested twice (again
-    from the same file, from a rotated copy, or posted twice) collapses to one event.
+    The event_uid is a hash of the line's content (`uids.py`), so the same line ingested
+    twice (again from the same file, from a rotated copy, or posted twice) collapses to one
+    event.
     """
     out = Decoded()
-    for number, raw in lines:
-        line = raw.strip()
-        if not line:
-            continue
+    numbered = [(number, raw.strip()) for number, raw in lines]
+    numbered = [(number, line) for number, line in numbered if line]
+    uids = line_uids([line for _, line in numbered])
+    for (number, line), uid in zip(numbered, uids, strict=True):
         try:
             record = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
@@ -51,7 +53,7 @@ def decode_lines(
             out.rejected.append(Rejected(f"{source}:{number}", f"expected an object, got {kind}"))
             continue
         try:
-            row = normaliser.normalise(flatten(record), uid=content_uid(line), source=source)
+            row = normaliser.normalise(flatten(record), uid=uid, source=source)
         except RecordError as exc:
             out.rejected.append(Rejected(f"{source}:{number}", str(exc)))
             continue

@@ -5,16 +5,18 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import numpy as np
 import orjson
 import pyarrow as pa
 import pytest
 
-from collectors import files
+from collectors import blocks, files
 from collectors.arrow_batch import rows_to_table
 from collectors.blocks import BlockDecoder
 from collectors.jsonlines import decode_lines
 from collectors.mapping import DEFAULT_MAPPING, FieldMapping
 from collectors.normalise import Normaliser
+from collectors.uids import line_uids
 from store.embedded import EmbeddedStore
 
 MAPPING_TOML = """
@@ -180,6 +182,32 @@ def test_a_column_polars_would_coerce_goes_line_by_line() -> None:
     assert_same_rows(result.table, want)
 
 
+def test_a_lost_key_and_a_coercion_in_other_rows_do_not_cancel_out() -> None:
+    # Row 301 loses a key to its explicit null (two `"` fewer), row 302 has a number read as
+    # text (two `"` more): the block's totals of `"` agree, those of `:` do not.
+    lines = [
+        orjson.dumps({"ts": 1764504000 + i, "event": "ack", "job_id": f"j{i}", "n": "x"})
+        for i in range(300)
+    ]
+    lines += [b'{"ts": 1764504000, "event": "ack", "job_id": "j", "n": "x", "gone": null}']
+    lines += [b'{"ts": 1764504000, "event": "ack", "job_id": "j", "n": 7}']
+    want, _ = row_path(lines, DEFAULT_MAPPING)
+    result = BlockDecoder(DEFAULT_MAPPING).decode(b"\n".join(lines), 1, "corpus")
+    assert_same_rows(result.table, want)
+    assert result.per_line == 2
+
+
+def test_event_uid_is_blake3_of_the_stripped_line_on_both_paths() -> None:
+    # BLAKE3's published test vector for "abc", cut to 128 bits: the hash is the standard one.
+    assert line_uids([b"abc"]) == ["6437b3ac38465133ffb63b75273a8db5"]
+    line = b'{"ts": 1764504000, "event": "ack", "job_id": "j"}'
+    want = "cb17076e83633308488cdd337479247b"
+    lines = [b"  " + line + b"\r", line, b"[1]"]
+    per_line = row_path(lines, DEFAULT_MAPPING)[0]["event_uid"].to_pylist()
+    block = BlockDecoder(DEFAULT_MAPPING).decode(b"\n".join(lines), 1, "corpus")
+    assert per_line == block.table["event_uid"].to_pylist() == [want, want]
+
+
 def test_event_uid_is_the_line_paths_so_reingest_collapses(tmp_path: Path) -> None:
     lines = corpus(500)
     path = tmp_path / "events.jsonl"
@@ -208,3 +236,26 @@ def test_ingest_in_worker_processes_keeps_line_numbers(tmp_path: Path, monkeypat
     stored = store.arrow("SELECT * FROM events ORDER BY event_uid")
     expected = want.sort_by("event_uid").drop_columns(["source"])
     assert_same_rows(stored.drop_columns(["source"]).cast(expected.schema), expected)
+
+
+def test_line_views_hold_the_bytes_of_their_ranges() -> None:
+    rng = random.Random(3)
+    block = bytes(rng.randrange(256) for _ in range(2000))
+    starts = np.array(sorted(rng.sample(range(2000), 300)), dtype=np.int64)
+    ends = np.minimum(starts + np.array([rng.randrange(30) for _ in starts]), 2000)
+    views = blocks._views(block, starts, ends).to_pylist()
+    assert views == [block[s:e] for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
+
+
+def test_workers_read_a_file_without_a_final_newline_to_its_end(tmp_path: Path, monkeypatch):
+    lines = corpus(400, seed=8)
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"\n".join(lines))
+    monkeypatch.setattr(files, "BLOCK_BYTES", 4_096)
+    monkeypatch.setattr(files, "_workers", lambda: 2)
+    report = files.ingest_files([str(path)], EmbeddedStore(tmp_path / "store"))
+    want, want_rejected = row_path(lines, DEFAULT_MAPPING)
+    assert report.lines == len(lines) and report.rows == want.num_rows
+    assert [str(r) for r in report.rejected] == [
+        r.replace("corpus:", f"{path}:") for r in want_rejected
+    ]

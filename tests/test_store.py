@@ -72,6 +72,13 @@ def test_segments_are_split_by_utc_day(embedded, make_table) -> None:
     assert embedded.days() == ["2025-11-30", "2025-12-01"]
 
 
+def test_a_day_split_counts_days_before_the_epoch_too(embedded, make_table) -> None:
+    before = {**CHARGE[0], "ts": "1969-12-31T23:59:59.999999Z"}
+    after = {**CHARGE[1], "ts": "1970-01-01T00:00:00Z"}
+    embedded.write(make_table([before, after]))
+    assert embedded.days() == ["1969-12-31", "1970-01-01"]
+
+
 def test_no_temporary_files_are_left_after_a_write(embedded, make_table) -> None:
     embedded.write(make_table(CHARGE))
     leftovers = [p for p in embedded.root.rglob("*") if p.name.endswith(".tmp")]
