@@ -17,26 +17,11 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from collectors.jsonlines import Decoded, Rejected
 from collectors.mapping import OPERATION_EVENTS, OPERATION_KEYS, RESOURCE_WORKER_ID
 from collectors.normalise import Normaliser, RecordError, content_uid
-from store.schema import EVENT_KINDS
+from store.schema import EVENT_KINDS, EXECUTION_STEPS
 
 _KINDS = frozenset(EVENT_KINDS)
 # Steps inside an execution: as a child span, their parent span is the execution.
-_WORKER_STEPS = frozenset(
-    {
-        "lock_acquire",
-        "lock_contended",
-        "lock_renew",
-        "lock_release",
-        "lock_expired",
-        "idempotency_hit",
-        "side_effect",
-        "occ_conflict",
-        "commit",
-        "ack",
-        "nack",
-        "fail",
-    }
-)
+_WORKER_STEPS = frozenset(EXECUTION_STEPS)
 
 
 def any_value(value: AnyValue) -> Any:

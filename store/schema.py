@@ -30,6 +30,11 @@ EVENT_KINDS: tuple[str, ...] = (
     "worker_stop",
 )
 
+#: The steps of an execution between its `deliver` and its end, in contract order.
+EXECUTION_STEPS: tuple[str, ...] = EVENT_KINDS[
+    EVENT_KINDS.index("lock_acquire") : EVENT_KINDS.index("fail") + 1
+]
+
 STRING_FIELDS: tuple[str, ...] = (
     "job_id",
     "job_type",
