@@ -1,17 +1,21 @@
 -- The values the dashboard's filters offer (ClickHouse: JSON read with JSONExtractString,
--- which gives '' for a missing field).
-SELECT 'job_type' AS field, assumeNotNull(job_type) AS value, count(*) AS events
-FROM events
-WHERE job_type IS NOT NULL
-GROUP BY job_type
-UNION ALL
-SELECT 'queue' AS field, assumeNotNull(queue) AS value, count(*) AS events
-FROM events
-WHERE queue IS NOT NULL
-GROUP BY queue
-UNION ALL
-SELECT 'service' AS field, service AS value, count(*) AS events
-FROM (SELECT JSONExtractString(ifNull(attrs, '{}'), 'service.name') AS service FROM events)
-WHERE service <> ''
-GROUP BY service
+-- which gives '' for a missing field). The union is wrapped because ClickHouse applies a
+-- trailing ORDER BY to the last SELECT of a UNION ALL only.
+SELECT field, value, events
+FROM (
+    SELECT 'job_type' AS field, assumeNotNull(job_type) AS value, count(*) AS events
+    FROM events
+    WHERE job_type IS NOT NULL
+    GROUP BY job_type
+    UNION ALL
+    SELECT 'queue' AS field, assumeNotNull(queue) AS value, count(*) AS events
+    FROM events
+    WHERE queue IS NOT NULL
+    GROUP BY queue
+    UNION ALL
+    SELECT 'service' AS field, service AS value, count(*) AS events
+    FROM (SELECT JSONExtractString(ifNull(attrs, '{}'), 'service.name') AS service FROM events)
+    WHERE service <> ''
+    GROUP BY service
+)
 ORDER BY field, events DESC, value
