@@ -24,7 +24,7 @@ from collectors.jsonlines import Rejected, decode_lines
 from collectors.mapping import FieldMapping
 from collectors.normalise import Normaliser
 from collectors.otlp_lines import decode_otlp_lines, is_otlp_line
-from collectors.uids import line_uids, uid_expr
+from collectors.uids import column_uids, line_uids
 from store.schema import EVENTS_SCHEMA
 
 # Explicit nulls, arrays, empty objects, repeated keys and values polars coerced are all
@@ -219,7 +219,7 @@ def _uids(lines: Lines, kinds: Classified) -> pl.Series:
         return pl.Series("event_uid", line_uids([lines[i].strip() for i in range(len(lines))]))
     column = pl.from_arrow(_views(lines.block, kinds.starts, kinds.ends))
     assert isinstance(column, pl.Series)
-    return column.alias("line").to_frame().select(uid_expr(pl.col("line"))).to_series()
+    return column_uids(column)
 
 
 class BlockDecoder:
