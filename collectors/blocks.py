@@ -47,6 +47,7 @@ class BlockResult:
     ignored: int = 0
     lines: int = 0
     per_line: int = 0  # lines that took the per-line path (for tests and benchmarks)
+    stored: int = 0  # rows a worker process already wrote to the store (not in `table`)
 
 
 SCAN_BYTES = 1 << 20  # a piece small enough that the scan's temporaries stay in cache

@@ -20,6 +20,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -69,23 +70,15 @@ def _segment_name() -> str:
     return f"{time.time_ns():020d}-{uuid.uuid4().hex[:12]}.parquet"
 
 
-class EmbeddedStore:
-    """Parquet segments + DuckDB. Safe for one writer process and any number of readers."""
+@dataclass(frozen=True)
+class SegmentWriter:
+    """Writes batches as segments of one store's `events` folder.
 
-    dialect = "duckdb"
+    A value, not a handle: ingest's worker processes each get one and write the segments of
+    the blocks they decode, so a block's rows are never copied to another process.
+    """
 
-    def __init__(self, root: str | Path) -> None:
-        self.root = Path(root)
-        self.events_dir = self.root / "events"
-        self.trash_dir = self.root / ".trash"
-        self.index_dir = self.root / "index"
-        self._lock = threading.RLock()
-        self._con: duckdb.DuckDBPyConnection | None = None
-        self._snapshot: tuple[str, ...] | None = None
-        self._finder: KeyFinder | None = None
-        self._rows_con: duckdb.DuckDBPyConnection | None = None
-
-    # ---- writing -------------------------------------------------------------------
+    events_dir: Path
 
     def write(self, table: pa.Table) -> int:
         """Write one segment per UTC day present in the batch; durable on return."""
@@ -122,6 +115,33 @@ class EmbeddedStore:
         os.rename(temporary, final)
         _fsync_dir(folder)
         return final
+
+
+class EmbeddedStore:
+    """Parquet segments + DuckDB. Safe for one writer process and any number of readers."""
+
+    dialect = "duckdb"
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        self.events_dir = self.root / "events"
+        self.trash_dir = self.root / ".trash"
+        self.index_dir = self.root / "index"
+        self._lock = threading.RLock()
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._snapshot: tuple[str, ...] | None = None
+        self._finder: KeyFinder | None = None
+        self._rows_con: duckdb.DuckDBPyConnection | None = None
+
+    # ---- writing -------------------------------------------------------------------
+
+    def write(self, table: pa.Table) -> int:
+        """Write one segment per UTC day present in the batch; durable on return."""
+        return self.segment_writer().write(table)
+
+    def segment_writer(self) -> SegmentWriter:
+        """What `write` does, as a small value another process can run (ingest's workers)."""
+        return SegmentWriter(self.events_dir)
 
     # ---- reading -------------------------------------------------------------------
 
