@@ -40,7 +40,10 @@ Parts = tuple[list[tuple[np.ndarray, pa.Table]], list[np.ndarray]]
 
 @dataclass
 class BlockResult:
-    """What one block gave: rows in line order, rejected lines, spans ignored, lines read."""
+    """What one block gave: rows in line order, rejected lines, spans ignored, lines read.
+
+    `table` is in EVENTS_SCHEMA, or in VIEW_SCHEMA from a decoder built with `views`.
+    """
 
     table: pa.Table
     rejected: list[Rejected] = field(default_factory=list)
@@ -226,9 +229,10 @@ def _uids(lines: Lines, kinds: Classified) -> pl.Series:
 class BlockDecoder:
     """Decodes blocks for one field mapping; cheap to build in each worker process."""
 
-    def __init__(self, mapping: FieldMapping) -> None:
+    def __init__(self, mapping: FieldMapping, *, views: bool = False) -> None:
+        """`views`: rows may come in VIEW_SCHEMA (for a store that writes it as is)."""
         self.normaliser = Normaliser(mapping)
-        self.columnar = ColumnarNormaliser(mapping)
+        self.columnar = ColumnarNormaliser(mapping, views=views)
 
     def decode(self, block: bytes, first_line: int, source: str) -> BlockResult:
         """Rows of the lines in `block`; line numbers start at `first_line`."""
@@ -302,7 +306,7 @@ class BlockDecoder:
             result.table = parts[0][1]
         elif parts:
             order = np.concatenate([numbers for numbers, _ in parts])
-            table = pa.concat_tables([table for _, table in parts])
+            table = pa.concat_tables([table.cast(EVENTS_SCHEMA) for _, table in parts])
             result.table = table.take(np.argsort(order, kind="stable"))
         result.rejected = [r for _, r in sorted(rejected, key=lambda pair: pair[0])]
         return result

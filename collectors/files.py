@@ -139,7 +139,7 @@ _writer: SegmentWriter | None = None
 
 def _start_worker(mapping: FieldMapping, writer: SegmentWriter | None = None) -> None:
     global _worker, _writer
-    _worker = BlockDecoder(mapping)
+    _worker = BlockDecoder(mapping, views=writer is not None)
     _writer = writer
 
 

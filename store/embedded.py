@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 from store.base import StoreError, to_frame
 from store.key_lookup import KeyFinder
 from store.lookup_index import covered_by, global_indexes, write_day_index, write_global_index
-from store.schema import EVENTS_SCHEMA
+from store.schema import EVENTS_SCHEMA, VIEW_SCHEMA
 
 SEGMENT_ROW_GROUP = 122_880
 # Compacted segments: a key lookup decodes whole row groups, ~1.5 ms at this size against
@@ -87,10 +87,14 @@ class SegmentWriter:
     events_dir: Path
 
     def write(self, table: pa.Table) -> int:
-        """Write one segment per UTC day present in the batch; durable on return."""
+        """Write one segment per UTC day present in the batch; durable on return.
+
+        The batch is in EVENTS_SCHEMA or in VIEW_SCHEMA; both make the same segment.
+        """
         if table.num_rows == 0:
             return 0
-        table = table.cast(EVENTS_SCHEMA)
+        if table.schema != VIEW_SCHEMA:
+            table = table.cast(EVENTS_SCHEMA)
         # Day numbers from the integer µs: a division, where formatting every ts as text
         # cost as much as writing the segment.
         micros = table["ts"].cast(pa.int64()).to_numpy()
@@ -117,6 +121,9 @@ class SegmentWriter:
                 write_page_index=True,
                 use_dictionary=_DICTIONARY_COLUMNS,
                 write_statistics=_STATISTICS_COLUMNS,
+                # The Parquet types alone read back as EVENTS_SCHEMA; a stored Arrow schema
+                # would make a segment written from string views read back as views.
+                store_schema=False,
             )
             handle.flush()
             os.fsync(handle.fileno())
