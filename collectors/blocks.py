@@ -294,6 +294,10 @@ class BlockDecoder:
             return tables, [fallback]
 
         tables, fallbacks = read(good_idx) if len(good_idx) else ([], [])
+        # `read` calls itself, so it and its cell form a cycle that holds the block until a
+        # garbage collection; unbound here, the block goes when `decode` returns (and an
+        # ingest worker reads the next block into the same memory).
+        read = None  # type: ignore[assignment]
         per_line = np.sort(
             np.concatenate([np.flatnonzero(~good & ~blank & ~otlp), *fallbacks]).astype(np.int64)
         )
