@@ -286,3 +286,13 @@ def test_workers_read_a_file_without_a_final_newline_to_its_end(tmp_path: Path, 
     assert [str(r) for r in report.rejected] == [
         r.replace("corpus:", f"{path}:") for r in want_rejected
     ]
+
+
+def test_a_block_read_earlier_keeps_its_bytes_when_the_next_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "data"
+    path.write_bytes(bytes(range(256)) * 64)
+    first = files._read_block(str(path), 10, 3000)
+    second = files._read_block(str(path), 500, 5000)  # longer: the buffer grows
+    third = files._read_block(str(path), 7, 100)  # shorter: it shrinks
+    data = path.read_bytes()
+    assert (first, second, third) == (data[10:3010], data[500:5500], data[7:107])
