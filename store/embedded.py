@@ -103,6 +103,7 @@ class SegmentWriter:
         if first == last:
             self._write_segment(_day_name(first), table)
             return table.num_rows
+        table = table.cast(EVENTS_SCHEMA)  # Arrow cannot filter string views
         for day in np.unique(days).tolist():
             self._write_segment(_day_name(day), table.filter(pa.array(days == day)))
         return table.num_rows
