@@ -57,10 +57,17 @@ class Columnar:
 
 
 def read_frame(data: bytes, *, full_inference: bool) -> pl.DataFrame:
+    """The lines as one frame, each column in one chunk.
+
+    The reader leaves a column of a 64 MB block in about 130 chunks, and every later step
+    pays per chunk: joining them (views, not text) costs less than it saves.
+    """
+    sample = None if full_inference else 100
     try:
-        return pl.read_ndjson(io.BytesIO(data), infer_schema_length=None if full_inference else 100)
+        frame = pl.read_ndjson(io.BytesIO(data), infer_schema_length=sample)
     except Exception as exc:  # polars raises several error types for bad input
         raise DecodeFailed(str(exc)) from exc
+    return frame.rechunk()
 
 
 @dataclass
