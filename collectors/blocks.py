@@ -10,7 +10,6 @@ file:line and reason, and a good block costs a few column operations.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,7 +30,7 @@ from store.schema import EVENTS_SCHEMA
 # caught after the read (they change a row's `"` count, its types or its shape). What is
 # left to find before it: surrogate escapes, which orjson refuses when unpaired and polars
 # does not, and control bytes, which orjson refuses inside strings.
-_OTLP = re.compile(rb"resource(?:Spans|Logs|_spans)")
+_RESOURCE = np.frombuffer(b"resource", dtype=np.uint8)
 _WHITESPACE = np.frombuffer(b" \t\r\x0b\x0c", dtype=np.uint8)
 _HIGH_SURROGATE = np.frombuffer(b"89abAB", dtype=np.uint8)
 MIN_SPLIT_LINES = 64  # below this, lines polars refuses (and orjson takes) go line by line
@@ -75,6 +74,27 @@ def _scan(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, tuple[int, int
         low,
         (quotes, colons),
     )
+
+
+def _otlp_words(data: np.ndarray) -> np.ndarray:
+    """Where `resourceSpans`, `resourceLogs` or `resource_spans` may start (a superset).
+
+    The bytes after `resource` (`S`, `L`, `_s`) are rare in log lines, where `resource`
+    itself (`resource_key`) is in every one: a regular expression or `bytes.find` stops
+    at each of those (0.2 µs a line); compares of whole pieces cost two thirds of that.
+    """
+    found = []
+    size = len(_RESOURCE)
+    for at in range(size, len(data) - 1, SCAN_BYTES):
+        piece = data[at : at + SCAN_BYTES + 1]  # one byte more, for the pair `_s`
+        head, after = piece[:-1], piece[1:]
+        pair = (head == ord("_")) & (after == ord("s"))
+        anchors = (head == ord("S")) | (head == ord("L")) | pair
+        starts = np.flatnonzero(anchors) + at - size
+        for k, byte in enumerate(_RESOURCE.tolist()):
+            starts = starts[data[starts + k] == byte]
+        found.append(starts)
+    return np.concatenate([np.zeros(0, dtype=np.int64), *found])
 
 
 class Lines:
@@ -241,9 +261,9 @@ class BlockDecoder:
         kinds = _classify(lines)
         blank, good = kinds.blank, kinds.good
         otlp = np.zeros(count, dtype=bool)
-        found = [m.start() for m in _OTLP.finditer(block)]
-        if found:
-            candidates = lines.at(np.array(found, dtype=np.int64)).tolist()
+        found = _otlp_words(lines.data)
+        if len(found):
+            candidates = lines.at(found).tolist()
             otlp[candidates] = [is_otlp_line(lines[i]) for i in candidates]
         good &= ~otlp
 

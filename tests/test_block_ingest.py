@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import numpy as np
@@ -296,3 +297,17 @@ def test_a_block_read_earlier_keeps_its_bytes_when_the_next_is_read(tmp_path: Pa
     third = files._read_block(str(path), 7, 100)  # shorter: it shrinks
     data = path.read_bytes()
     assert (first, second, third) == (data[10:3010], data[500:5500], data[7:107])
+
+
+def test_otlp_words_are_found_wherever_they_start() -> None:
+    rng = random.Random(4)
+    pieces = [b"resource", b"Spans", b"Logs", b"_spans", b"S", b"L", b"_s", b"x", b"\n"]
+    words = re.compile(rb"resource(?:Spans|Logs|_spans)")
+    for _ in range(2000):
+        text = b"".join(rng.choice(pieces) for _ in range(rng.randrange(40)))
+        found = blocks._otlp_words(np.frombuffer(text, dtype=np.uint8)).tolist()
+        assert {m.start() for m in words.finditer(text)} <= set(found)
+        assert all(
+            text[at : at + 9] in (b"resourceS", b"resourceL") or text[at : at + 10] == b"resource_s"
+            for at in found
+        )
