@@ -235,7 +235,8 @@ def ingest_files(
     next ones. Other inputs (gzip, stdin, small files) are decoded here, block by block.
     """
     mapping = (normaliser or Normaliser()).mapping
-    decoder = BlockDecoder(mapping)
+    # A store that writes segments itself takes rows as string views (no copy of the text).
+    decoder = BlockDecoder(mapping, views=hasattr(store, "segment_writer"))
     report = IngestReport()
     pool: ProcessPoolExecutor | None = None
     spool: str | None = None
