@@ -6,26 +6,33 @@ parameters and where the `events` relation lives.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import pandas as pd
 import pyarrow as pa
 
-_NULLABLE_INTS = {
-    pa.int8(): pd.Int8Dtype(),
-    pa.int16(): pd.Int16Dtype(),
-    pa.int32(): pd.Int32Dtype(),
-    pa.int64(): pd.Int64Dtype(),
-    pa.uint8(): pd.UInt8Dtype(),
-    pa.uint16(): pd.UInt16Dtype(),
-    pa.uint32(): pd.UInt32Dtype(),
-    pa.uint64(): pd.UInt64Dtype(),
-}
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def to_frame(table: pa.Table) -> pd.DataFrame:
-    """Arrow -> pandas with nullable integers, so a missing attempt stays 1, 2 or <NA>."""
-    return table.to_pandas(types_mapper=_NULLABLE_INTS.get)
+    """Arrow -> pandas with nullable integers, so a missing attempt stays 1, 2 or <NA>.
+
+    pandas is imported here, not with the module: ingest's worker processes import the
+    store's schema and write path, and never a frame (pandas costs them 0.2 s to start).
+    """
+    import pandas as pd
+
+    nullable = {
+        pa.int8(): pd.Int8Dtype(),
+        pa.int16(): pd.Int16Dtype(),
+        pa.int32(): pd.Int32Dtype(),
+        pa.int64(): pd.Int64Dtype(),
+        pa.uint8(): pd.UInt8Dtype(),
+        pa.uint16(): pd.UInt16Dtype(),
+        pa.uint32(): pd.UInt32Dtype(),
+        pa.uint64(): pd.UInt64Dtype(),
+    }
+    return table.to_pandas(types_mapper=nullable.get)
 
 
 class StoreError(RuntimeError):
