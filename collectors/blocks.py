@@ -62,9 +62,10 @@ def _scan(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, tuple[int, int
     low = quotes = colons = 0
     for at in range(0, len(data), SCAN_BYTES):
         piece = data[at : at + SCAN_BYTES]
-        newlines.append(np.flatnonzero(piece == 10) + at)
+        control = np.flatnonzero(piece < 32)  # newlines among them: one pass finds both
+        newlines.append(control[piece[control] == 10] + at)
         backslashes.append(np.flatnonzero(piece == ord("\\")) + at)
-        low += int(np.count_nonzero(piece < 32))
+        low += len(control)
         quotes += int(np.count_nonzero(piece == ord('"')))
         colons += int(np.count_nonzero(piece == ord(":")))
     empty = np.zeros(0, dtype=np.int64)
