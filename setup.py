@@ -1,4 +1,4 @@
-"""The native OTLP decoder; optional, so an install without a C compiler still works."""
+"""Native OTLP decoding and uid memory: optional, the Python paths serve without a compiler."""
 
 from setuptools import Extension, setup
 
@@ -9,6 +9,12 @@ setup(
             ["collectors/_otlp_native.c"],
             extra_compile_args=["-O2"],
             optional=True,
-        )
+        ),
+        Extension(
+            "collectors._uid_memory",
+            ["collectors/_uid_memory.c"],
+            extra_compile_args=["-O2"],
+            optional=True,
+        ),
     ]
 )

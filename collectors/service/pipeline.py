@@ -17,10 +17,15 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from store.base import Store
+
+try:
+    from collectors._uid_memory import UidMemory
+except ImportError:  # built without a C compiler
+    UidMemory = None
 from store.schema import EVENTS_SCHEMA
 
 log = logging.getLogger("dupescope.collect")
@@ -59,18 +64,40 @@ class Ticket:
 
 
 class RecentUids:
-    """A bounded memory of event_uids already written: resends are skipped, not rewritten."""
+    """A bounded memory of event_uids already written: resends are skipped, not rewritten.
+
+    Holds at least the last `capacity` uids. Checked a column at a time by the native
+    `UidMemory` where it was built, by a Python dict otherwise.
+    """
 
     def __init__(self, capacity: int = RECENT_UIDS) -> None:
         self.capacity = capacity
+        self._native = UidMemory(2 * capacity) if UidMemory is not None else None
         self._uids: OrderedDict[str, None] = OrderedDict()
 
-    def __contains__(self, uid: str) -> bool:
-        return uid in self._uids
+    def fresh(self, uids: pa.ChunkedArray) -> np.ndarray:
+        """True for each uid neither written recently nor earlier in `uids`."""
+        if self._native is not None:
+            column = uids.combine_chunks() if isinstance(uids, pa.ChunkedArray) else uids
+            offsets, data = column.buffers()[1:3]
+            mask = self._native.fresh(offsets, data or b"", column.offset, len(column))
+            return np.frombuffer(mask, dtype=np.bool_)
+        seen: set[str] = set()
+        keep = []
+        for uid in uids.to_pylist():
+            keep.append(uid not in self._uids and uid not in seen)
+            seen.add(uid)
+        return np.array(keep, dtype=np.bool_)
 
-    def add_all(self, uids: list[str]) -> None:
+    def add_all(self, uids: pa.ChunkedArray) -> None:
+        """Remember uids that are now durable."""
+        if self._native is not None:
+            column = uids.combine_chunks() if isinstance(uids, pa.ChunkedArray) else uids
+            offsets, data = column.buffers()[1:3]
+            self._native.remember(offsets, data or b"", column.offset, len(column))
+            return
         store = self._uids
-        for uid in uids:
+        for uid in uids.to_pylist():
             store[uid] = None
         while len(store) > self.capacity:
             store.popitem(last=False)
@@ -165,15 +192,8 @@ class Pipeline:
 
     def _fresh(self, table: pa.Table) -> pa.Table:
         """Drop rows whose event_uid was written recently or repeats within the batch."""
-        uids = table.column("event_uid").to_pylist()
-        seen: set[str] = set()
-        keep = []
-        recent = self._recent
-        for uid in uids:
-            fresh = uid not in recent and uid not in seen
-            keep.append(fresh)
-            seen.add(uid)
-        if all(keep):
+        keep = self._recent.fresh(table.column("event_uid"))
+        if keep.all():
             return table
         return table.filter(pa.array(keep, type=pa.bool_()))
 
@@ -186,7 +206,7 @@ class Pipeline:
             fresh = self._fresh(merged)
             if fresh.num_rows:
                 written = self.store.write(fresh)
-                self._recent.add_all(pc.unique(fresh.column("event_uid")).to_pylist())
+                self._recent.add_all(fresh.column("event_uid"))
             skipped = merged.num_rows - fresh.num_rows
         except Exception as exc:  # a sink's error is reported to the senders, never raised
             log.exception("store write failed: %s", exc)
