@@ -70,8 +70,10 @@ static Key key_of(const uint8_t *p, size_t n) {
     return k;
 }
 
+static size_t home_of(const Generation *g, Key k) { return (size_t)(mix(k.hi ^ k.lo)) & g->mask; }
+
 static size_t slot_of(const Generation *g, Key k) {
-    size_t i = (size_t)(mix(k.hi ^ k.lo)) & g->mask;
+    size_t i = home_of(g, k);
     while (g->slots[i].hi || g->slots[i].lo) {
         if (g->slots[i].hi == k.hi && g->slots[i].lo == k.lo) return i;
         i = (i + 1) & g->mask;
@@ -88,7 +90,10 @@ static int contains(const Generation *g, Key k) {
 static int generation_init(Generation *g, size_t capacity) {
     size_t size = 16;
     while (size < capacity * 2) size *= 2;
-    g->slots = calloc(size, sizeof(Key));
+    /* Touched now, in one sweep: left to fault in page by page, the first inserts into a
+     * new generation would each pay a page fault. */
+    g->slots = malloc(size * sizeof(Key));
+    if (g->slots) memset(g->slots, 0, size * sizeof(Key));
     g->mask = size - 1;
     g->count = 0;
     return g->slots ? 0 : -1;
@@ -104,7 +109,6 @@ static int insert(Generation *g, Key k) {
 }
 
 static int memory_add(UidMemoryObject *self, Key k) {
-    if (contains(&self->current, k)) return 0;
     if (self->current.count >= self->per_generation) {
         free(self->previous.slots);
         self->previous = self->current;
@@ -112,6 +116,14 @@ static int memory_add(UidMemoryObject *self, Key k) {
     }
     insert(&self->current, k);
     return 0;
+}
+
+/* The tables are far larger than the caches: a block of keys is hashed first and their
+ * slots fetched ahead, so the probes that follow mostly hit the cache. */
+#define BLOCK 32
+
+static void prefetch(const Generation *g, Key k) {
+    if (g->slots) __builtin_prefetch(&g->slots[home_of(g, k)]);
 }
 
 typedef struct {
@@ -159,13 +171,22 @@ static PyObject *uid_fresh(UidMemoryObject *self, PyObject *args) {
     }
     char *out = PyBytes_AS_STRING(mask);
     int bad = 0;
-    for (Py_ssize_t i = 0; i < c.count; i++) {
-        const uint8_t *p;
-        size_t n;
-        if (column_get(&c, i, &p, &n)) { bad = 1; break; }
-        Key k = key_of(p, n);
-        int known = contains(&self->current, k) || contains(&self->previous, k);
-        out[i] = (char)(!known && insert(&batch, k)); /* and not earlier in this batch */
+    Key keys[BLOCK];
+    for (Py_ssize_t start = 0; !bad && start < c.count; start += BLOCK) {
+        Py_ssize_t end = start + BLOCK < c.count ? start + BLOCK : c.count;
+        for (Py_ssize_t i = start; i < end; i++) {
+            const uint8_t *p;
+            size_t n;
+            if (column_get(&c, i, &p, &n)) { bad = 1; break; }
+            keys[i - start] = key_of(p, n);
+            prefetch(&self->current, keys[i - start]);
+            prefetch(&self->previous, keys[i - start]);
+        }
+        for (Py_ssize_t i = start; !bad && i < end; i++) {
+            Key k = keys[i - start];
+            int known = contains(&self->current, k) || contains(&self->previous, k);
+            out[i] = (char)(!known && insert(&batch, k)); /* and not earlier in this batch */
+        }
     }
     free(batch.slots);
     column_close(&c);
@@ -181,11 +202,19 @@ static PyObject *uid_remember(UidMemoryObject *self, PyObject *args) {
     Column c;
     if (column_open(args, &c)) return NULL;
     int rc = 0;
-    for (Py_ssize_t i = 0; !rc && i < c.count; i++) {
-        const uint8_t *p;
-        size_t n;
-        rc = column_get(&c, i, &p, &n);
-        if (!rc) rc = memory_add(self, key_of(p, n));
+    Key keys[BLOCK];
+    for (Py_ssize_t start = 0; !rc && start < c.count; start += BLOCK) {
+        Py_ssize_t end = start + BLOCK < c.count ? start + BLOCK : c.count;
+        for (Py_ssize_t i = start; !rc && i < end; i++) {
+            const uint8_t *p;
+            size_t n;
+            rc = column_get(&c, i, &p, &n);
+            if (!rc) {
+                keys[i - start] = key_of(p, n);
+                prefetch(&self->current, keys[i - start]);
+            }
+        }
+        for (Py_ssize_t i = start; !rc && i < end; i++) rc = memory_add(self, keys[i - start]);
     }
     column_close(&c);
     if (rc) return PyErr_Format(PyExc_ValueError, "cannot remember these uids");

@@ -66,13 +66,13 @@ class Ticket:
 class RecentUids:
     """A bounded memory of event_uids already written: resends are skipped, not rewritten.
 
-    Holds at least the last `capacity` uids. Checked a column at a time by the native
-    `UidMemory` where it was built, by a Python dict otherwise.
+    Holds the last `capacity` / 2 to `capacity` uids. Checked a column at a time by the
+    native `UidMemory` (16 bytes a uid) where it was built, by a Python dict otherwise.
     """
 
     def __init__(self, capacity: int = RECENT_UIDS) -> None:
         self.capacity = capacity
-        self._native = UidMemory(2 * capacity) if UidMemory is not None else None
+        self._native = UidMemory(capacity) if UidMemory is not None else None
         self._uids: OrderedDict[str, None] = OrderedDict()
 
     def fresh(self, uids: pa.ChunkedArray) -> np.ndarray:
