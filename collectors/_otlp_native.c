@@ -302,6 +302,96 @@ static void classify(const Config *c, Attr *a) {
     a->flags = table_get(&c->keys, a->key.p, a->key.n, a->hash, 0);
 }
 
+/* Protobuf strings must be UTF-8; a body with one that is not is the reference's to refuse. */
+static int utf8_valid(Str t) {
+    const uint8_t *s = t.p;
+    size_t n = t.n, i = 0;
+    while (i < n) {
+        if (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (!(w & 0x8080808080808080ULL)) {
+                i += 8;
+                continue;
+            }
+        }
+        uint8_t c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t len;
+        uint32_t cp;
+        if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1F; }
+        else if (c >= 0xE0 && c <= 0xEF) { len = 3; cp = c & 0x0F; }
+        else if (c >= 0xF0 && c <= 0xF4) { len = 4; cp = c & 0x07; }
+        else return 0;
+        if (i + len > n) return 0;
+        for (size_t k = 1; k < len; k++) {
+            uint8_t d = s[i + k];
+            if ((d & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (d & 0x3F);
+        }
+        if (len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) return 0;
+        if (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* A string field: length-delimited and UTF-8, or not for this module to judge. */
+static int check_text(const Field *f) {
+    if (f->wire != 2) return ODD;
+    return utf8_valid(f->slice) ? 0 : -1;
+}
+
+/* The fields this module reads past (scope, links, status, trace state, schema URLs) are
+ * still checked the way the reference's parser checks them: strings must be UTF-8. */
+static int check_key_value(Str m) {
+    const uint8_t *p = m.p, *end = m.p + m.n;
+    Field f, g;
+    while (p < end) {
+        p = next_field(p, end, &f);
+        if (!p) return -1;
+        if (f.number == 1) {
+            int rc = check_text(&f);
+            if (rc) return rc;
+        } else if (f.number == 2) {
+            if (f.wire != 2) return ODD;
+            const uint8_t *vp = f.slice.p, *vend = f.slice.p + f.slice.n;
+            while (vp < vend) {
+                vp = next_field(vp, vend, &g);
+                if (!vp) return -1;
+                if (g.number == 1) {
+                    int rc = check_text(&g);
+                    if (rc) return rc;
+                } else if (g.number == 5 || g.number == 6) {
+                    return ODD; /* nested values: the reference's parser checks them */
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* A message whose fields `texts` are strings and `pairs` KeyValues; others skipped. */
+static int check_message(Str m, uint32_t texts_mask, uint32_t pairs_mask) {
+    const uint8_t *p = m.p, *end = m.p + m.n;
+    Field f;
+    while (p < end) {
+        p = next_field(p, end, &f);
+        if (!p) return -1;
+        if (f.number >= 32) continue;
+        int rc = 0;
+        if (texts_mask & (1u << f.number)) rc = check_text(&f);
+        else if (pairs_mask & (1u << f.number)) rc = f.wire == 2 ? check_key_value(f.slice) : ODD;
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+#define BIT(n) (1u << (n))
+
 static int parse_any_value(Str m, Attr *a) {
     const uint8_t *p = m.p, *end = m.p + m.n;
     Field f;
@@ -312,6 +402,7 @@ static int parse_any_value(Str m, Attr *a) {
         switch (f.number) {
         case 1:
             if (f.wire != 2) return ODD;
+            if (!utf8_valid(f.slice)) return -1;
             a->type = V_STR;
             a->s = f.slice;
             break;
@@ -357,6 +448,7 @@ static int parse_key_value(const Config *c, Parsed *q, Str m, Attr *a) {
         if (!p) return -1;
         if (f.number == 1) {
             if (f.wire != 2) return ODD;
+            if (!utf8_valid(f.slice)) return -1;
             a->key = f.slice;
         } else if (f.number == 2) {
             if (f.wire != 2 || seen_value++) return ODD; /* a repeated message merges */
@@ -383,7 +475,8 @@ static int parse_event(const Config *c, Parsed *q, Str m, Event *e) {
             if (f.wire != 1) return ODD;
             e->time = f.value;
         } else if (f.number == 2) {
-            if (f.wire != 2) return ODD;
+            int rc = check_text(&f);
+            if (rc) return rc;
             e->name = f.slice;
         } else if (f.number == 3) {
             Attr *a;
@@ -411,6 +504,7 @@ static int parse_span(const Config *c, Parsed *q, Str m, Span *sp) {
         switch (f.number) {
         case 1: case 2: case 4: case 5: {
             if (f.wire != 2) return ODD;
+            if (f.number == 5 && !utf8_valid(f.slice)) return -1;
             Str *target = f.number == 1 ? &sp->trace : f.number == 2 ? &sp->span
                         : f.number == 4 ? &sp->parent : &sp->name;
             *target = f.slice;
@@ -436,6 +530,21 @@ static int parse_span(const Config *c, Parsed *q, Str m, Span *sp) {
             VEC_PUSH(q->events, q->n_events, q->c_events, Event, e);
             if (!e) return NOMEM;
             int rc = parse_event(c, q, f.slice, e);
+            if (rc) return rc;
+            break;
+        }
+        case 3: { /* trace_state */
+            int rc = check_text(&f);
+            if (rc) return rc;
+            break;
+        }
+        case 13: { /* a link: trace_state, attributes */
+            int rc = f.wire == 2 ? check_message(f.slice, BIT(3), BIT(4)) : ODD;
+            if (rc) return rc;
+            break;
+        }
+        case 15: { /* status: message */
+            int rc = f.wire == 2 ? check_message(f.slice, BIT(2), 0) : ODD;
             if (rc) return rc;
             break;
         }
@@ -482,6 +591,9 @@ static int parse_request(const Config *c, Parsed *q, Str body) {
                     if (rc) return rc;
                 }
                 res->a1 = q->n_res_attrs;
+            } else if (g.number == 3) { /* schema_url */
+                int rc = check_text(&g);
+                if (rc) return rc;
             } else if (g.number == 2) { /* ScopeSpans */
                 if (g.wire != 2) return ODD;
                 const uint8_t *sp = g.slice.p, *send = g.slice.p + g.slice.n;
@@ -489,6 +601,13 @@ static int parse_request(const Config *c, Parsed *q, Str body) {
                 while (sp < send) {
                     sp = next_field(sp, send, &h);
                     if (!sp) return -1;
+                    if (h.number == 1 || h.number == 3) { /* scope: name, version, attrs */
+                        int rc = h.number == 3 ? check_text(&h)
+                               : h.wire == 2 ? check_message(h.slice, BIT(1) | BIT(2), BIT(3))
+                               : ODD;
+                        if (rc) return rc;
+                        continue;
+                    }
                     if (h.number != 2) continue;
                     if (h.wire != 2) return ODD;
                     Span *span;

@@ -5,13 +5,16 @@ span in the common shape; the spans it names as unusual (and whole requests it h
 back) go through `otlp_columns`, which equals the reference `otlp.decode_traces`. The
 contract's tables are given to it from `mapping` and `schema`, so they live in one place.
 
-The extension is built at install time; without a C compiler the collector still works,
-on the Python path (`available()` says which).
+The extension checks what protobuf's own parser checks (wire structure, UTF-8 strings)
+and hands back any body it cannot walk, so a body it accepts is one the reference would
+accept. It is built at install time; without a C compiler the collector still works, on
+the Python path (`available()` says which).
 """
 
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -105,19 +108,24 @@ class NativeTraceDecoder:
             )
 
     def decode(
-        self, body: bytes, request: ExportTraceServiceRequest, source: str
+        self, body: bytes, parse: Callable[[], ExportTraceServiceRequest], source: str
     ) -> tuple[pa.Table, list[Rejected], int]:
-        """Rows, rejected records and ignored spans of a request `body` (parsed: `request`)."""
+        """Rows, rejected records and ignored spans of a request `body`.
+
+        `parse` gives the protobuf message (or raises for a body that is not one); it is
+        called only when some span needs the Python path, since parsing costs as much as
+        the native decoding itself.
+        """
         result = self.native.decode(body) if self.native is not None else None
         if result is None:
-            rows, rejected, ignored = decode_traces_rows(request, self.normaliser, source)
+            rows, rejected, ignored = decode_traces_rows(parse(), self.normaliser, source)
             return rows_table(rows), rejected, ignored
         count, columns, fallback, ignored = result
         table = _columns_table(count, columns, source)
         if not fallback:
             return table, [], ignored
         rows, rejected, more = decode_traces_rows(
-            request, self.normaliser, source, only=frozenset(fallback)
+            parse(), self.normaliser, source, only=frozenset(fallback)
         )
         return pa.concat_tables([table, rows_table(rows)]), rejected, ignored + more
 

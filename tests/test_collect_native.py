@@ -15,6 +15,7 @@ from collectors.mapping import DEFAULT_MAPPING, FieldMapping
 from collectors.normalise import Normaliser
 from collectors.otlp import decode_traces
 from collectors.otlp_native import NativeTraceDecoder
+from collectors.service.bodies import BodyError, decode_otlp
 
 pytestmark = pytest.mark.skipif(
     not otlp_native.available(), reason="the native decoder was not built (no C compiler)"
@@ -26,7 +27,9 @@ def _native_and_reference(
 ) -> tuple[tuple[pa.Table, list, int], tuple[pa.Table, list, int]]:
     normaliser = Normaliser(mapping)
     body = request.SerializeToString()
-    table, rejected, ignored = NativeTraceDecoder(normaliser).decode(body, request, "src")
+    table, rejected, ignored = NativeTraceDecoder(normaliser).decode(
+        body, lambda: request, "src"
+    )
     reference = decode_traces(request, normaliser, "src")
     rejects = [(r.where, r.reason) for r in rejected]
     expected = [(r.where, r.reason) for r in reference.rejected]
@@ -122,3 +125,23 @@ def test_mixed_requests_under_a_mapping_equal_the_reference() -> None:
     native, reference = _native_and_reference(_mixed_request(9), mapping)
     assert native[0].equals(reference[0])
     assert native[1:] == reference[1:]
+
+
+def _decode(body: bytes) -> int:
+    return decode_otlp("traces", body, "protobuf", Normaliser(), "src").table.num_rows
+
+
+@pytest.mark.parametrize("text", [b"dupescope.bench", b"process invoice", b"billing-worker"],
+                         ids=["scope name", "span name", "attribute value"])
+def test_a_string_that_is_not_utf8_gets_the_reference_answer(text: bytes) -> None:
+    body = trace_request(1, 5).SerializeToString()
+    assert text in body and _decode(body) == 20
+    broken = body.replace(text, b"\xff" * len(text))
+    with pytest.raises(BodyError, match="undecodable protobuf") as refused:
+        _decode(broken)
+    assert refused.value.status == 400
+
+
+def test_a_span_for_the_python_path_is_decoded_from_the_parsed_body() -> None:
+    body = _span_request(KeyValue(key="ratio", value=AnyValue(double_value=0.5)))
+    assert _decode(body.SerializeToString()) == 3

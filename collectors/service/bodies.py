@@ -135,11 +135,13 @@ def decode_otlp(
     kind: str, body: bytes, fmt: str, normaliser: Normaliser, source: str
 ) -> DecodeResult:
     """An OTLP export request body (already unwrapped) -> rows, partial-success counts."""
-    request = parse_otlp(kind, body, fmt)
     if kind == "traces" and fmt == "protobuf":
-        table, rejected, ignored = decoder_for(normaliser).decode(body, request, source)  # type: ignore[arg-type]
+        table, rejected, ignored = decoder_for(normaliser).decode(
+            body, lambda: parse_otlp(kind, body, fmt), source  # type: ignore[arg-type,return-value]
+        )
         count, message = summarise(rejected, "spans")
         return DecodeResult(table, count, ignored, message)
+    request = parse_otlp(kind, body, fmt)
     return decode_request(kind, request, normaliser, source)
 
 
