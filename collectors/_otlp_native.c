@@ -1472,8 +1472,45 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs) {
     return 0;
 }
 
+/* A column buffer handed to Python without a copy: Arrow wraps it, and it is freed
+ * when the last array over it goes. */
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    Py_ssize_t len;
+} OwnedObject;
+
+static int owned_getbuffer(OwnedObject *self, Py_buffer *view, int flags) {
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->data ? self->data : "", self->len,
+                             1, flags);
+}
+
+static void owned_dealloc(OwnedObject *self) {
+    free(self->data);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyBufferProcs owned_as_buffer = {(getbufferproc)owned_getbuffer, NULL};
+
+static PyTypeObject OwnedType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "collectors._otlp_native.Buffer",
+    .tp_basicsize = sizeof(OwnedObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Memory the native decoder wrote, read through the buffer protocol.",
+    .tp_dealloc = (destructor)owned_dealloc,
+    .tp_as_buffer = &owned_as_buffer,
+};
+
+/* Moves the buffer's memory into a Python object (the Buf is left empty). */
 static PyObject *bytes_of(Buf *b) {
-    return PyBytes_FromStringAndSize(b->data ? b->data : "", (Py_ssize_t)b->len);
+    OwnedObject *o = PyObject_New(OwnedObject, &OwnedType);
+    if (!o) return NULL;
+    o->data = b->data;
+    o->len = (Py_ssize_t)b->len;
+    b->data = NULL;
+    b->len = b->cap = 0;
+    return (PyObject *)o;
 }
 
 /* (validity, offsets, data, null count) for a string column */
@@ -1594,7 +1631,7 @@ static struct PyModuleDef module_def = {
 };
 
 PyMODINIT_FUNC PyInit__otlp_native(void) {
-    if (PyType_Ready(&DecoderType) < 0) return NULL;
+    if (PyType_Ready(&DecoderType) < 0 || PyType_Ready(&OwnedType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (!m) return NULL;
     if (PyModule_AddObjectRef(m, "Decoder", (PyObject *)&DecoderType) < 0) {
