@@ -4,8 +4,8 @@ The rows of a key are those with the key, plus every row of the key's job_ids (a
 later events may not repeat the key, and may fall on another day). Two hops gather a
 superset of them: the key's rows, then its jobs' rows. Each hop reads the row groups the
 lookup index names in the segments it covers, plus a filtered scan of the listed segments
-it does not cover. The caller's SQL then applies the exact filter, so the superset only
-has to be complete, never exact.
+it does not cover. The caller then applies timeline.sql's exact filter, so the superset
+only has to be complete, never exact.
 """
 
 from __future__ import annotations
