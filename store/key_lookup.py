@@ -28,10 +28,11 @@ from store.schema import EVENTS_SCHEMA
 # would not move it, a change after the listing always does.
 SETTLE_NS = 1_000_000_000
 OPEN_FILES = 64
-# Decoded row groups kept across lookups (~1 MB each at 4096 rows): segments are immutable
-# and their names never reused, so a (segment, row group) never goes stale, and decoding
-# was half of a repeated lookup.
-DECODED_GROUPS = 16
+# Decoded row groups kept across lookups (~1 MB each at 4096 rows), bounded in bytes as a
+# store compacted with bigger groups may hold some: segments are immutable and their names
+# never reused, so a (segment, row group) never goes stale, and decoding was half of a
+# repeated lookup.
+DECODED_BYTES = 32 << 20
 
 
 class DayListing:
@@ -84,6 +85,7 @@ class KeyFinder:
         self._index: LookupIndex | None = None
         self._files: OrderedDict[str, pq.ParquetFile] = OrderedDict()
         self._groups: OrderedDict[tuple[str, int], pa.Table] = OrderedDict()
+        self._group_bytes = 0
         self._con: duckdb.DuckDBPyConnection | None = None
 
     def _current_index(self) -> LookupIndex | None:
@@ -111,14 +113,17 @@ class KeyFinder:
         return handle
 
     def _read_group(self, segment: str, group: int) -> pa.Table:
-        part = self._groups.pop((segment, group), None)
-        if part is None:
-            handle = self._file(segment)
-            part = handle.read_row_group(group, columns=EVENTS_SCHEMA.names, use_threads=False)
-            part = part.cast(EVENTS_SCHEMA)
-            if len(self._groups) >= DECODED_GROUPS:
-                self._groups.popitem(last=False)
+        part = self._groups.get((segment, group))
+        if part is not None:
+            self._groups.move_to_end((segment, group))
+            return part
+        handle = self._file(segment)
+        part = handle.read_row_group(group, columns=EVENTS_SCHEMA.names, use_threads=False)
+        part = part.cast(EVENTS_SCHEMA)
         self._groups[(segment, group)] = part
+        self._group_bytes += part.nbytes
+        while self._group_bytes > DECODED_BYTES and len(self._groups) > 1:
+            self._group_bytes -= self._groups.popitem(last=False)[1].nbytes
         return part
 
     def _scan(self, segments: list[str], values: list[str]) -> list[pa.Table]:
@@ -188,6 +193,7 @@ class KeyFinder:
             handle.close()
         self._files.clear()
         self._groups.clear()
+        self._group_bytes = 0
 
     def close(self) -> None:
         self._close_files()
