@@ -17,6 +17,7 @@ from collectors.otlp import decode_traces
 from collectors.otlp_native import NativeTraceDecoder
 from collectors.service.bodies import BodyError, decode_otlp
 
+
 def _native_and_reference(
     request: ExportTraceServiceRequest, mapping: FieldMapping = DEFAULT_MAPPING
 ) -> tuple[tuple[pa.Table, list, int], tuple[pa.Table, list, int]]:
