@@ -68,12 +68,21 @@ typedef struct {
     size_t n;
 } Str;
 
+/* Keys are short (10-40 bytes): eight bytes a step, then a final mix. */
 static uint64_t hash_bytes(const uint8_t *p, size_t n) {
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 1099511628211ULL;
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 29;
+        p += 8;
+        n -= 8;
     }
+    uint64_t tail = 0;
+    memcpy(&tail, p, n);
+    h = (h ^ tail) * 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 32;
     return h;
 }
 
@@ -280,9 +289,10 @@ static const uint8_t *next_field(const uint8_t *p, const uint8_t *end, Field *f)
     }
 }
 
+#define ALIAS_SHIFT 20 /* roles: (alias + 1) << ALIAS_SHIFT | K_* flags */
+
 typedef struct {
-    Table aliases; /* key -> field * 256 + rank */
-    Table keys;    /* key -> K_* flags */
+    Table roles;   /* key -> its alias (field * 256 + rank) and K_* flags, in one lookup */
     Table kinds;   /* event name -> index | N_* flags */
     Table ops;     /* operation name -> kind index */
     char *kind_text[256];  /* kind index -> its name */
@@ -298,8 +308,9 @@ typedef struct {
 
 static void classify(const Config *c, Attr *a) {
     a->hash = hash_bytes(a->key.p, a->key.n);
-    a->alias = table_get(&c->aliases, a->key.p, a->key.n, a->hash, NO_ALIAS);
-    a->flags = table_get(&c->keys, a->key.p, a->key.n, a->hash, 0);
+    long roles = table_get(&c->roles, a->key.p, a->key.n, a->hash, 0);
+    a->alias = (roles >> ALIAS_SHIFT) - 1; /* NO_ALIAS when the key spells no field */
+    a->flags = roles & ((1L << ALIAS_SHIFT) - 1);
 }
 
 /* Protobuf strings must be UTF-8; a body with one that is not is the reference's to refuse. */
@@ -1373,12 +1384,13 @@ typedef struct {
     int ready;
 } DecoderObject;
 
-static int load_table(PyObject *dict, Table *table, int or_flags) {
+/* Adds a dict of str -> int to `table`, each value stored as (value + add) << shift. */
+static int load_table(PyObject *dict, Table *table, long add, int shift) {
     if (!PyDict_Check(dict)) {
         PyErr_SetString(PyExc_TypeError, "expected a dict of str -> int");
         return -1;
     }
-    if (table_init(table, (size_t)PyDict_Size(dict) + 1)) {
+    if (!table->slots && table_init(table, 1024)) {
         PyErr_NoMemory();
         return -1;
     }
@@ -1389,8 +1401,11 @@ static int load_table(PyObject *dict, Table *table, int or_flags) {
         const char *text = PyUnicode_AsUTF8AndSize(key, &n);
         long v = PyLong_AsLong(value);
         if (!text || (v == -1 && PyErr_Occurred())) return -1;
-        (void)or_flags;
-        if (table_or(table, text, (size_t)n, v)) {
+        if (v < 0 || v >= (1L << ALIAS_SHIFT)) {
+            PyErr_SetString(PyExc_ValueError, "table values must be below 2**20");
+            return -1;
+        }
+        if (table_or(table, text, (size_t)n, (v + add) << shift)) {
             PyErr_NoMemory();
             return -1;
         }
@@ -1407,8 +1422,7 @@ static void template_of(const Config *c, Attr *a, const char *key) {
 
 static void decoder_dealloc(DecoderObject *self) {
     Config *c = &self->config;
-    table_free(&c->aliases);
-    table_free(&c->keys);
+    table_free(&c->roles);
     table_free(&c->kinds);
     table_free(&c->ops);
     for (int i = 0; i < c->n_kinds; i++) free(c->kind_text[i]);
@@ -1436,8 +1450,8 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs) {
         PyErr_SetString(PyExc_ValueError, "too many event kinds");
         return -1;
     }
-    if (load_table(aliases, &c->aliases, 0) || load_table(keys, &c->keys, 1) ||
-        load_table(kinds, &c->kinds, 1) || load_table(ops, &c->ops, 0))
+    if (load_table(aliases, &c->roles, 1, ALIAS_SHIFT) || load_table(keys, &c->roles, 0, 0) ||
+        load_table(kinds, &c->kinds, 0, 0) || load_table(ops, &c->ops, 0, 0))
         return -1;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kind_names); i++) {
         Py_ssize_t n;

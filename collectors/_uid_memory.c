@@ -30,10 +30,13 @@ typedef struct {
     size_t per_generation;
 } UidMemoryObject;
 
-static int hexval(uint8_t c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
+/* Lowercase hex digit -> its value, anything else -> 16. */
+static uint8_t HEX[256];
+
+static void hex_init(void) {
+    memset(HEX, 16, sizeof HEX);
+    for (int i = 0; i < 10; i++) HEX['0' + i] = (uint8_t)i;
+    for (int i = 0; i < 6; i++) HEX['a' + i] = (uint8_t)(10 + i);
 }
 
 static uint64_t fnv(const uint8_t *p, size_t n, uint64_t h) {
@@ -56,11 +59,15 @@ static uint64_t mix(uint64_t x) {
 static Key key_of(const uint8_t *p, size_t n) {
     Key k = {0, 0};
     int hex = n == 32;
-    for (size_t i = 0; hex && i < 32; i++) {
-        int v = hexval(p[i]);
-        if (v < 0) hex = 0;
-        else if (i < 16) k.hi = (k.hi << 4) | (uint64_t)v;
-        else k.lo = (k.lo << 4) | (uint64_t)v;
+    if (hex) {
+        uint8_t bad = 0;
+        for (size_t i = 0; i < 16; i++) {
+            uint8_t a = HEX[p[i]], b = HEX[p[16 + i]];
+            bad |= a | b;
+            k.hi = (k.hi << 4) | (a & 15);
+            k.lo = (k.lo << 4) | (b & 15);
+        }
+        hex = !(bad & 16);
     }
     if (!hex) {
         k.hi = mix(fnv(p, n, 1469598103934665603ULL)) | 1; /* odd: never a zero key */
@@ -279,6 +286,7 @@ static struct PyModuleDef module_def = {
 };
 
 PyMODINIT_FUNC PyInit__uid_memory(void) {
+    hex_init();
     if (PyType_Ready(&UidMemoryType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (!m) return NULL;
