@@ -74,6 +74,7 @@ static Key key_of(const uint8_t *p, size_t n) {
         k.lo = mix(fnv(p, n, 0x9e3779b97f4a7c15ULL) ^ n);
     }
     if (!k.hi && !k.lo) k.lo = 1; /* (0, 0) marks an empty slot */
+    if (k.hi == UINT64_MAX && k.lo == UINT64_MAX) k.lo--; /* and all ones a forgotten one */
     return k;
 }
 
@@ -86,6 +87,15 @@ static size_t slot_of(const Generation *g, Key k) {
         i = (i + 1) & g->mask;
     }
     return i;
+}
+
+static const Key FORGOTTEN = {UINT64_MAX, UINT64_MAX};
+
+/* A forgotten uid leaves a marker, so the keys probed past it stay reachable. */
+static void forget(Generation *g, Key k) {
+    if (!g->slots) return;
+    size_t i = slot_of(g, k);
+    if (g->slots[i].hi || g->slots[i].lo) g->slots[i] = FORGOTTEN;
 }
 
 static int contains(const Generation *g, Key k) {
@@ -228,6 +238,25 @@ static PyObject *uid_remember(UidMemoryObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *uid_forget(UidMemoryObject *self, PyObject *args) {
+    Column c;
+    if (column_open(args, &c)) return NULL;
+    int rc = 0;
+    for (Py_ssize_t i = 0; !rc && i < c.count; i++) {
+        const uint8_t *p;
+        size_t n;
+        rc = column_get(&c, i, &p, &n);
+        if (!rc) {
+            Key k = key_of(p, n);
+            forget(&self->current, k);
+            forget(&self->previous, k);
+        }
+    }
+    column_close(&c);
+    if (rc) return PyErr_Format(PyExc_ValueError, "offsets outside the data buffer");
+    Py_RETURN_NONE;
+}
+
 static PyObject *uid_len(UidMemoryObject *self, PyObject *unused) {
     (void)unused;
     return PyLong_FromSize_t(self->current.count + self->previous.count);
@@ -264,6 +293,8 @@ static PyMethodDef uid_methods[] = {
      "earlier in the same column."},
     {"remember", (PyCFunction)uid_remember, METH_VARARGS,
      "remember(offsets, data, offset, count): these uids were written."},
+    {"forget", (PyCFunction)uid_forget, METH_VARARGS,
+     "forget(offsets, data, offset, count): these uids were not written after all."},
     {"size", (PyCFunction)uid_len, METH_NOARGS, "How many uids are remembered now."},
     {NULL, NULL, 0, NULL},
 };

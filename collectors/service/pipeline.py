@@ -68,39 +68,52 @@ class RecentUids:
 
     Holds the last `capacity` / 2 to `capacity` uids. Checked a column at a time by the
     native `UidMemory` (16 bytes a uid) where it was built, by a Python dict otherwise.
+    Writers claim the uids of a batch before writing it, so two writers never both take
+    the same row; a write that fails gives its claim back.
     """
 
     def __init__(self, capacity: int = RECENT_UIDS) -> None:
         self.capacity = capacity
         self._native = UidMemory(capacity) if UidMemory is not None else None
         self._uids: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
 
-    def fresh(self, uids: pa.ChunkedArray) -> np.ndarray:
-        """True for each uid neither written recently nor earlier in `uids`."""
-        if self._native is not None:
-            column = uids.combine_chunks() if isinstance(uids, pa.ChunkedArray) else uids
+    def claim(self, uids: pa.ChunkedArray | pa.Array) -> np.ndarray:
+        """True for each uid neither remembered nor earlier in `uids`; those are now
+        remembered."""
+        column = uids.combine_chunks() if isinstance(uids, pa.ChunkedArray) else uids
+        with self._lock:
+            if self._native is None:
+                return self._claim_in_python(column)
             offsets, data = column.buffers()[1:3]
             mask = self._native.fresh(offsets, data or b"", column.offset, len(column))
-            return np.frombuffer(mask, dtype=np.bool_)
-        seen: set[str] = set()
-        keep = []
-        for uid in uids.to_pylist():
-            keep.append(uid not in self._uids and uid not in seen)
-            seen.add(uid)
-        return np.array(keep, dtype=np.bool_)
+            fresh = np.frombuffer(mask, dtype=np.bool_)
+            claimed = column if fresh.all() else column.filter(pa.array(fresh))
+            offsets, data = claimed.buffers()[1:3]
+            self._native.remember(offsets, data or b"", claimed.offset, len(claimed))
+            return fresh
 
-    def add_all(self, uids: pa.ChunkedArray) -> None:
-        """Remember uids that are now durable."""
-        if self._native is not None:
-            column = uids.combine_chunks() if isinstance(uids, pa.ChunkedArray) else uids
+    def release(self, uids: pa.ChunkedArray | pa.Array) -> None:
+        """Forget claimed uids whose rows were not written after all."""
+        column = uids.combine_chunks() if isinstance(uids, pa.ChunkedArray) else uids
+        with self._lock:
+            if self._native is None:
+                for uid in column.to_pylist():
+                    self._uids.pop(uid, None)
+                return
             offsets, data = column.buffers()[1:3]
-            self._native.remember(offsets, data or b"", column.offset, len(column))
-            return
+            self._native.forget(offsets, data or b"", column.offset, len(column))
+
+    def _claim_in_python(self, column: pa.Array) -> np.ndarray:
         store = self._uids
-        for uid in uids.to_pylist():
+        keep = []
+        for uid in column.to_pylist():
+            fresh = uid not in store
+            keep.append(fresh)
             store[uid] = None
         while len(store) > self.capacity:
             store.popitem(last=False)
+        return np.array(keep, dtype=np.bool_)
 
 
 @dataclass
@@ -138,8 +151,15 @@ class Pipeline:
         self._cond = threading.Condition()
         self._recent = RecentUids()
         self._stopping = False
-        self._thread = threading.Thread(target=self._run, name="dupescope-writer", daemon=True)
-        self._thread.start()
+        # Segment writes spend their time in Parquet encoding and fsync, outside the GIL:
+        # where the store takes concurrent writes, two writers keep both cores busy.
+        writers = 2 if getattr(store, "concurrent_writes", False) else 1
+        self._threads = [
+            threading.Thread(target=self._run, name=f"dupescope-writer-{i}", daemon=True)
+            for i in range(writers)
+        ]
+        for thread in self._threads:
+            thread.start()
 
     @property
     def depth(self) -> int:
@@ -191,8 +211,9 @@ class Pipeline:
             self._write(tickets)
 
     def _fresh(self, table: pa.Table) -> pa.Table:
-        """Drop rows whose event_uid was written recently or repeats within the batch."""
-        keep = self._recent.fresh(table.column("event_uid"))
+        """Claim the rows whose event_uid was not written recently nor repeats within the
+        batch; the others are dropped."""
+        keep = self._recent.claim(table.column("event_uid"))
         if keep.all():
             return table
         return table.filter(pa.array(keep, type=pa.bool_()))
@@ -201,16 +222,18 @@ class Pipeline:
         started = time.perf_counter()
         error: BaseException | None = None
         written = 0
+        fresh: pa.Table | None = None
         try:
             merged = pa.concat_tables([t.table for t in tickets]).cast(EVENTS_SCHEMA)
             fresh = self._fresh(merged)
             if fresh.num_rows:
                 written = self.store.write(fresh)
-                self._recent.add_all(fresh.column("event_uid"))
             skipped = merged.num_rows - fresh.num_rows
         except Exception as exc:  # a sink's error is reported to the senders, never raised
             log.exception("store write failed: %s", exc)
             error, skipped = exc, 0
+            if fresh is not None:
+                self._recent.release(fresh.column("event_uid"))  # the retry must get in
         elapsed_ms = (time.perf_counter() - started) * 1000
         with self._cond:
             for ticket in tickets:
@@ -244,4 +267,6 @@ class Pipeline:
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
-        self._thread.join(timeout)
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
