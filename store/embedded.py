@@ -73,8 +73,6 @@ class EmbeddedStore:
     """Parquet segments + DuckDB. Safe for one writer process and any number of readers."""
 
     dialect = "duckdb"
-    # Each write is its own segment file: writers in several threads never share one.
-    concurrent_writes = True
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)

@@ -68,8 +68,8 @@ class RecentUids:
 
     Holds the last `capacity` / 2 to `capacity` uids. Checked a column at a time by the
     native `UidMemory` (16 bytes a uid) where it was built, by a Python dict otherwise.
-    Writers claim the uids of a batch before writing it, so two writers never both take
-    the same row; a write that fails gives its claim back.
+    The writer claims the uids of a batch before writing it and gives the claim back when
+    the write fails, so the sender's retry is written.
     """
 
     def __init__(self, capacity: int = RECENT_UIDS) -> None:
@@ -151,15 +151,8 @@ class Pipeline:
         self._cond = threading.Condition()
         self._recent = RecentUids()
         self._stopping = False
-        # Segment writes spend their time in Parquet encoding and fsync, outside the GIL:
-        # where the store takes concurrent writes, two writers keep both cores busy.
-        writers = 2 if getattr(store, "concurrent_writes", False) else 1
-        self._threads = [
-            threading.Thread(target=self._run, name=f"dupescope-writer-{i}", daemon=True)
-            for i in range(writers)
-        ]
-        for thread in self._threads:
-            thread.start()
+        self._thread = threading.Thread(target=self._run, name="dupescope-writer", daemon=True)
+        self._thread.start()
 
     @property
     def depth(self) -> int:
@@ -267,6 +260,4 @@ class Pipeline:
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
-        deadline = time.monotonic() + timeout
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+        self._thread.join(timeout)
