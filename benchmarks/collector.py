@@ -1,7 +1,7 @@
 """Collector throughput: spans/s end to end over OTLP/HTTP protobuf, against the rate at
 which protobuf alone can parse the same bodies, and peak memory when overloaded.
 
-    python -m benchmarks.collector --spans 100000 [--clients 4] [--decode-workers 1]
+    python -m benchmarks.collector --spans 100000 [--clients 4] [--steps 3] [--decode-workers 0]
 
 Each span is a job execution span: ~10 attributes and 3 span events, by default all
 lifecycle steps (lock_acquire, side_effect, ack), so one span gives 4 canonical rows;
@@ -202,7 +202,8 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--steps", type=int, default=3, choices=range(4),
                         help="span events per span that are lifecycle steps (rows)")
-    parser.add_argument("--decode-workers", type=int, default=1)
+    parser.add_argument("--decode-workers", type=int, default=0,
+                        help="decoding processes (0: the receiving threads decode)")
     parser.add_argument("--overload-seconds", type=float, default=6.0)
     args = parser.parse_args()
 

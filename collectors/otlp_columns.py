@@ -141,9 +141,15 @@ def _reserved(normaliser: Normaliser) -> frozenset[str]:
 
 
 def decode_traces_rows(
-    request: ExportTraceServiceRequest, normaliser: Normaliser, source: str
+    request: ExportTraceServiceRequest,
+    normaliser: Normaliser,
+    source: str,
+    only: frozenset[tuple[int, int, int]] | None = None,
 ) -> tuple[list[Row], list[Rejected], int]:
-    """Rows, rejected records and the count of spans that are not job events."""
+    """Rows, rejected records and the count of spans that are not job events.
+
+    `only` limits the work to the spans at those (resource, scope, span) indices.
+    """
     rows: list[Row] = []
     rejected: list[Rejected] = []
     ignored = 0
@@ -156,6 +162,8 @@ def decode_traces_rows(
         base = {**resource, **_worker_identity(resource)}
         for s_index, scope_spans in enumerate(resource_spans.scope_spans):
             for p_index, span in enumerate(scope_spans.spans):
+                if only is not None and (r_index, s_index, p_index) not in only:
+                    continue
                 span_attrs = {**base, **fast_attributes(span.attributes)}
                 name = span.name
                 own_event = _span_event(name, span_attrs)

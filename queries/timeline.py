@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 
 from queries.loader import run
-from store.base import Store
+from queries.timeline_rows import execution_numbers, timeline_of_rows
+from store.base import Store, to_frame
 
 
 def timeline(store: Store, key: str) -> pd.DataFrame:
@@ -16,13 +17,15 @@ def timeline(store: Store, key: str) -> pd.DataFrame:
     """
     rows_of = getattr(store, "key_rows", None)
     if rows_of is not None:
-        # The embedded store finds the key's rows through its lookup index; the same SQL
-        # then runs over those rows alone instead of over every segment.
-        store = store.over_rows(rows_of(key))
+        # The embedded store finds the key's rows through its lookup index; timeline.sql's
+        # grouping then runs over those few rows in Python, without a SQL engine's cost.
+        return to_frame(timeline_of_rows(rows_of(key), key))
+    return sql_timeline(store, key)
+
+
+def sql_timeline(store: Store, key: str) -> pd.DataFrame:
+    """The timeline as timeline.sql answers it over the store's whole `events`."""
     frame = run(store, "timeline", key=key)
-    # Rows come in time order, so an execution's first row is its start: numbering the
-    # executions in order of first appearance numbers them in the order they started.
-    started = pd.unique(frame["execution_uid"].dropna())
-    order = {uid: number for number, uid in enumerate(started, start=1)}
-    frame.insert(2, "execution", frame["execution_uid"].map(order).astype("Int64"))
+    uids = [None if pd.isna(uid) else uid for uid in frame["execution_uid"]]
+    frame.insert(2, "execution", pd.array(execution_numbers(uids), dtype="Int64"))
     return frame

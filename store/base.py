@@ -6,6 +6,7 @@ parameters and where the `events` relation lives.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
@@ -14,15 +15,18 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
-def to_frame(table: pa.Table) -> pd.DataFrame:
-    """Arrow -> pandas with nullable integers, so a missing attempt stays 1, 2 or <NA>.
+# Below this many rows, starting conversion threads costs more than it saves (a quarter of
+# a key timeline's conversion).
+THREADED_ROWS = 10_000
 
-    pandas is imported here, not with the module: ingest's worker processes import the
-    store's schema and write path, and never a frame (pandas costs them 0.2 s to start).
-    """
+
+@functools.cache
+def _nullable_ints() -> dict[pa.DataType, Any]:
+    """pandas is imported here, not with the module: ingest's worker processes import the
+    store's schema and write path, never make a frame, and pandas cost them 0.2 s to start."""
     import pandas as pd
 
-    nullable = {
+    return {
         pa.int8(): pd.Int8Dtype(),
         pa.int16(): pd.Int16Dtype(),
         pa.int32(): pd.Int32Dtype(),
@@ -32,7 +36,12 @@ def to_frame(table: pa.Table) -> pd.DataFrame:
         pa.uint32(): pd.UInt32Dtype(),
         pa.uint64(): pd.UInt64Dtype(),
     }
-    return table.to_pandas(types_mapper=nullable.get)
+
+
+def to_frame(table: pa.Table) -> pd.DataFrame:
+    """Arrow -> pandas with nullable integers, so a missing attempt stays 1, 2 or <NA>."""
+    threads = table.num_rows >= THREADED_ROWS
+    return table.to_pandas(types_mapper=_nullable_ints().get, use_threads=threads)
 
 
 class StoreError(RuntimeError):

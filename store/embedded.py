@@ -61,7 +61,6 @@ class EmbeddedStore:
         self._con: duckdb.DuckDBPyConnection | None = None
         self._snapshot: tuple[str, ...] | None = None
         self._finder: KeyFinder | None = None
-        self._rows_con: duckdb.DuckDBPyConnection | None = None
 
     # ---- writing -------------------------------------------------------------------
 
@@ -155,15 +154,6 @@ class EmbeddedStore:
                 self._finder = KeyFinder(self.events_dir, self.index_dir)
             return self._finder.rows(key)
 
-    def over_rows(self, rows: pa.Table) -> RowsStore:
-        """A store whose `events` are `rows`: the same SQL, run on a slice of the store."""
-        with self._lock:
-            if self._rows_con is None:  # a connection costs ~10 ms: keep one
-                self._rows_con = duckdb.connect()
-                self._rows_con.execute("SET TimeZone = 'UTC'")
-                self._rows_con.execute("SET threads = 1")  # a key's rows: tens, not millions
-            return RowsStore(rows, self._rows_con, self._lock)
-
     def describe(self) -> str:
         return f"embedded store at {self.root}"
 
@@ -175,9 +165,6 @@ class EmbeddedStore:
         if self._finder is not None:
             self._finder.close()
             self._finder = None
-        if self._rows_con is not None:
-            self._rows_con.close()
-            self._rows_con = None
 
     # ---- maintenance ---------------------------------------------------------------
 
@@ -299,34 +286,3 @@ class EmbeddedStore:
                 self._merge_index()
         return dropped
 
-
-class RowsStore:
-    """A DuckDB store over one Arrow table as `events`: a key's rows, queried in memory."""
-
-    dialect = "duckdb"
-
-    def __init__(
-        self, rows: pa.Table, con: duckdb.DuckDBPyConnection, lock: threading.RLock
-    ) -> None:
-        self._rows = rows
-        self._con = con
-        self._lock = lock
-
-    def write(self, table: pa.Table) -> int:
-        raise StoreError("a store over a key's rows is read-only")
-
-    def execute(self, sql: str, params: dict[str, Any] | None = None) -> pd.DataFrame:
-        with self._lock:
-            self._con.register("events", self._rows)
-            try:
-                return to_frame(self._con.sql(sql, params=params or {}).to_arrow_table())
-            except duckdb.Error as exc:
-                raise StoreError(f"query failed on {self.describe()}: {exc}") from exc
-            finally:
-                self._con.unregister("events")
-
-    def describe(self) -> str:
-        return "a key's rows in memory"
-
-    def close(self) -> None:
-        """The connection belongs to the store that made this one."""

@@ -4,8 +4,8 @@ The rows of a key are those with the key, plus every row of the key's job_ids (a
 later events may not repeat the key, and may fall on another day). Two hops gather a
 superset of them: the key's rows, then its jobs' rows. Each hop reads the row groups the
 lookup index names in the segments it covers, plus a filtered scan of the listed segments
-it does not cover. The caller's SQL then applies the exact filter, so the superset only
-has to be complete, never exact.
+it does not cover. The caller then applies timeline.sql's exact filter, so the superset
+only has to be complete, never exact.
 """
 
 from __future__ import annotations
@@ -28,6 +28,11 @@ from store.schema import EVENTS_SCHEMA
 # would not move it, a change after the listing always does.
 SETTLE_NS = 1_000_000_000
 OPEN_FILES = 64
+# Decoded row groups kept across lookups (~1 MB each at 4096 rows), bounded in bytes as a
+# store compacted with bigger groups may hold some: segments are immutable and their names
+# never reused, so a (segment, row group) never goes stale, and decoding was half of a
+# repeated lookup.
+DECODED_BYTES = 32 << 20
 
 
 class DayListing:
@@ -79,6 +84,8 @@ class KeyFinder:
         self.listing = DayListing(events_dir)
         self._index: LookupIndex | None = None
         self._files: OrderedDict[str, pq.ParquetFile] = OrderedDict()
+        self._groups: OrderedDict[tuple[str, int], pa.Table] = OrderedDict()
+        self._group_bytes = 0
         self._con: duckdb.DuckDBPyConnection | None = None
 
     def _current_index(self) -> LookupIndex | None:
@@ -105,19 +112,19 @@ class KeyFinder:
         self._files[segment] = handle
         return handle
 
-    def _read_groups(
-        self, groups: set[tuple[str, int]], cache: dict[tuple[str, int], pa.Table]
-    ) -> list[pa.Table]:
-        tables = []
-        for segment, group in sorted(groups):
-            if (segment, group) not in cache:
-                handle = self._file(segment)
-                part = handle.read_row_group(
-                    group, columns=EVENTS_SCHEMA.names, use_threads=False
-                )
-                cache[(segment, group)] = part.cast(EVENTS_SCHEMA)
-            tables.append(cache[(segment, group)])
-        return tables
+    def _read_group(self, segment: str, group: int) -> pa.Table:
+        part = self._groups.get((segment, group))
+        if part is not None:
+            self._groups.move_to_end((segment, group))
+            return part
+        handle = self._file(segment)
+        part = handle.read_row_group(group, columns=EVENTS_SCHEMA.names, use_threads=False)
+        part = part.cast(EVENTS_SCHEMA)
+        self._groups[(segment, group)] = part
+        self._group_bytes += part.nbytes
+        while self._group_bytes > DECODED_BYTES and len(self._groups) > 1:
+            self._group_bytes -= self._groups.popitem(last=False)[1].nbytes
+        return part
 
     def _scan(self, segments: list[str], values: list[str]) -> list[pa.Table]:
         if not segments:
@@ -140,19 +147,21 @@ class KeyFinder:
         index: LookupIndex | None,
         listed: set[str],
         uncovered: list[str],
-        cache: dict[tuple[str, int], pa.Table],
     ) -> pa.Table:
         groups: set[tuple[str, int]] = set()
         if index is not None:
             groups = {g for g in index.find(values) if g[0] in listed}
-        tables = self._read_groups(groups, cache) + self._scan(uncovered, values)
-        table = pa.concat_tables([EVENTS_SCHEMA.empty_table(), *tables])
         value_set = pa.array(values, pa.string())
-        keep = pc.or_kleene(
-            pc.is_in(table["idempotency_key"], value_set),
-            pc.is_in(table["job_id"], value_set),
-        )
-        return table.filter(pc.fill_null(keep, False))
+        found = [EVENTS_SCHEMA.empty_table()]
+        for segment, group in sorted(groups):
+            table = self._read_group(segment, group)
+            # is_in answers false, not null, for a null: no Kleene logic needed.
+            keep = pc.or_(
+                pc.is_in(table["idempotency_key"], value_set),
+                pc.is_in(table["job_id"], value_set),
+            )
+            found.append(table.filter(keep))
+        return pa.concat_tables(found + self._scan(uncovered, values))
 
     def rows(self, key: str) -> pa.Table:
         """A superset of the rows of `key`'s timeline: the key's, and its jobs' rows."""
@@ -171,19 +180,20 @@ class KeyFinder:
         index = self._current_index()
         listed = set(segments)
         uncovered = [s for s in segments if index is None or s not in index.covers]
-        cache: dict[tuple[str, int], pa.Table] = {}  # row groups read by this lookup
-        first = self._hop([key], index, listed, uncovered, cache)
+        first = self._hop([key], index, listed, uncovered)
         keyed = first.filter(pc.fill_null(pc.equal(first["idempotency_key"], key), False))
         jobs = sorted(set(pc.drop_null(keyed["job_id"]).to_pylist()) - {key})
         if not jobs:
             return first
-        second = self._hop(jobs, index, listed, uncovered, cache)
+        second = self._hop(jobs, index, listed, uncovered)
         return pa.concat_tables([first, second])
 
     def _close_files(self) -> None:
         for handle in self._files.values():
             handle.close()
         self._files.clear()
+        self._groups.clear()
+        self._group_bytes = 0
 
     def close(self) -> None:
         self._close_files()

@@ -23,6 +23,7 @@ from collectors.normalise import Normaliser
 from collectors.otlp import decode_logs
 from collectors.otlp_columns import decode_traces_table
 from collectors.otlp_json import OtlpJsonError, kind_of, parse_request
+from collectors.otlp_native import decoder_for
 
 PROTOBUF_TYPES = frozenset({"application/x-protobuf", "application/protobuf"})
 JSON_TYPES = frozenset({"application/json"})
@@ -134,6 +135,12 @@ def decode_otlp(
     kind: str, body: bytes, fmt: str, normaliser: Normaliser, source: str
 ) -> DecodeResult:
     """An OTLP export request body (already unwrapped) -> rows, partial-success counts."""
+    if kind == "traces" and fmt == "protobuf":
+        table, rejected, ignored = decoder_for(normaliser).decode(
+            body, lambda: parse_otlp(kind, body, fmt), source  # type: ignore[arg-type,return-value]
+        )
+        count, message = summarise(rejected, "spans")
+        return DecodeResult(table, count, ignored, message)
     request = parse_otlp(kind, body, fmt)
     return decode_request(kind, request, normaliser, source)
 

@@ -17,10 +17,15 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from store.base import Store
+
+try:
+    from collectors._uid_memory import UidMemory
+except ImportError:  # built without a C compiler
+    UidMemory = None
 from store.schema import EVENTS_SCHEMA
 
 log = logging.getLogger("dupescope.collect")
@@ -59,21 +64,56 @@ class Ticket:
 
 
 class RecentUids:
-    """A bounded memory of event_uids already written: resends are skipped, not rewritten."""
+    """A bounded memory of event_uids already written: resends are skipped, not rewritten.
+
+    Holds the last `capacity` / 2 to `capacity` uids. Checked a column at a time by the
+    native `UidMemory` (16 bytes a uid) where it was built, by a Python dict otherwise.
+    The writer claims the uids of a batch before writing it and gives the claim back when
+    the write fails, so the sender's retry is written.
+    """
 
     def __init__(self, capacity: int = RECENT_UIDS) -> None:
         self.capacity = capacity
+        self._native = UidMemory(capacity) if UidMemory is not None else None
         self._uids: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
 
-    def __contains__(self, uid: str) -> bool:
-        return uid in self._uids
+    def claim(self, uids: pa.ChunkedArray | pa.Array) -> np.ndarray:
+        """True for each uid neither remembered nor earlier in `uids`; those are now
+        remembered."""
+        column = uids.combine_chunks() if isinstance(uids, pa.ChunkedArray) else uids
+        with self._lock:
+            if self._native is None:
+                return self._claim_in_python(column)
+            offsets, data = column.buffers()[1:3]
+            mask = self._native.fresh(offsets, data or b"", column.offset, len(column))
+            fresh = np.frombuffer(mask, dtype=np.bool_)
+            claimed = column if fresh.all() else column.filter(pa.array(fresh))
+            offsets, data = claimed.buffers()[1:3]
+            self._native.remember(offsets, data or b"", claimed.offset, len(claimed))
+            return fresh
 
-    def add_all(self, uids: list[str]) -> None:
+    def release(self, uids: pa.ChunkedArray | pa.Array) -> None:
+        """Forget claimed uids whose rows were not written after all."""
+        column = uids.combine_chunks() if isinstance(uids, pa.ChunkedArray) else uids
+        with self._lock:
+            if self._native is None:
+                for uid in column.to_pylist():
+                    self._uids.pop(uid, None)
+                return
+            offsets, data = column.buffers()[1:3]
+            self._native.forget(offsets, data or b"", column.offset, len(column))
+
+    def _claim_in_python(self, column: pa.Array) -> np.ndarray:
         store = self._uids
-        for uid in uids:
+        keep = []
+        for uid in column.to_pylist():
+            fresh = uid not in store
+            keep.append(fresh)
             store[uid] = None
         while len(store) > self.capacity:
             store.popitem(last=False)
+        return np.array(keep, dtype=np.bool_)
 
 
 @dataclass
@@ -164,16 +204,10 @@ class Pipeline:
             self._write(tickets)
 
     def _fresh(self, table: pa.Table) -> pa.Table:
-        """Drop rows whose event_uid was written recently or repeats within the batch."""
-        uids = table.column("event_uid").to_pylist()
-        seen: set[str] = set()
-        keep = []
-        recent = self._recent
-        for uid in uids:
-            fresh = uid not in recent and uid not in seen
-            keep.append(fresh)
-            seen.add(uid)
-        if all(keep):
+        """Claim the rows whose event_uid was not written recently nor repeats within the
+        batch; the others are dropped."""
+        keep = self._recent.claim(table.column("event_uid"))
+        if keep.all():
             return table
         return table.filter(pa.array(keep, type=pa.bool_()))
 
@@ -181,16 +215,18 @@ class Pipeline:
         started = time.perf_counter()
         error: BaseException | None = None
         written = 0
+        fresh: pa.Table | None = None
         try:
             merged = pa.concat_tables([t.table for t in tickets]).cast(EVENTS_SCHEMA)
             fresh = self._fresh(merged)
             if fresh.num_rows:
                 written = self.store.write(fresh)
-                self._recent.add_all(pc.unique(fresh.column("event_uid")).to_pylist())
             skipped = merged.num_rows - fresh.num_rows
         except Exception as exc:  # a sink's error is reported to the senders, never raised
             log.exception("store write failed: %s", exc)
             error, skipped = exc, 0
+            if fresh is not None:
+                self._recent.release(fresh.column("event_uid"))  # the retry must get in
         elapsed_ms = (time.perf_counter() - started) * 1000
         with self._cond:
             for ticket in tickets:

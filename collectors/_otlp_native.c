@@ -1,0 +1,1656 @@
+/* OTLP trace export requests -> canonical event columns, in one pass over the wire bytes.
+ *
+ * The collector's hot path. Reading protobuf fields one at a time from Python costs far
+ * more than parsing them, so this module walks the protobuf wire format of an
+ * ExportTraceServiceRequest itself and writes the canonical columns (Arrow buffers)
+ * directly. It implements the common case of collectors/otlp.py (the reference) exactly:
+ * every span whose attributes are scalars it can render as orjson would, with no user
+ * spelling of `ts` or `event`, and that the contract accepts. Any other span is named in
+ * the result and decoded by the reference code; an odd encoding (a repeated singular
+ * message, a wire type that does not match the schema) hands the whole request back.
+ *
+ * The contract's tables (aliases, event kinds, operation names) come from Python, so they
+ * are defined once, in collectors/mapping.py and store/schema.py.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ growable buffers */
+
+typedef struct {
+    char *data;
+    size_t len, cap;
+} Buf;
+
+static int buf_reserve(Buf *b, size_t extra) {
+    if (b->len + extra <= b->cap) return 0;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + extra) cap *= 2;
+    char *data = realloc(b->data, cap);
+    if (!data) return -1;
+    b->data = data;
+    b->cap = cap;
+    return 0;
+}
+
+static int buf_put(Buf *b, const void *src, size_t n) {
+    if (buf_reserve(b, n)) return -1;
+    memcpy(b->data + b->len, src, n);
+    b->len += n;
+    return 0;
+}
+
+static void buf_free(Buf *b) {
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+#define VEC_PUSH(vec, count, cap, type, out)                                   \
+    do {                                                                       \
+        if ((count) == (cap)) {                                                \
+            size_t ncap = (cap) ? (cap) * 2 : 256;                             \
+            type *grown = realloc((vec), ncap * sizeof(type));                 \
+            if (!grown) { (out) = NULL; break; }                               \
+            (vec) = grown;                                                     \
+            (cap) = ncap;                                                      \
+        }                                                                      \
+        (out) = &(vec)[(count)++];                                             \
+        memset((out), 0, sizeof(type));                                        \
+    } while (0)
+
+/* ------------------------------------------------------------------ string tables */
+
+typedef struct {
+    const uint8_t *p;
+    size_t n;
+} Str;
+
+/* Keys are short (10-40 bytes): eight bytes a step, then a final mix. */
+static uint64_t hash_bytes(const uint8_t *p, size_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 29;
+        p += 8;
+        n -= 8;
+    }
+    uint64_t tail = 0;
+    memcpy(&tail, p, n);
+    h = (h ^ tail) * 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 32;
+    return h;
+}
+
+typedef struct {
+    char *key;
+    size_t len;
+    uint64_t hash;
+    long value;
+} Slot;
+
+typedef struct {
+    Slot *slots;
+    size_t mask;
+} Table;
+
+static int table_init(Table *t, size_t expected) {
+    size_t size = 16;
+    while (size < expected * 4) size *= 2;
+    t->slots = calloc(size, sizeof(Slot));
+    t->mask = size - 1;
+    return t->slots ? 0 : -1;
+}
+
+static Slot *table_slot(const Table *t, const uint8_t *p, size_t n, uint64_t h) {
+    size_t i = h & t->mask;
+    while (t->slots[i].key) {
+        Slot *s = &t->slots[i];
+        if (s->hash == h && s->len == n && memcmp(s->key, p, n) == 0) return s;
+        i = (i + 1) & t->mask;
+    }
+    return &t->slots[i];
+}
+
+/* value | existing value (flags are or-ed); returns -1 on memory error */
+static int table_or(Table *t, const char *key, size_t n, long value) {
+    uint64_t h = hash_bytes((const uint8_t *)key, n);
+    Slot *s = table_slot(t, (const uint8_t *)key, n, h);
+    if (!s->key) {
+        s->key = malloc(n + 1);
+        if (!s->key) return -1;
+        memcpy(s->key, key, n);
+        s->key[n] = 0;
+        s->len = n;
+        s->hash = h;
+    }
+    s->value |= value;
+    return 0;
+}
+
+static long table_get(const Table *t, const uint8_t *p, size_t n, uint64_t h, long missing) {
+    Slot *s = table_slot(t, p, n, h);
+    return s->key ? s->value : missing;
+}
+
+static void table_free(Table *t) {
+    if (!t->slots) return;
+    for (size_t i = 0; i <= t->mask; i++) free(t->slots[i].key);
+    free(t->slots);
+    t->slots = NULL;
+}
+
+/* Key roles (flags in the `keys` table). */
+enum {
+    K_JOB_EVENT = 1 << 0,      /* job.event */
+    K_EVENT = 1 << 1,          /* event */
+    K_HOST = 1 << 2,           /* host.name */
+    K_PID = 1 << 3,            /* process.pid */
+    K_RETRIES = 1 << 5,        /* celery.retries */
+    K_TS = 1 << 6,             /* ts */
+    K_TRACE = 1 << 7,          /* trace_id */
+    K_SPAN = 1 << 8,           /* span_id */
+    K_EXECUTION = 1 << 9,      /* execution_id */
+    K_JOB_ID_KEY = 1 << 10,    /* names a job (looks like an execution) */
+    K_ATTEMPT_KEY = 1 << 11,   /* names a delivery attempt */
+    K_OP0 = 1 << 12,           /* messaging.operation.type */
+    K_OP1 = 1 << 13,           /* messaging.operation */
+};
+
+/* Event-name roles (flags in the `kinds` table, above the kind's index). */
+enum { N_KIND = 1 << 8, N_STEP = 1 << 9, N_NO_JOB_ID = 1 << 10 };
+
+#define N_FIELDS 16 /* ts, event, 11 string fields, 3 integer fields */
+#define F_TS 0
+#define F_EVENT 1
+#define F_FIRST_STRING 2
+#define F_FIRST_INT 13
+#define F_JOB_ID 2
+#define F_DELIVERY_ATTEMPT 13
+#define NO_ALIAS (-1L)
+
+/* ------------------------------------------------------------------ parsed request */
+
+enum { V_NONE = 0, V_STR, V_BOOL, V_INT, V_DOUBLE, V_BYTES, V_COMPLEX };
+
+typedef struct {
+    Str key;
+    uint64_t hash;
+    long alias; /* field * 256 + rank, or NO_ALIAS */
+    long flags; /* K_* */
+    int type;
+    Str s;
+    int64_t i;
+    size_t frag, frag_n; /* its `"key":value` JSON in the request's arena; 0: none */
+} Attr;
+
+typedef struct {
+    uint64_t time;
+    Str name;
+    size_t a0, a1; /* in event_attrs */
+} Event;
+
+typedef struct {
+    int r, s, p;
+    Str trace, span, parent, name;
+    uint64_t start, end;
+    size_t a0, a1; /* in span_attrs */
+    size_t e0, e1; /* in events */
+    int parent_seen;
+} Span;
+
+typedef struct {
+    size_t a0, a1; /* in resource_attrs */
+    size_t s0, s1; /* in spans */
+} Resource;
+
+typedef struct {
+    Attr *res_attrs, *span_attrs, *event_attrs;
+    size_t n_res_attrs, n_span_attrs, n_event_attrs;
+    size_t c_res_attrs, c_span_attrs, c_event_attrs;
+    Event *events;
+    size_t n_events, c_events;
+    Span *spans;
+    size_t n_spans, c_spans;
+    Resource *resources;
+    size_t n_resources, c_resources;
+    Buf arena; /* JSON fragments of the attributes */
+} Parsed;
+
+static void parsed_free(Parsed *q) {
+    free(q->res_attrs);
+    free(q->span_attrs);
+    free(q->event_attrs);
+    free(q->events);
+    free(q->spans);
+    free(q->resources);
+    buf_free(&q->arena);
+}
+
+/* ------------------------------------------------------------------ wire format */
+
+#define ODD (-2) /* well-formed perhaps, but not the common shape: the reference decides */
+#define NOMEM (-3)
+
+static const uint8_t *varint(const uint8_t *p, const uint8_t *end, uint64_t *out) {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64 && p < end; shift += 7) {
+        uint8_t b = *p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = v;
+            return p;
+        }
+    }
+    return NULL;
+}
+
+/* One field: its number, wire type, and payload (a slice for LEN, a value otherwise). */
+typedef struct {
+    uint32_t number;
+    int wire;
+    uint64_t value;
+    Str slice;
+} Field;
+
+static const uint8_t *next_field(const uint8_t *p, const uint8_t *end, Field *f) {
+    uint64_t tag;
+    p = varint(p, end, &tag);
+    if (!p) return NULL;
+    f->number = (uint32_t)(tag >> 3);
+    f->wire = (int)(tag & 7);
+    if (f->number == 0) return NULL;
+    switch (f->wire) {
+    case 0:
+        return varint(p, end, &f->value);
+    case 1:
+        if (end - p < 8) return NULL;
+        memcpy(&f->value, p, 8);
+        return p + 8;
+    case 2: {
+        uint64_t n;
+        p = varint(p, end, &n);
+        if (!p || n > (uint64_t)(end - p)) return NULL;
+        f->slice.p = p;
+        f->slice.n = (size_t)n;
+        return p + n;
+    }
+    case 5:
+        if (end - p < 4) return NULL;
+        f->value = 0;
+        memcpy(&f->value, p, 4);
+        return p + 4;
+    default:
+        return NULL; /* groups and reserved wire types: not in OTLP */
+    }
+}
+
+#define ALIAS_SHIFT 20 /* roles: (alias + 1) << ALIAS_SHIFT | K_* flags */
+
+typedef struct {
+    Table roles;   /* key -> its alias (field * 256 + rank) and K_* flags, in one lookup */
+    Table kinds;   /* event name -> index | N_* flags */
+    Table ops;     /* operation name -> kind index */
+    char *kind_text[256];  /* kind index -> its name */
+    size_t kind_len[256];
+    int n_kinds;
+    char *worker_key;      /* where host:pid is kept (mapping.RESOURCE_WORKER_ID) */
+    size_t worker_key_len;
+    uint64_t micros_below; /* epoch values at or above this are nanoseconds */
+    long deliver;          /* the kinds entry of `deliver` */
+    /* Keys a span row sets itself, classified once. */
+    Attr t_trace, t_span, t_execution, t_name, t_end, t_ts, t_event, t_worker;
+} Config;
+
+static void classify(const Config *c, Attr *a) {
+    a->hash = hash_bytes(a->key.p, a->key.n);
+    long roles = table_get(&c->roles, a->key.p, a->key.n, a->hash, 0);
+    a->alias = (roles >> ALIAS_SHIFT) - 1; /* NO_ALIAS when the key spells no field */
+    a->flags = roles & ((1L << ALIAS_SHIFT) - 1);
+}
+
+/* Protobuf strings must be UTF-8; a body with one that is not is the reference's to refuse. */
+static int utf8_valid(Str t) {
+    const uint8_t *s = t.p;
+    size_t n = t.n, i = 0;
+    while (i < n) {
+        if (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (!(w & 0x8080808080808080ULL)) {
+                i += 8;
+                continue;
+            }
+        }
+        uint8_t c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t len;
+        uint32_t cp;
+        if (c >= 0xC2 && c <= 0xDF) { len = 2; cp = c & 0x1F; }
+        else if (c >= 0xE0 && c <= 0xEF) { len = 3; cp = c & 0x0F; }
+        else if (c >= 0xF0 && c <= 0xF4) { len = 4; cp = c & 0x07; }
+        else return 0;
+        if (i + len > n) return 0;
+        for (size_t k = 1; k < len; k++) {
+            uint8_t d = s[i + k];
+            if ((d & 0xC0) != 0x80) return 0;
+            cp = (cp << 6) | (d & 0x3F);
+        }
+        if (len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) return 0;
+        if (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* A string field: length-delimited and UTF-8, or not for this module to judge. */
+static int check_text(const Field *f) {
+    if (f->wire != 2) return ODD;
+    return utf8_valid(f->slice) ? 0 : -1;
+}
+
+/* The fields this module reads past (scope, links, status, trace state, schema URLs) are
+ * still checked the way the reference's parser checks them: strings must be UTF-8. */
+static int check_key_value(Str m) {
+    const uint8_t *p = m.p, *end = m.p + m.n;
+    Field f, g;
+    while (p < end) {
+        p = next_field(p, end, &f);
+        if (!p) return -1;
+        if (f.number == 1) {
+            int rc = check_text(&f);
+            if (rc) return rc;
+        } else if (f.number == 2) {
+            if (f.wire != 2) return ODD;
+            const uint8_t *vp = f.slice.p, *vend = f.slice.p + f.slice.n;
+            while (vp < vend) {
+                vp = next_field(vp, vend, &g);
+                if (!vp) return -1;
+                if (g.number == 1) {
+                    int rc = check_text(&g);
+                    if (rc) return rc;
+                } else if (g.number == 5 || g.number == 6) {
+                    return ODD; /* nested values: the reference's parser checks them */
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* A message whose fields `texts` are strings and `pairs` KeyValues; others skipped. */
+static int check_message(Str m, uint32_t texts_mask, uint32_t pairs_mask) {
+    const uint8_t *p = m.p, *end = m.p + m.n;
+    Field f;
+    while (p < end) {
+        p = next_field(p, end, &f);
+        if (!p) return -1;
+        if (f.number >= 32) continue;
+        int rc = 0;
+        if (texts_mask & (1u << f.number)) rc = check_text(&f);
+        else if (pairs_mask & (1u << f.number)) rc = f.wire == 2 ? check_key_value(f.slice) : ODD;
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+#define BIT(n) (1u << (n))
+
+static int parse_any_value(Str m, Attr *a) {
+    const uint8_t *p = m.p, *end = m.p + m.n;
+    Field f;
+    a->type = V_NONE;
+    while (p < end) {
+        p = next_field(p, end, &f);
+        if (!p) return -1;
+        switch (f.number) {
+        case 1:
+            if (f.wire != 2) return ODD;
+            if (!utf8_valid(f.slice)) return -1;
+            a->type = V_STR;
+            a->s = f.slice;
+            break;
+        case 2:
+            if (f.wire != 0) return ODD;
+            a->type = V_BOOL;
+            a->i = f.value != 0;
+            break;
+        case 3:
+            if (f.wire != 0) return ODD;
+            a->type = V_INT;
+            a->i = (int64_t)f.value;
+            break;
+        case 4:
+            if (f.wire != 1) return ODD;
+            a->type = V_DOUBLE;
+            break;
+        case 5:
+        case 6:
+            a->type = V_COMPLEX;
+            break;
+        case 7:
+            a->type = V_BYTES;
+            break;
+        default:
+            break;
+        }
+    }
+    return 0;
+}
+
+static int render(Buf *arena, Attr *a);
+
+static int parse_key_value(const Config *c, Parsed *q, Str m, Attr *a) {
+    const uint8_t *p = m.p, *end = m.p + m.n;
+    Field f;
+    int seen_value = 0;
+    a->key.p = (const uint8_t *)"";
+    a->key.n = 0;
+    a->type = V_NONE;
+    while (p < end) {
+        p = next_field(p, end, &f);
+        if (!p) return -1;
+        if (f.number == 1) {
+            if (f.wire != 2) return ODD;
+            if (!utf8_valid(f.slice)) return -1;
+            a->key = f.slice;
+        } else if (f.number == 2) {
+            if (f.wire != 2 || seen_value++) return ODD; /* a repeated message merges */
+            int rc = parse_any_value(f.slice, a);
+            if (rc) return rc;
+        }
+    }
+    classify(c, a);
+    return render(&q->arena, a);
+}
+
+#define PUSH_ATTR(q, which, out)                                                  \
+    VEC_PUSH((q)->which, (q)->n_##which, (q)->c_##which, Attr, out)
+
+static int parse_event(const Config *c, Parsed *q, Str m, Event *e) {
+    const uint8_t *p = m.p, *end = m.p + m.n;
+    Field f;
+    e->a0 = e->a1 = q->n_event_attrs;
+    e->name.p = (const uint8_t *)"";
+    while (p < end) {
+        p = next_field(p, end, &f);
+        if (!p) return -1;
+        if (f.number == 1) {
+            if (f.wire != 1) return ODD;
+            e->time = f.value;
+        } else if (f.number == 2) {
+            int rc = check_text(&f);
+            if (rc) return rc;
+            e->name = f.slice;
+        } else if (f.number == 3) {
+            Attr *a;
+            if (f.wire != 2) return ODD;
+            PUSH_ATTR(q, event_attrs, a);
+            if (!a) return NOMEM;
+            int rc = parse_key_value(c, q, f.slice, a);
+            if (rc) return rc;
+        }
+    }
+    e->a1 = q->n_event_attrs;
+    return 0;
+}
+
+static int parse_span(const Config *c, Parsed *q, Str m, Span *sp) {
+    const uint8_t *p = m.p, *end = m.p + m.n;
+    Field f;
+    /* Event attributes and span attributes are kept apart so each stays contiguous. */
+    sp->a0 = sp->a1 = q->n_span_attrs;
+    sp->e0 = sp->e1 = q->n_events;
+    sp->trace.p = sp->span.p = sp->parent.p = sp->name.p = (const uint8_t *)"";
+    while (p < end) {
+        p = next_field(p, end, &f);
+        if (!p) return -1;
+        switch (f.number) {
+        case 1: case 2: case 4: case 5: {
+            if (f.wire != 2) return ODD;
+            if (f.number == 5 && !utf8_valid(f.slice)) return -1;
+            Str *target = f.number == 1 ? &sp->trace : f.number == 2 ? &sp->span
+                        : f.number == 4 ? &sp->parent : &sp->name;
+            *target = f.slice;
+            break;
+        }
+        case 7:
+        case 8:
+            if (f.wire != 1) return ODD;
+            if (f.number == 7) sp->start = f.value; else sp->end = f.value;
+            break;
+        case 9: {
+            Attr *a;
+            if (f.wire != 2) return ODD;
+            PUSH_ATTR(q, span_attrs, a);
+            if (!a) return NOMEM;
+            int rc = parse_key_value(c, q, f.slice, a);
+            if (rc) return rc;
+            break;
+        }
+        case 11: {
+            Event *e;
+            if (f.wire != 2) return ODD;
+            VEC_PUSH(q->events, q->n_events, q->c_events, Event, e);
+            if (!e) return NOMEM;
+            int rc = parse_event(c, q, f.slice, e);
+            if (rc) return rc;
+            break;
+        }
+        case 3: { /* trace_state */
+            int rc = check_text(&f);
+            if (rc) return rc;
+            break;
+        }
+        case 13: { /* a link: trace_state, attributes */
+            int rc = f.wire == 2 ? check_message(f.slice, BIT(3), BIT(4)) : ODD;
+            if (rc) return rc;
+            break;
+        }
+        case 15: { /* status: message */
+            int rc = f.wire == 2 ? check_message(f.slice, BIT(2), 0) : ODD;
+            if (rc) return rc;
+            break;
+        }
+        default:
+            break;
+        }
+    }
+    sp->a1 = q->n_span_attrs;
+    sp->e1 = q->n_events;
+    return 0;
+}
+
+static int parse_request(const Config *c, Parsed *q, Str body) {
+    const uint8_t *p = body.p, *end = body.p + body.n;
+    Field f, g, h;
+    int r = 0;
+    while (p < end) {
+        p = next_field(p, end, &f);
+        if (!p) return -1;
+        if (f.number != 1) continue;
+        if (f.wire != 2) return ODD;
+        Resource *res;
+        VEC_PUSH(q->resources, q->n_resources, q->c_resources, Resource, res);
+        if (!res) return NOMEM;
+        res->a0 = res->a1 = q->n_res_attrs;
+        res->s0 = res->s1 = q->n_spans;
+        const uint8_t *rp = f.slice.p, *rend = f.slice.p + f.slice.n;
+        int seen_resource = 0, s = 0;
+        while (rp < rend) {
+            rp = next_field(rp, rend, &g);
+            if (!rp) return -1;
+            if (g.number == 1) { /* Resource */
+                if (g.wire != 2 || seen_resource++) return ODD;
+                const uint8_t *ap = g.slice.p, *aend = g.slice.p + g.slice.n;
+                while (ap < aend) {
+                    ap = next_field(ap, aend, &h);
+                    if (!ap) return -1;
+                    if (h.number != 1) continue;
+                    if (h.wire != 2) return ODD;
+                    Attr *a;
+                    PUSH_ATTR(q, res_attrs, a);
+                    if (!a) return NOMEM;
+                    int rc = parse_key_value(c, q, h.slice, a);
+                    if (rc) return rc;
+                }
+                res->a1 = q->n_res_attrs;
+            } else if (g.number == 3) { /* schema_url */
+                int rc = check_text(&g);
+                if (rc) return rc;
+            } else if (g.number == 2) { /* ScopeSpans */
+                if (g.wire != 2) return ODD;
+                const uint8_t *sp = g.slice.p, *send = g.slice.p + g.slice.n;
+                int n = 0;
+                while (sp < send) {
+                    sp = next_field(sp, send, &h);
+                    if (!sp) return -1;
+                    if (h.number == 1 || h.number == 3) { /* scope: name, version, attrs */
+                        int rc = h.number == 3 ? check_text(&h)
+                               : h.wire == 2 ? check_message(h.slice, BIT(1) | BIT(2), BIT(3))
+                               : ODD;
+                        if (rc) return rc;
+                        continue;
+                    }
+                    if (h.number != 2) continue;
+                    if (h.wire != 2) return ODD;
+                    Span *span;
+                    VEC_PUSH(q->spans, q->n_spans, q->c_spans, Span, span);
+                    if (!span) return NOMEM;
+                    span->r = r;
+                    span->s = s;
+                    span->p = n++;
+                    int rc = parse_span(c, q, h.slice, span);
+                    if (rc) return rc;
+                }
+                s++;
+            }
+        }
+        res->s1 = q->n_spans;
+        r++;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ BLAKE2b (RFC 7693) */
+
+static const uint64_t B2_IV[8] = {
+    0x6a09e667f3bcc908ULL, 0xbb67ae8584caa73bULL, 0x3c6ef372fe94f82bULL,
+    0xa54ff53a5f1d36f1ULL, 0x510e527fade682d1ULL, 0x9b05688c2b3e6c1fULL,
+    0x1f83d9abfb41bd6bULL, 0x5be0cd19137e2179ULL,
+};
+
+static const uint8_t B2_SIGMA[12][16] = {
+    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
+    {11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4},
+    {7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8},
+    {9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13},
+    {2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9},
+    {12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11},
+    {13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10},
+    {6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5},
+    {10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0},
+    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
+};
+
+#define ROTR64(x, n) (((x) >> (n)) | ((x) << (64 - (n))))
+#define B2_G(a, b, c, d, x, y)                                                    \
+    do {                                                                          \
+        v[a] = v[a] + v[b] + (x); v[d] = ROTR64(v[d] ^ v[a], 32);                 \
+        v[c] = v[c] + v[d];       v[b] = ROTR64(v[b] ^ v[c], 24);                 \
+        v[a] = v[a] + v[b] + (y); v[d] = ROTR64(v[d] ^ v[a], 16);                 \
+        v[c] = v[c] + v[d];       v[b] = ROTR64(v[b] ^ v[c], 63);                 \
+    } while (0)
+
+static void b2_compress(uint64_t h[8], const uint8_t block[128], uint64_t t, int last) {
+    uint64_t v[16], m[16];
+    for (int i = 0; i < 16; i++) {
+        uint64_t w = 0;
+        for (int j = 7; j >= 0; j--) w = (w << 8) | block[i * 8 + j];
+        m[i] = w;
+    }
+    for (int i = 0; i < 8; i++) {
+        v[i] = h[i];
+        v[i + 8] = B2_IV[i];
+    }
+    v[12] ^= t;
+    if (last) v[14] = ~v[14];
+    for (int r = 0; r < 12; r++) {
+        const uint8_t *s = B2_SIGMA[r];
+        B2_G(0, 4, 8, 12, m[s[0]], m[s[1]]);
+        B2_G(1, 5, 9, 13, m[s[2]], m[s[3]]);
+        B2_G(2, 6, 10, 14, m[s[4]], m[s[5]]);
+        B2_G(3, 7, 11, 15, m[s[6]], m[s[7]]);
+        B2_G(0, 5, 10, 15, m[s[8]], m[s[9]]);
+        B2_G(1, 6, 11, 12, m[s[10]], m[s[11]]);
+        B2_G(2, 7, 8, 13, m[s[12]], m[s[13]]);
+        B2_G(3, 4, 9, 14, m[s[14]], m[s[15]]);
+    }
+    for (int i = 0; i < 8; i++) h[i] ^= v[i] ^ v[i + 8];
+}
+
+/* The 16-byte BLAKE2b digest of `n` bytes, as 32 hex digits (content_uid in normalise.py). */
+static void blake2b16_hex(const uint8_t *in, size_t n, char out[32]) {
+    uint64_t h[8];
+    uint8_t block[128];
+    memcpy(h, B2_IV, sizeof h);
+    h[0] ^= 0x01010000ULL ^ 16; /* digest length 16, no key */
+    uint64_t t = 0;
+    while (n > 128) {
+        t += 128;
+        b2_compress(h, in, t, 0);
+        in += 128;
+        n -= 128;
+    }
+    memset(block, 0, sizeof block);
+    memcpy(block, in, n);
+    t += n;
+    b2_compress(h, block, t, 1);
+    static const char hexd[] = "0123456789abcdef";
+    for (int i = 0; i < 16; i++) {
+        uint8_t byte = (uint8_t)(h[i / 8] >> (8 * (i % 8)));
+        out[2 * i] = hexd[byte >> 4];
+        out[2 * i + 1] = hexd[byte & 15];
+    }
+}
+
+/* ------------------------------------------------------------------ output columns */
+
+typedef struct {
+    Buf data, offsets, valid;
+    size_t rows;
+    int64_t nulls;
+} StrCol;
+
+typedef struct {
+    Buf data, valid;
+    size_t rows;
+    int64_t nulls;
+    int width; /* 4 or 8 */
+} IntCol;
+
+static int bit_push(Buf *valid, size_t row, int set) {
+    if (row % 8 == 0) {
+        uint8_t zero = 0;
+        if (buf_put(valid, &zero, 1)) return -1;
+    }
+    if (set) valid->data[row / 8] |= (char)(1 << (row % 8));
+    return 0;
+}
+
+static int str_push(StrCol *c, const char *p, size_t n, int valid) {
+    if (c->rows == 0) {
+        int32_t zero = 0;
+        if (buf_put(&c->offsets, &zero, 4)) return -1;
+    }
+    if (valid && buf_put(&c->data, p, n)) return -1;
+    if (c->data.len > INT32_MAX) return -1;
+    int32_t off = (int32_t)c->data.len;
+    if (buf_put(&c->offsets, &off, 4) || bit_push(&c->valid, c->rows, valid)) return -1;
+    if (!valid) c->nulls++;
+    c->rows++;
+    return 0;
+}
+
+static int int_push(IntCol *c, int64_t v, int valid) {
+    if (!valid) v = 0;
+    int rc;
+    if (c->width == 4) {
+        int32_t w = (int32_t)v;
+        rc = buf_put(&c->data, &w, 4);
+    } else {
+        rc = buf_put(&c->data, &v, 8);
+    }
+    if (rc || bit_push(&c->valid, c->rows, valid)) return -1;
+    if (!valid) c->nulls++;
+    c->rows++;
+    return 0;
+}
+
+/* The output: event_uid, ts, event, 11 string fields, 3 int fields, execution_id, attrs. */
+enum { C_UID, C_EVENT, C_EXECUTION, C_ATTRS, N_STRCOLS_FIXED };
+#define N_STRING_FIELDS 11
+#define N_INT_FIELDS 3
+
+typedef struct {
+    StrCol fixed[N_STRCOLS_FIXED];
+    StrCol strings[N_STRING_FIELDS];
+    IntCol ints[N_INT_FIELDS];
+    IntCol ts;
+    size_t rows;
+} Out;
+
+static void out_free(Out *o) {
+    for (int i = 0; i < N_STRCOLS_FIXED; i++) {
+        buf_free(&o->fixed[i].data); buf_free(&o->fixed[i].offsets); buf_free(&o->fixed[i].valid);
+    }
+    for (int i = 0; i < N_STRING_FIELDS; i++) {
+        buf_free(&o->strings[i].data); buf_free(&o->strings[i].offsets);
+        buf_free(&o->strings[i].valid);
+    }
+    for (int i = 0; i < N_INT_FIELDS; i++) {
+        buf_free(&o->ints[i].data); buf_free(&o->ints[i].valid);
+    }
+    buf_free(&o->ts.data);
+    buf_free(&o->ts.valid);
+}
+
+/* ------------------------------------------------------------------ one span's rows */
+
+#define MAX_ENTRIES 256
+
+/* A record is a list of attributes, by reference: they live in the parsed request or,
+ * for the ones a span row adds, in decode_span for as long as the span is decoded. */
+typedef struct Record {
+    const Attr *e[MAX_ENTRIES];
+    int n;
+} Record;
+
+/* {**record, key: value}: a key already there keeps its place and takes the new value. */
+static int record_set(Record *r, const Attr *a) {
+    for (int i = 0; i < r->n; i++) {
+        if (r->e[i]->hash == a->hash && r->e[i]->key.n == a->key.n &&
+            memcmp(r->e[i]->key.p, a->key.p, a->key.n) == 0) {
+            r->e[i] = a;
+            return 0;
+        }
+    }
+    if (r->n == MAX_ENTRIES) return ODD;
+    r->e[r->n++] = a;
+    return 0;
+}
+
+/* Copies only the entries in use: a whole Record is MAX_ENTRIES wide. */
+static void record_copy(Record *to, const Record *from) {
+    memcpy(to->e, from->e, (size_t)from->n * sizeof(const Attr *));
+    to->n = from->n;
+}
+
+static int record_find(const Record *r, long flag) {
+    for (int i = 0; i < r->n; i++)
+        if (r->e[i]->flags & flag) return i;
+    return -1;
+}
+
+static void record_remove(Record *r, int i) {
+    memmove(&r->e[i], &r->e[i + 1], (size_t)(r->n - i - 1) * sizeof(const Attr *));
+    r->n--;
+}
+
+/* Looks an attribute value up the way `attrs.get(key)` would. */
+static const Attr *record_get(const Record *r, long flag) {
+    int i = record_find(r, flag);
+    return i >= 0 ? r->e[i] : NULL;
+}
+
+static long kind_of(const Config *c, Str name) {
+    return table_get(&c->kinds, name.p, name.n, hash_bytes(name.p, name.n), 0);
+}
+
+static const char *kind_name(const Config *c, long kind, size_t *len) {
+    *len = c->kind_len[kind & 255];
+    return c->kind_text[kind & 255];
+}
+
+/* ------------------------------------------------------------------ JSON as orjson writes it */
+
+static int json_string(Buf *b, Str s) {
+    static const char hexd[] = "0123456789abcdef";
+    if (buf_reserve(b, s.n * 6 + 2)) return NOMEM;
+    char *o = b->data + b->len;
+    *o++ = '"';
+    size_t i = 0;
+    while (i < s.n) {
+        size_t run = i;
+        while (run < s.n && s.p[run] >= 0x20 && s.p[run] != '"' && s.p[run] != '\\') run++;
+        memcpy(o, s.p + i, run - i);
+        o += run - i;
+        if (run == s.n) break;
+        uint8_t ch = s.p[run];
+        *o++ = '\\';
+        switch (ch) {
+        case '"': *o++ = '"'; break;
+        case '\\': *o++ = '\\'; break;
+        case '\b': *o++ = 'b'; break;
+        case '\t': *o++ = 't'; break;
+        case '\n': *o++ = 'n'; break;
+        case '\f': *o++ = 'f'; break;
+        case '\r': *o++ = 'r'; break;
+        default:
+            *o++ = 'u'; *o++ = '0'; *o++ = '0';
+            *o++ = hexd[ch >> 4]; *o++ = hexd[ch & 15];
+        }
+        i = run + 1;
+    }
+    *o++ = '"';
+    b->len = (size_t)(o - b->data);
+    return 0;
+}
+
+/* Decimal digits of v into out (at least 21 bytes); returns the length. */
+static size_t itoa64(int64_t v, char *out) {
+    char tmp[24];
+    size_t n = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    size_t len = 0;
+    if (v < 0) out[len++] = '-';
+    while (n) out[len++] = tmp[--n];
+    return len;
+}
+
+/* `"key":value` once per attribute, kept in the arena; a value orjson would render in a
+ * way this module does not (floats, bytes, arrays) leaves no fragment. */
+static int render(Buf *arena, Attr *a) {
+    a->frag_n = 0;
+    if (a->alias != NO_ALIAS) return 0; /* a canonical field's spelling: never in attrs */
+    if (a->type > V_INT) return 0;
+    size_t start = arena->len;
+    if (json_string(arena, a->key) || buf_put(arena, ":", 1)) return NOMEM;
+    char digits[24];
+    size_t n;
+    int rc = 0;
+    switch (a->type) {
+    case V_NONE: rc = buf_put(arena, "null", 4); break;
+    case V_STR: rc = json_string(arena, a->s); break;
+    case V_BOOL: rc = buf_put(arena, a->i ? "true" : "false", a->i ? 4 : 5); break;
+    default:
+        n = itoa64(a->i, digits);
+        rc = buf_put(arena, digits, n);
+    }
+    if (rc) return NOMEM;
+    a->frag = start;
+    a->frag_n = arena->len - start;
+    return 0;
+}
+
+static void hex(const Str s, char *out) {
+    static const char hexd[] = "0123456789abcdef";
+    for (size_t i = 0; i < s.n; i++) {
+        out[2 * i] = hexd[s.p[i] >> 4];
+        out[2 * i + 1] = hexd[s.p[i] & 15];
+    }
+}
+
+/* ------------------------------------------------------------------ output marks */
+
+typedef struct {
+    size_t rows, lens[N_STRCOLS_FIXED + N_STRING_FIELDS][3], ilens[N_INT_FIELDS + 1][2];
+    int64_t nulls[N_STRCOLS_FIXED + N_STRING_FIELDS], inulls[N_INT_FIELDS + 1];
+} Mark;
+
+static StrCol *str_col(Out *o, int i) {
+    return i < N_STRCOLS_FIXED ? &o->fixed[i] : &o->strings[i - N_STRCOLS_FIXED];
+}
+
+static IntCol *int_col(Out *o, int i) { return i < N_INT_FIELDS ? &o->ints[i] : &o->ts; }
+
+static void truncate_bits(Buf *valid, size_t rows) {
+    valid->len = (rows + 7) / 8;
+    if (rows % 8) valid->data[rows / 8] &= (char)((1 << (rows % 8)) - 1);
+}
+
+static void mark(Out *o, Mark *m) {
+    m->rows = o->rows;
+    for (int i = 0; i < N_STRCOLS_FIXED + N_STRING_FIELDS; i++) {
+        StrCol *c = str_col(o, i);
+        m->lens[i][0] = c->data.len;
+        m->lens[i][1] = c->offsets.len;
+        m->lens[i][2] = c->valid.len;
+        m->nulls[i] = c->nulls;
+    }
+    for (int i = 0; i < N_INT_FIELDS + 1; i++) {
+        IntCol *c = int_col(o, i);
+        m->ilens[i][0] = c->data.len;
+        m->ilens[i][1] = c->valid.len;
+        m->inulls[i] = c->nulls;
+    }
+}
+
+/* Undo every row written since `m`: a span is stored whole or left to the reference. */
+static void rollback(Out *o, const Mark *m) {
+    o->rows = m->rows;
+    for (int i = 0; i < N_STRCOLS_FIXED + N_STRING_FIELDS; i++) {
+        StrCol *c = str_col(o, i);
+        c->data.len = m->lens[i][0];
+        c->offsets.len = m->lens[i][1];
+        c->nulls = m->nulls[i];
+        c->rows = m->rows;
+        truncate_bits(&c->valid, m->rows);
+    }
+    for (int i = 0; i < N_INT_FIELDS + 1; i++) {
+        IntCol *c = int_col(o, i);
+        c->data.len = m->ilens[i][0];
+        c->nulls = m->inulls[i];
+        c->rows = m->rows;
+        truncate_bits(&c->valid, m->rows);
+    }
+}
+
+typedef struct {
+    const Config *c;
+    Out *out;
+    Buf *arena; /* JSON fragments of this request */
+    Buf scratch, json, uid_in;
+    struct Record *span_rec, *rec;
+    Attr worker; /* host:pid of the current resource */
+} Ctx;
+
+/* Writes the row normalise() would build for one record; ODD when the record needs the
+ * reference (a rejection, a type to coerce, a value to render differently). */
+static int emit(Ctx *x, Record *r, const char *event, size_t event_len, uint64_t time_ns,
+                const char *uid) {
+    const Config *c = x->c;
+    int best[N_FIELDS];
+    long best_rank[N_FIELDS];
+    char taken[MAX_ENTRIES];
+    for (int f = 0; f < N_FIELDS; f++) { best[f] = -1; best_rank[f] = 1L << 30; }
+    int execution = -1, mapped_execution = 0;
+    for (int i = 0; i < r->n; i++) {
+        long alias = r->e[i]->alias;
+        taken[i] = alias != NO_ALIAS;
+        if (r->e[i]->flags & K_RETRIES) return ODD;
+        if (r->e[i]->flags & K_EXECUTION) {
+            if (taken[i]) mapped_execution = 1; else execution = i;
+        }
+        if (alias == NO_ALIAS) continue;
+        int f = (int)(alias >> 8);
+        long rank = alias & 255;
+        if (rank < best_rank[f]) { best_rank[f] = rank; best[f] = i; }
+    }
+    /* ts and event are the ones set here; any other spelling of them is the reference's. */
+    if (best[F_TS] < 0 || !(r->e[best[F_TS]]->flags & K_TS)) return ODD;
+    if (best[F_EVENT] < 0 || !(r->e[best[F_EVENT]]->flags & K_EVENT)) return ODD;
+    if (time_ns < c->micros_below || time_ns > (uint64_t)INT64_MAX) return ODD;
+    if (mapped_execution) return ODD;
+    if (execution >= 0 && r->e[execution]->type != V_STR && r->e[execution]->type != V_NONE)
+        return ODD;
+    for (int f = F_FIRST_STRING; f < F_FIRST_INT; f++) {
+        if (best[f] < 0) continue;
+        int t = r->e[best[f]]->type;
+        if (t != V_NONE && t != V_STR && t != V_INT) return ODD;
+    }
+    for (int f = F_FIRST_INT; f < N_FIELDS; f++) {
+        if (best[f] < 0) continue;
+        const Attr *a = r->e[best[f]];
+        if (a->type != V_NONE && a->type != V_INT) return ODD;
+        if (f == F_DELIVERY_ATTEMPT && a->type == V_INT && (a->i < 1 || a->i > INT32_MAX))
+            return ODD;
+    }
+    long kind = table_get(&c->kinds, (const uint8_t *)event, event_len,
+                          hash_bytes((const uint8_t *)event, event_len), 0);
+    if (!(kind & N_KIND)) return ODD;
+    if (!(kind & N_NO_JOB_ID)) {
+        const Attr *job = best[F_JOB_ID] >= 0 ? r->e[best[F_JOB_ID]] : NULL;
+        if (!job || job->type == V_NONE || (job->type == V_STR && job->s.n == 0)) return ODD;
+    }
+
+    Buf *json = &x->json;
+    json->len = 0;
+    int any = 0;
+    for (int i = 0; i < r->n; i++) {
+        if (taken[i]) continue;
+        const Attr *a = r->e[i];
+        if (!a->frag_n) return ODD;
+        if (buf_put(json, any ? "," : "{", 1) ||
+            buf_put(json, x->arena->data + a->frag, a->frag_n))
+            return NOMEM;
+        any = 1;
+    }
+    if (any && buf_put(json, "}", 1)) return NOMEM;
+
+    Out *o = x->out;
+    if (str_push(&o->fixed[C_UID], uid, 32, 1)) return NOMEM;
+    if (int_push(&o->ts, (int64_t)(time_ns / 1000), 1)) return NOMEM;
+    if (str_push(&o->fixed[C_EVENT], event, event_len, 1)) return NOMEM;
+    for (int f = F_FIRST_STRING; f < F_FIRST_INT; f++) {
+        StrCol *col = &o->strings[f - F_FIRST_STRING];
+        const Attr *a = best[f] >= 0 ? r->e[best[f]] : NULL;
+        int rc;
+        if (!a || a->type == V_NONE) {
+            rc = str_push(col, NULL, 0, 0);
+        } else if (a->type == V_STR) {
+            rc = str_push(col, (const char *)a->s.p, a->s.n, 1);
+        } else {
+            char digits[24];
+            rc = str_push(col, digits, itoa64(a->i, digits), 1);
+        }
+        if (rc) return NOMEM;
+    }
+    for (int f = F_FIRST_INT; f < N_FIELDS; f++) {
+        const Attr *a = best[f] >= 0 ? r->e[best[f]] : NULL;
+        int valid = a && a->type == V_INT;
+        if (int_push(&o->ints[f - F_FIRST_INT], valid ? a->i : 0, valid)) return NOMEM;
+    }
+    const Attr *e = execution >= 0 ? r->e[execution] : NULL;
+    int valid = e && e->type == V_STR;
+    if (str_push(&o->fixed[C_EXECUTION], valid ? (const char *)e->s.p : NULL,
+                 valid ? e->s.n : 0, valid))
+        return NOMEM;
+    if (str_push(&o->fixed[C_ATTRS], json->data, json->len, any)) return NOMEM;
+    o->rows++;
+    return 0;
+}
+
+typedef struct {
+    Str *ids;
+    size_t n, cap;
+} IdSet;
+
+static int ids_has(const IdSet *s, Str id) {
+    for (size_t i = 0; i < s->n; i++)
+        if (s->ids[i].n == id.n && memcmp(s->ids[i].p, id.p, id.n) == 0) return 1;
+    return 0;
+}
+
+/* _step_parents: spans whose lifecycle steps arrive as child spans are executions. */
+static int step_parents(const Config *c, const Parsed *q, IdSet *out) {
+    for (size_t k = 0; k < q->n_spans; k++) {
+        const Span *sp = &q->spans[k];
+        if (!sp->parent.n) continue;
+        int is_step = (kind_of(c, sp->name) & N_STEP) != 0;
+        for (size_t i = sp->a0; !is_step && i < sp->a1; i++) {
+            const Attr *a = &q->span_attrs[i];
+            if ((a->flags & (K_JOB_EVENT | K_EVENT)) && a->type == V_STR &&
+                (kind_of(c, a->s) & N_STEP))
+                is_step = 1;
+        }
+        if (!is_step) continue;
+        Str *slot;
+        VEC_PUSH(out->ids, out->n, out->cap, Str, slot);
+        if (!slot) return NOMEM;
+        *slot = sp->parent;
+    }
+    return 0;
+}
+
+/* _span_event: the step a span records itself; 0 none, 1 found, ODD for the reference. */
+static int span_event(const Config *c, const Record *r, Str name, long *kind) {
+    static const long keys[2] = {K_JOB_EVENT, K_EVENT};
+    for (int k = 0; k < 2; k++) {
+        const Attr *a = record_get(r, keys[k]);
+        if (a && a->type == V_STR) {
+            long found = kind_of(c, a->s);
+            if (found & N_KIND) { *kind = found; return 1; }
+        }
+    }
+    long found = kind_of(c, name);
+    if (found & N_KIND) { *kind = found; return 1; }
+    static const long ops[2] = {K_OP0, K_OP1};
+    for (int k = 0; k < 2; k++) {
+        const Attr *a = record_get(r, ops[k]);
+        if (!a || a->type == V_NONE) continue;
+        if (a->type != V_STR) return ODD;
+        long op = table_get(&c->ops, a->s.p, a->s.n, hash_bytes(a->s.p, a->s.n), -1);
+        if (op < 0) return 0;
+        size_t len;
+        const char *text = kind_name(c, op, &len);
+        *kind = kind_of(c, (Str){(const uint8_t *)text, len});
+        return 1;
+    }
+    return 0;
+}
+
+/* A template attribute (key classified once) with this value, rendered into the arena. */
+static int with_value(Ctx *x, const Attr *template, int type, Str s, int64_t i, Attr *out) {
+    *out = *template;
+    out->type = type;
+    out->s = s;
+    out->i = i;
+    return render(x->arena, out);
+}
+
+/* Every row of one span, or ODD to leave the whole span to the reference. */
+static int decode_span(Ctx *x, const Parsed *q, const Span *sp, const Record *base,
+                       const IdSet *executions, int *ignored) {
+    const Config *c = x->c;
+    Record *span_rec = x->span_rec, *rec = x->rec;
+    record_copy(span_rec, base);
+    for (size_t i = sp->a0; i < sp->a1; i++) {
+        int rc = record_set(span_rec, &q->span_attrs[i]);
+        if (rc) return rc;
+    }
+    for (int i = 0; i < span_rec->n; i++)
+        if (span_rec->e[i]->type > V_INT) return ODD;
+    long own = 0;
+    int found = span_event(c, span_rec, sp->name, &own);
+    if (found < 0) return found;
+    int has_steps = 0;
+    for (size_t e = sp->e0; e < sp->e1 && !has_steps; e++)
+        if (kind_of(c, q->events[e].name) & N_KIND) has_steps = 1;
+    if (!found) {
+        int looks = record_find(span_rec, K_JOB_ID_KEY) >= 0 &&
+                    record_find(span_rec, K_ATTEMPT_KEY) >= 0;
+        if (!(has_steps || ids_has(executions, sp->span) || looks)) {
+            (*ignored)++;
+            return 0;
+        }
+        own = c->deliver;
+    }
+    int own_is_deliver = (own & 255) == (c->deliver & 255);
+
+    if (buf_reserve(&x->scratch, 2 * (sp->trace.n + sp->span.n + sp->parent.n) + 8))
+        return NOMEM;
+    char *trace_hex = x->scratch.data;
+    char *span_hex = trace_hex + 2 * sp->trace.n;
+    char *parent_hex = span_hex + 2 * sp->span.n;
+    hex(sp->trace, trace_hex);
+    hex(sp->span, span_hex);
+    hex(sp->parent, parent_hex);
+    Str trace_s = {(const uint8_t *)trace_hex, 2 * sp->trace.n};
+    Str span_s = {(const uint8_t *)span_hex, 2 * sp->span.n};
+    Str execution = {NULL, 0};
+    if ((own & N_STEP) && sp->parent.n)
+        execution = (Str){(const uint8_t *)parent_hex, 2 * sp->parent.n};
+    else if (has_steps || own_is_deliver)
+        execution = span_s;
+
+    /* What every record of the span adds the same way, rendered once. */
+    Attr trace_a, span_a, execution_a, name_a, end_a, ts_a;
+    int rc = 0;
+    if (with_value(x, &c->t_trace, V_STR, trace_s, 0, &trace_a) ||
+        with_value(x, &c->t_span, V_STR, span_s, 0, &span_a) ||
+        with_value(x, &c->t_ts, V_INT, (Str){0}, 0, &ts_a) ||
+        with_value(x, &c->t_name, V_STR, sp->name, 0, &name_a))
+        return NOMEM;
+    if (execution.p && with_value(x, &c->t_execution, V_STR, execution, 0, &execution_a))
+        return NOMEM;
+    if (own_is_deliver) {
+        if (sp->end / 1000 > (uint64_t)INT64_MAX) return ODD;
+        if (with_value(x, &c->t_end, V_INT, (Str){0}, (int64_t)(sp->end / 1000), &end_a))
+            return NOMEM;
+    }
+
+    Mark before;
+    mark(x->out, &before);
+    char uid[32];
+    for (long index = -1; !rc && index < (long)(sp->e1 - sp->e0); index++) {
+        const Event *ev = index >= 0 ? &q->events[sp->e0 + (size_t)index] : NULL;
+        long kind = own;
+        uint64_t time_ns = sp->start;
+        if (ev) {
+            kind = kind_of(c, ev->name);
+            if (!(kind & N_KIND)) continue;
+            time_ns = ev->time;
+        }
+        record_copy(rec, span_rec);
+        if (!ev) {
+            rc = record_set(rec, &name_a);
+            if (!rc && own_is_deliver) rc = record_set(rec, &end_a);
+        } else {
+            for (size_t i = ev->a0; !rc && i < ev->a1; i++) {
+                const Attr *ea = &q->event_attrs[i];
+                rc = ea->type > V_INT ? ODD : record_set(rec, ea);
+            }
+        }
+        size_t elen;
+        const char *ename = kind_name(c, kind, &elen);
+        Attr event_a;
+        if (!rc) {
+            rc = with_value(x, &c->t_event, V_STR, (Str){(const uint8_t *)ename, elen}, 0,
+                            &event_a);
+            if (!rc) rc = record_set(rec, &event_a);
+        }
+        if (!rc) {
+            int j = record_find(rec, K_JOB_EVENT);
+            if (j >= 0) record_remove(rec, j);
+            rc = record_set(rec, &ts_a);
+        }
+        if (!rc && record_find(rec, K_TRACE) < 0) rc = record_set(rec, &trace_a);
+        if (!rc && record_find(rec, K_SPAN) < 0) rc = record_set(rec, &span_a);
+        if (!rc && execution.p && record_find(rec, K_EXECUTION) < 0)
+            rc = record_set(rec, &execution_a);
+        if (!rc) {
+            char digits[24];
+            Buf *in = &x->uid_in;
+            in->len = 0;
+            if (buf_put(in, trace_hex, trace_s.n) || buf_put(in, "\x1f", 1) ||
+                buf_put(in, span_hex, span_s.n) || buf_put(in, "\x1f", 1) ||
+                buf_put(in, digits, itoa64(index, digits)) || buf_put(in, "\x1f", 1))
+                rc = NOMEM;
+            else
+                blake2b16_hex((const uint8_t *)in->data, in->len, uid);
+        }
+        if (!rc) rc = emit(x, rec, ename, elen, time_ns, uid);
+    }
+    if (rc) rollback(x->out, &before);
+    return rc;
+}
+
+/* The resource's attributes plus host:pid, as otlp._worker_identity adds it. */
+static int resource_base(Ctx *x, const Parsed *q, const Resource *res, Record *base,
+                         Buf *identity) {
+    const Config *c = x->c;
+    base->n = 0;
+    for (size_t i = res->a0; i < res->a1; i++) {
+        const Attr *a = &q->res_attrs[i];
+        if (a->type > V_INT) return ODD;
+        int rc = record_set(base, a);
+        if (rc) return rc;
+    }
+    const Attr *host = record_get(base, K_HOST), *pid = record_get(base, K_PID);
+    if (!host || !pid || host->type == V_NONE || pid->type == V_NONE) return 0;
+    if (host->type != V_STR || pid->type != V_INT) return ODD;
+    char digits[24];
+    identity->len = 0;
+    if (buf_put(identity, host->s.p, host->s.n) || buf_put(identity, ":", 1) ||
+        buf_put(identity, digits, itoa64(pid->i, digits)))
+        return NOMEM;
+    if (with_value(x, &c->t_worker, V_STR,
+                   (Str){(const uint8_t *)identity->data, identity->len}, 0, &x->worker))
+        return NOMEM;
+    return record_set(base, &x->worker);
+}
+
+/* ------------------------------------------------------------------ one request */
+
+typedef struct {
+    int *fallback; /* r, s, p triples */
+    size_t n_fallback, c_fallback;
+    int ignored;
+} Result;
+
+static int push_fallback(Result *res, const Span *sp) {
+    if (res->n_fallback + 3 > res->c_fallback) {
+        size_t cap = res->c_fallback ? res->c_fallback * 2 : 96;
+        int *grown = realloc(res->fallback, cap * sizeof(int));
+        if (!grown) return NOMEM;
+        res->fallback = grown;
+        res->c_fallback = cap;
+    }
+    res->fallback[res->n_fallback++] = sp->r;
+    res->fallback[res->n_fallback++] = sp->s;
+    res->fallback[res->n_fallback++] = sp->p;
+    return 0;
+}
+
+/* Runs without the GIL. 0, or -1 (malformed), ODD (the reference decides), NOMEM. */
+static int decode_request(const Config *c, Str body, Out *out, Result *res) {
+    Parsed q;
+    memset(&q, 0, sizeof q);
+    Ctx x;
+    memset(&x, 0, sizeof x);
+    x.c = c;
+    x.out = out;
+    x.span_rec = malloc(sizeof(Record));
+    x.rec = malloc(sizeof(Record));
+    Record *base = malloc(sizeof(Record));
+    IdSet executions = {0};
+    Buf identity = {0};
+    x.arena = &q.arena;
+    int rc = (!x.span_rec || !x.rec || !base) ? NOMEM : parse_request(c, &q, body);
+    if (!rc) rc = step_parents(c, &q, &executions);
+    for (size_t r = 0; !rc && r < q.n_resources; r++) {
+        const Resource *resource = &q.resources[r];
+        int base_rc = resource_base(&x, &q, resource, base, &identity);
+        if (base_rc == NOMEM) { rc = NOMEM; break; }
+        for (size_t k = resource->s0; !rc && k < resource->s1; k++) {
+            const Span *sp = &q.spans[k];
+            int span_rc = base_rc ? base_rc : decode_span(&x, &q, sp, base, &executions,
+                                                          &res->ignored);
+            if (span_rc == ODD) rc = push_fallback(res, sp);
+            else rc = span_rc;
+        }
+    }
+    free(executions.ids);
+    buf_free(&identity);
+    buf_free(&x.scratch);
+    buf_free(&x.json);
+    buf_free(&x.uid_in);
+    free(x.span_rec);
+    free(x.rec);
+    free(base);
+    parsed_free(&q);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ Python type */
+
+typedef struct {
+    PyObject_HEAD
+    Config config;
+    int ready;
+} DecoderObject;
+
+/* Adds a dict of str -> int to `table`, each value stored as (value + add) << shift. */
+static int load_table(PyObject *dict, Table *table, long add, int shift) {
+    if (!PyDict_Check(dict)) {
+        PyErr_SetString(PyExc_TypeError, "expected a dict of str -> int");
+        return -1;
+    }
+    if (!table->slots && table_init(table, 1024)) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(dict, &pos, &key, &value)) {
+        Py_ssize_t n;
+        const char *text = PyUnicode_AsUTF8AndSize(key, &n);
+        long v = PyLong_AsLong(value);
+        if (!text || (v == -1 && PyErr_Occurred())) return -1;
+        if (v < 0 || v >= (1L << ALIAS_SHIFT)) {
+            PyErr_SetString(PyExc_ValueError, "table values must be below 2**20");
+            return -1;
+        }
+        if (table_or(table, text, (size_t)n, (v + add) << shift)) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void template_of(const Config *c, Attr *a, const char *key) {
+    memset(a, 0, sizeof *a);
+    a->key.p = (const uint8_t *)key;
+    a->key.n = strlen(key);
+    classify(c, a);
+}
+
+static void decoder_dealloc(DecoderObject *self) {
+    Config *c = &self->config;
+    table_free(&c->roles);
+    table_free(&c->kinds);
+    table_free(&c->ops);
+    for (int i = 0; i < c->n_kinds; i++) free(c->kind_text[i]);
+    free(c->worker_key);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs) {
+    static char *names[] = {"aliases", "keys", "kinds", "operations", "kind_names",
+                            "worker_key", "micros_below", NULL};
+    PyObject *aliases, *keys, *kinds, *ops, *kind_names;
+    const char *worker_key;
+    Py_ssize_t worker_len;
+    unsigned long long micros_below;
+    if (self->ready) {
+        PyErr_SetString(PyExc_RuntimeError, "already initialised");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOO!s#K", names, &aliases, &keys, &kinds,
+                                     &ops, &PyTuple_Type, &kind_names, &worker_key,
+                                     &worker_len, &micros_below))
+        return -1;
+    Config *c = &self->config;
+    if (PyTuple_GET_SIZE(kind_names) > 255) {
+        PyErr_SetString(PyExc_ValueError, "too many event kinds");
+        return -1;
+    }
+    if (load_table(aliases, &c->roles, 1, ALIAS_SHIFT) || load_table(keys, &c->roles, 0, 0) ||
+        load_table(kinds, &c->kinds, 0, 0) || load_table(ops, &c->ops, 0, 0))
+        return -1;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kind_names); i++) {
+        Py_ssize_t n;
+        const char *text = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(kind_names, i), &n);
+        if (!text) return -1;
+        c->kind_text[i] = malloc((size_t)n + 1);
+        if (!c->kind_text[i]) { PyErr_NoMemory(); return -1; }
+        memcpy(c->kind_text[i], text, (size_t)n + 1);
+        c->kind_len[i] = (size_t)n;
+        c->n_kinds = (int)i + 1;
+    }
+    c->worker_key = malloc((size_t)worker_len + 1);
+    if (!c->worker_key) { PyErr_NoMemory(); return -1; }
+    memcpy(c->worker_key, worker_key, (size_t)worker_len + 1);
+    c->worker_key_len = (size_t)worker_len;
+    c->micros_below = micros_below;
+    c->deliver = table_get(&c->kinds, (const uint8_t *)"deliver", 7,
+                           hash_bytes((const uint8_t *)"deliver", 7), 0);
+    if (!(c->deliver & N_KIND)) {
+        PyErr_SetString(PyExc_ValueError, "`deliver` is not among the event kinds");
+        return -1;
+    }
+    template_of(c, &c->t_trace, "trace_id");
+    template_of(c, &c->t_span, "span_id");
+    template_of(c, &c->t_execution, "execution_id");
+    template_of(c, &c->t_name, "span.name");
+    template_of(c, &c->t_end, "span.end_us");
+    template_of(c, &c->t_ts, "ts");
+    template_of(c, &c->t_event, "event");
+    template_of(c, &c->t_worker, c->worker_key);
+    self->ready = 1;
+    return 0;
+}
+
+/* A column buffer handed to Python without a copy: Arrow wraps it, and it is freed
+ * when the last array over it goes. */
+typedef struct {
+    PyObject_HEAD
+    char *data;
+    Py_ssize_t len;
+} OwnedObject;
+
+static int owned_getbuffer(OwnedObject *self, Py_buffer *view, int flags) {
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->data ? self->data : "", self->len,
+                             1, flags);
+}
+
+static void owned_dealloc(OwnedObject *self) {
+    free(self->data);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyBufferProcs owned_as_buffer = {(getbufferproc)owned_getbuffer, NULL};
+
+static PyTypeObject OwnedType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "collectors._otlp_native.Buffer",
+    .tp_basicsize = sizeof(OwnedObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Memory the native decoder wrote, read through the buffer protocol.",
+    .tp_dealloc = (destructor)owned_dealloc,
+    .tp_as_buffer = &owned_as_buffer,
+};
+
+/* Moves the buffer's memory into a Python object (the Buf is left empty). */
+static PyObject *bytes_of(Buf *b) {
+    OwnedObject *o = PyObject_New(OwnedObject, &OwnedType);
+    if (!o) return NULL;
+    o->data = b->data;
+    o->len = (Py_ssize_t)b->len;
+    b->data = NULL;
+    b->len = b->cap = 0;
+    return (PyObject *)o;
+}
+
+/* (validity, offsets, data, null count) for a string column */
+static PyObject *str_column(StrCol *col, size_t rows) {
+    if (rows == 0) return Py_BuildValue("(yyyn)", "", "", "", (Py_ssize_t)0);
+    return Py_BuildValue("(NNNL)", bytes_of(&col->valid), bytes_of(&col->offsets),
+                         bytes_of(&col->data), (long long)col->nulls);
+}
+
+static PyObject *int_column(IntCol *col, size_t rows) {
+    if (rows == 0) return Py_BuildValue("(yyL)", "", "", (long long)0);
+    return Py_BuildValue("(NNL)", bytes_of(&col->valid), bytes_of(&col->data),
+                         (long long)col->nulls);
+}
+
+PyDoc_STRVAR(decode_doc,
+"decode(body) -> (rows, columns, fallback, ignored) or None\n\n"
+"columns: event_uid, ts, event, the string fields, the integer fields, execution_id,\n"
+"attrs, as Arrow buffers; fallback: (resource, scope, span) indices of the spans the\n"
+"reference decoder must read; ignored: spans that are not job events. None when the\n"
+"whole request is for the reference decoder.");
+
+static PyObject *decoder_decode(DecoderObject *self, PyObject *arg) {
+    if (!self->ready) {
+        PyErr_SetString(PyExc_RuntimeError, "not initialised");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE)) return NULL;
+    Out out;
+    memset(&out, 0, sizeof out);
+    out.ts.width = 8;
+    out.ints[0].width = 4;
+    out.ints[1].width = 8;
+    out.ints[2].width = 8;
+    Result res;
+    memset(&res, 0, sizeof res);
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = decode_request(&self->config, (Str){view.buf, (size_t)view.len}, &out, &res);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    PyObject *result = NULL;
+    if (rc == NOMEM) {
+        PyErr_NoMemory();
+    } else if (rc) {
+        result = Py_NewRef(Py_None);
+    } else {
+        size_t rows = out.rows;
+        PyObject *columns = PyList_New(0);
+        PyObject *fallback = PyList_New((Py_ssize_t)(res.n_fallback / 3));
+        int failed = !columns || !fallback;
+        for (size_t i = 0; !failed && i < res.n_fallback / 3; i++) {
+            PyObject *t = Py_BuildValue("(iii)", res.fallback[3 * i], res.fallback[3 * i + 1],
+                                        res.fallback[3 * i + 2]);
+            if (!t) failed = 1; else PyList_SET_ITEM(fallback, (Py_ssize_t)i, t);
+        }
+#define APPEND(expr)                                                              \
+        if (!failed) {                                                            \
+            PyObject *item = (expr);                                              \
+            failed = !item || PyList_Append(columns, item);                       \
+            Py_XDECREF(item);                                                     \
+        }
+        APPEND(str_column(&out.fixed[C_UID], rows));
+        APPEND(int_column(&out.ts, rows));
+        APPEND(str_column(&out.fixed[C_EVENT], rows));
+        for (int i = 0; i < N_STRING_FIELDS; i++) APPEND(str_column(&out.strings[i], rows));
+        for (int i = 0; i < N_INT_FIELDS; i++) APPEND(int_column(&out.ints[i], rows));
+        APPEND(str_column(&out.fixed[C_EXECUTION], rows));
+        APPEND(str_column(&out.fixed[C_ATTRS], rows));
+#undef APPEND
+        if (!failed)
+            result = Py_BuildValue("(nOOi)", (Py_ssize_t)rows, columns, fallback, res.ignored);
+        Py_XDECREF(columns);
+        Py_XDECREF(fallback);
+    }
+    out_free(&out);
+    free(res.fallback);
+    return result;
+}
+
+static PyMethodDef decoder_methods[] = {
+    {"decode", (PyCFunction)decoder_decode, METH_O, decode_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject DecoderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "collectors._otlp_native.Decoder",
+    .tp_basicsize = sizeof(DecoderObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "OTLP trace requests -> canonical columns, for one field mapping.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)decoder_init,
+    .tp_dealloc = (destructor)decoder_dealloc,
+    .tp_methods = decoder_methods,
+};
+
+static PyObject *module_blake2b16(PyObject *module, PyObject *arg) {
+    (void)module;
+    Py_buffer view;
+    char out[32];
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE)) return NULL;
+    blake2b16_hex(view.buf, (size_t)view.len, out);
+    PyBuffer_Release(&view);
+    return PyUnicode_FromStringAndSize(out, 32);
+}
+
+static PyMethodDef module_methods[] = {
+    {"blake2b16", module_blake2b16, METH_O, "The 16-byte BLAKE2b digest as hex."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "_otlp_native",
+    "Native decoding of OTLP trace requests into canonical columns.", -1, module_methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__otlp_native(void) {
+    if (PyType_Ready(&DecoderType) < 0 || PyType_Ready(&OwnedType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module_def);
+    if (!m) return NULL;
+    if (PyModule_AddObjectRef(m, "Decoder", (PyObject *)&DecoderType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,329 @@
+/* A bounded memory of event_uids the collector wrote recently, checked a column at a time.
+ *
+ * A resent batch (an exporter retrying after a timeout) must add no rows, so the writer
+ * drops rows whose event_uid it wrote recently. Checking a Python set per row costs more
+ * than writing the row; this checks an Arrow string column in one call.
+ *
+ * Each uid is kept as 128 bits: the value itself when it is 32 hex digits (the
+ * collector's uids are BLAKE2b/BLAKE3 digests), two independent 64-bit hashes otherwise.
+ * The memory is two generations of an open-addressing table: new uids go to the current
+ * one; when it holds half the capacity it becomes the previous one and the one before is
+ * dropped, so the memory always holds the last capacity/2 to capacity uids.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    uint64_t hi, lo;
+} Key;
+
+typedef struct {
+    Key *slots;
+    size_t mask, count;
+} Generation;
+
+typedef struct {
+    PyObject_HEAD
+    Generation current, previous;
+    size_t per_generation;
+} UidMemoryObject;
+
+/* Lowercase hex digit -> its value, anything else -> 16. */
+static uint8_t HEX[256];
+
+static void hex_init(void) {
+    memset(HEX, 16, sizeof HEX);
+    for (int i = 0; i < 10; i++) HEX['0' + i] = (uint8_t)i;
+    for (int i = 0; i < 6; i++) HEX['a' + i] = (uint8_t)(10 + i);
+}
+
+static uint64_t fnv(const uint8_t *p, size_t n, uint64_t h) {
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+static uint64_t mix(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static Key key_of(const uint8_t *p, size_t n) {
+    Key k = {0, 0};
+    int hex = n == 32;
+    if (hex) {
+        uint8_t bad = 0;
+        for (size_t i = 0; i < 16; i++) {
+            uint8_t a = HEX[p[i]], b = HEX[p[16 + i]];
+            bad |= a | b;
+            k.hi = (k.hi << 4) | (a & 15);
+            k.lo = (k.lo << 4) | (b & 15);
+        }
+        hex = !(bad & 16);
+    }
+    if (!hex) {
+        k.hi = mix(fnv(p, n, 1469598103934665603ULL)) | 1; /* odd: never a zero key */
+        k.lo = mix(fnv(p, n, 0x9e3779b97f4a7c15ULL) ^ n);
+    }
+    if (!k.hi && !k.lo) k.lo = 1; /* (0, 0) marks an empty slot */
+    if (k.hi == UINT64_MAX && k.lo == UINT64_MAX) k.lo--; /* and all ones a forgotten one */
+    return k;
+}
+
+static size_t home_of(const Generation *g, Key k) { return (size_t)(mix(k.hi ^ k.lo)) & g->mask; }
+
+static size_t slot_of(const Generation *g, Key k) {
+    size_t i = home_of(g, k);
+    while (g->slots[i].hi || g->slots[i].lo) {
+        if (g->slots[i].hi == k.hi && g->slots[i].lo == k.lo) return i;
+        i = (i + 1) & g->mask;
+    }
+    return i;
+}
+
+static const Key FORGOTTEN = {UINT64_MAX, UINT64_MAX};
+
+/* A forgotten uid leaves a marker, so the keys probed past it stay reachable. */
+static void forget(Generation *g, Key k) {
+    if (!g->slots) return;
+    size_t i = slot_of(g, k);
+    if (g->slots[i].hi || g->slots[i].lo) g->slots[i] = FORGOTTEN;
+}
+
+static int contains(const Generation *g, Key k) {
+    if (!g->slots) return 0;
+    size_t i = slot_of(g, k);
+    return g->slots[i].hi || g->slots[i].lo;
+}
+
+static int generation_init(Generation *g, size_t capacity) {
+    size_t size = 16;
+    while (size < capacity * 2) size *= 2;
+    /* Touched now, in one sweep: left to fault in page by page, the first inserts into a
+     * new generation would each pay a page fault. */
+    g->slots = malloc(size * sizeof(Key));
+    if (g->slots) memset(g->slots, 0, size * sizeof(Key));
+    g->mask = size - 1;
+    g->count = 0;
+    return g->slots ? 0 : -1;
+}
+
+/* Adds k; returns 1 if it was new. */
+static int insert(Generation *g, Key k) {
+    size_t i = slot_of(g, k);
+    if (g->slots[i].hi || g->slots[i].lo) return 0;
+    g->slots[i] = k;
+    g->count++;
+    return 1;
+}
+
+static int memory_add(UidMemoryObject *self, Key k) {
+    if (self->current.count >= self->per_generation) {
+        free(self->previous.slots);
+        self->previous = self->current;
+        if (generation_init(&self->current, self->per_generation)) return -1;
+    }
+    insert(&self->current, k);
+    return 0;
+}
+
+/* The tables are far larger than the caches: a block of keys is hashed first and their
+ * slots fetched ahead, so the probes that follow mostly hit the cache. */
+#define BLOCK 32
+
+static void prefetch(const Generation *g, Key k) {
+    if (g->slots) __builtin_prefetch(&g->slots[home_of(g, k)]);
+}
+
+typedef struct {
+    Py_buffer offsets, data;
+    Py_ssize_t offset, count;
+} Column;
+
+static int column_open(PyObject *args, Column *c) {
+    if (!PyArg_ParseTuple(args, "y*y*nn", &c->offsets, &c->data, &c->offset, &c->count))
+        return -1;
+    if (c->offset < 0 || c->count < 0 ||
+        (size_t)(c->offset + c->count + 1) * 4 > (size_t)c->offsets.len) {
+        PyBuffer_Release(&c->offsets);
+        PyBuffer_Release(&c->data);
+        PyErr_SetString(PyExc_ValueError, "offsets buffer too short for the rows");
+        return -1;
+    }
+    return 0;
+}
+
+static void column_close(Column *c) {
+    PyBuffer_Release(&c->offsets);
+    PyBuffer_Release(&c->data);
+}
+
+/* The i-th string of the column, or -1 when its offsets lie outside the data. */
+static int column_get(const Column *c, Py_ssize_t i, const uint8_t **p, size_t *n) {
+    const int32_t *off = (const int32_t *)c->offsets.buf + c->offset;
+    int32_t a = off[i], b = off[i + 1];
+    if (a < 0 || b < a || b > c->data.len) return -1;
+    *p = (const uint8_t *)c->data.buf + a;
+    *n = (size_t)(b - a);
+    return 0;
+}
+
+static PyObject *uid_fresh(UidMemoryObject *self, PyObject *args) {
+    Column c;
+    if (column_open(args, &c)) return NULL;
+    PyObject *mask = PyBytes_FromStringAndSize(NULL, c.count);
+    Generation batch = {0};
+    if (!mask || generation_init(&batch, (size_t)c.count + 1)) {
+        column_close(&c);
+        Py_XDECREF(mask);
+        return mask ? PyErr_NoMemory() : NULL;
+    }
+    char *out = PyBytes_AS_STRING(mask);
+    int bad = 0;
+    Key keys[BLOCK];
+    for (Py_ssize_t start = 0; !bad && start < c.count; start += BLOCK) {
+        Py_ssize_t end = start + BLOCK < c.count ? start + BLOCK : c.count;
+        for (Py_ssize_t i = start; i < end; i++) {
+            const uint8_t *p;
+            size_t n;
+            if (column_get(&c, i, &p, &n)) { bad = 1; break; }
+            keys[i - start] = key_of(p, n);
+            prefetch(&self->current, keys[i - start]);
+            prefetch(&self->previous, keys[i - start]);
+        }
+        for (Py_ssize_t i = start; !bad && i < end; i++) {
+            Key k = keys[i - start];
+            int known = contains(&self->current, k) || contains(&self->previous, k);
+            out[i] = (char)(!known && insert(&batch, k)); /* and not earlier in this batch */
+        }
+    }
+    free(batch.slots);
+    column_close(&c);
+    if (bad) {
+        Py_DECREF(mask);
+        PyErr_SetString(PyExc_ValueError, "offsets outside the data buffer");
+        return NULL;
+    }
+    return mask;
+}
+
+static PyObject *uid_remember(UidMemoryObject *self, PyObject *args) {
+    Column c;
+    if (column_open(args, &c)) return NULL;
+    int rc = 0;
+    Key keys[BLOCK];
+    for (Py_ssize_t start = 0; !rc && start < c.count; start += BLOCK) {
+        Py_ssize_t end = start + BLOCK < c.count ? start + BLOCK : c.count;
+        for (Py_ssize_t i = start; !rc && i < end; i++) {
+            const uint8_t *p;
+            size_t n;
+            rc = column_get(&c, i, &p, &n);
+            if (!rc) {
+                keys[i - start] = key_of(p, n);
+                prefetch(&self->current, keys[i - start]);
+            }
+        }
+        for (Py_ssize_t i = start; !rc && i < end; i++) rc = memory_add(self, keys[i - start]);
+    }
+    column_close(&c);
+    if (rc) return PyErr_Format(PyExc_ValueError, "cannot remember these uids");
+    Py_RETURN_NONE;
+}
+
+static PyObject *uid_forget(UidMemoryObject *self, PyObject *args) {
+    Column c;
+    if (column_open(args, &c)) return NULL;
+    int rc = 0;
+    for (Py_ssize_t i = 0; !rc && i < c.count; i++) {
+        const uint8_t *p;
+        size_t n;
+        rc = column_get(&c, i, &p, &n);
+        if (!rc) {
+            Key k = key_of(p, n);
+            forget(&self->current, k);
+            forget(&self->previous, k);
+        }
+    }
+    column_close(&c);
+    if (rc) return PyErr_Format(PyExc_ValueError, "offsets outside the data buffer");
+    Py_RETURN_NONE;
+}
+
+static PyObject *uid_len(UidMemoryObject *self, PyObject *unused) {
+    (void)unused;
+    return PyLong_FromSize_t(self->current.count + self->previous.count);
+}
+
+static int uid_init(UidMemoryObject *self, PyObject *args, PyObject *kwargs) {
+    static char *names[] = {"capacity", NULL};
+    Py_ssize_t capacity;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "n", names, &capacity)) return -1;
+    if (capacity < 2) {
+        PyErr_SetString(PyExc_ValueError, "capacity must be at least 2");
+        return -1;
+    }
+    free(self->current.slots);
+    free(self->previous.slots);
+    memset(&self->previous, 0, sizeof self->previous);
+    self->per_generation = (size_t)capacity / 2;
+    if (generation_init(&self->current, self->per_generation)) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+static void uid_dealloc(UidMemoryObject *self) {
+    free(self->current.slots);
+    free(self->previous.slots);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMethodDef uid_methods[] = {
+    {"fresh", (PyCFunction)uid_fresh, METH_VARARGS,
+     "fresh(offsets, data, offset, count) -> bytes: 1 for each uid neither remembered nor "
+     "earlier in the same column."},
+    {"remember", (PyCFunction)uid_remember, METH_VARARGS,
+     "remember(offsets, data, offset, count): these uids were written."},
+    {"forget", (PyCFunction)uid_forget, METH_VARARGS,
+     "forget(offsets, data, offset, count): these uids were not written after all."},
+    {"size", (PyCFunction)uid_len, METH_NOARGS, "How many uids are remembered now."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject UidMemoryType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "collectors._uid_memory.UidMemory",
+    .tp_basicsize = sizeof(UidMemoryObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The event_uids written recently, capacity/2 to capacity of them.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)uid_init,
+    .tp_dealloc = (destructor)uid_dealloc,
+    .tp_methods = uid_methods,
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "_uid_memory",
+    "A bounded memory of recently written event_uids.", -1, NULL, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__uid_memory(void) {
+    hex_init();
+    if (PyType_Ready(&UidMemoryType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module_def);
+    if (!m) return NULL;
+    if (PyModule_AddObjectRef(m, "UidMemory", (PyObject *)&UidMemoryType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

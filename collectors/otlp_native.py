@@ -1,0 +1,179 @@
+"""OTLP/protobuf trace requests -> canonical Arrow tables through the native decoder.
+
+`_otlp_native` walks the wire bytes and writes the canonical columns itself, for every
+span in the common shape; the spans it names as unusual (and whole requests it hands
+back) go through `otlp_columns`, which equals the reference `otlp.decode_traces`. The
+contract's tables are given to it from `mapping` and `schema`, so they live in one place.
+
+The extension checks what protobuf's own parser checks (wire structure, UTF-8 strings)
+and hands back any body it cannot walk, so a body it accepts is one the reference would
+accept. It is built at install time; without a C compiler the collector still works, on
+the Python path (`available()` says which).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+
+import numpy as np
+import pyarrow as pa
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from collectors.jsonlines import Rejected
+from collectors.mapping import (
+    CELERY_RETRIES,
+    OPERATION_EVENTS,
+    OPERATION_KEYS,
+    RESOURCE_WORKER_ID,
+)
+from collectors.normalise import Normaliser
+from collectors.otlp import _ATTEMPT_KEYS, _JOB_ID_KEYS
+from collectors.otlp_columns import decode_traces_rows, rows_table
+from collectors.timestamps import _MICROS_BELOW
+from store.schema import EVENT_KINDS, EVENTS_SCHEMA, EXECUTION_STEPS, INT_FIELDS, STRING_FIELDS
+
+try:
+    from collectors import _otlp_native
+except ImportError:  # built without a C compiler: the Python path serves
+    _otlp_native = None
+
+# The extension's layout of the canonical fields and its flag bits (_otlp_native.c).
+FIELDS = ("ts", "event", *STRING_FIELDS, *INT_FIELDS)
+_NATIVE_LAYOUT = (len(STRING_FIELDS), STRING_FIELDS[0], INT_FIELDS) == (
+    11, "job_id", ("delivery_attempt", "lock_ttl_ms", "visibility_timeout_ms"))
+_KEY_FLAGS = {
+    "job.event": 1 << 0, "event": 1 << 1, "host.name": 1 << 2, "process.pid": 1 << 3,
+    CELERY_RETRIES: 1 << 5, "ts": 1 << 6, "trace_id": 1 << 7, "span_id": 1 << 8,
+    "execution_id": 1 << 9,
+}
+_JOB_ID_KEY, _ATTEMPT_KEY, _OPERATION_KEY = 1 << 10, 1 << 11, (1 << 12, 1 << 13)
+_KIND, _STEP, _NO_JOB_ID = 1 << 8, 1 << 9, 1 << 10
+_NO_JOB_ID_KINDS = ("enqueue_deduped", "worker_start", "worker_stop")
+_INT_TYPES = (pa.int32(), pa.int64(), pa.int64())
+
+
+def available() -> bool:
+    """Whether the native decoder was built (it needs a C compiler at install time)."""
+    return _otlp_native is not None and _NATIVE_LAYOUT
+
+
+def _aliases(normaliser: Normaliser) -> dict[str, int] | None:
+    """Source key -> field * 256 + rank; None when a key feeds two fields (plain path)."""
+    table: dict[str, int] = {}
+    for field, name in enumerate(FIELDS):
+        for rank, key in enumerate(normaliser.sources_of(name)):
+            code = field * 256 + rank
+            if table.setdefault(key, code) >> 8 != field:
+                return None
+    return table
+
+
+def _key_flags() -> dict[str, int]:
+    flags = dict(_KEY_FLAGS)
+    for key in _JOB_ID_KEYS:
+        flags[key] = flags.get(key, 0) | _JOB_ID_KEY
+    for key in _ATTEMPT_KEYS:
+        flags[key] = flags.get(key, 0) | _ATTEMPT_KEY
+    for key, flag in zip(OPERATION_KEYS, _OPERATION_KEY, strict=True):
+        flags[key] = flags.get(key, 0) | flag
+    return flags
+
+
+def _kinds() -> dict[str, int]:
+    return {
+        name: index | _KIND | (_STEP if name in EXECUTION_STEPS else 0)
+        | (_NO_JOB_ID if name in _NO_JOB_ID_KINDS else 0)
+        for index, name in enumerate(EVENT_KINDS)
+    }
+
+
+class NativeTraceDecoder:
+    """The native decoder for one normaliser's mapping."""
+
+    def __init__(self, normaliser: Normaliser) -> None:
+        self.normaliser = normaliser
+        aliases = _aliases(normaliser)
+        # Event renames and keys with two meanings are rare: the Python path has them.
+        self.native = None
+        if available() and aliases is not None and not normaliser.mapping.events:
+            self.native = _otlp_native.Decoder(
+                aliases=aliases,
+                keys=_key_flags(),
+                kinds=_kinds(),
+                operations={op: EVENT_KINDS.index(kind) for op, kind in OPERATION_EVENTS.items()},
+                kind_names=EVENT_KINDS,
+                worker_key=RESOURCE_WORKER_ID,
+                micros_below=int(_MICROS_BELOW),
+            )
+
+    def decode(
+        self, body: bytes, parse: Callable[[], ExportTraceServiceRequest], source: str
+    ) -> tuple[pa.Table, list[Rejected], int]:
+        """Rows, rejected records and ignored spans of a request `body`.
+
+        `parse` gives the protobuf message (or raises for a body that is not one); it is
+        called only when some span needs the Python path, since parsing costs as much as
+        the native decoding itself.
+        """
+        result = self.native.decode(body) if self.native is not None else None
+        if result is None:
+            rows, rejected, ignored = decode_traces_rows(parse(), self.normaliser, source)
+            return rows_table(rows), rejected, ignored
+        count, columns, fallback, ignored = result
+        table = _columns_table(count, columns, source)
+        if not fallback:
+            return table, [], ignored
+        rows, rejected, more = decode_traces_rows(
+            parse(), self.normaliser, source, only=frozenset(fallback)
+        )
+        return pa.concat_tables([table, rows_table(rows)]), rejected, ignored + more
+
+
+def _strings(rows: int, column: tuple[bytes, bytes, bytes, int]) -> pa.Array:
+    valid, offsets, data, nulls = column
+    if rows == 0:
+        return pa.array([], pa.string())
+    buffers = [pa.py_buffer(valid) if nulls else None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    return pa.Array.from_buffers(pa.string(), rows, buffers, null_count=nulls)
+
+
+def _numbers(rows: int, column: tuple[bytes, bytes, int], kind: pa.DataType) -> pa.Array:
+    valid, data, nulls = column
+    if rows == 0:
+        return pa.array([], kind)
+    buffers = [pa.py_buffer(valid) if nulls else None, pa.py_buffer(data)]
+    return pa.Array.from_buffers(kind, rows, buffers, null_count=nulls)
+
+
+def _columns_table(rows: int, columns: list, source: str) -> pa.Table:
+    uid, ts, event, *rest = columns
+    strings, ints = rest[: len(STRING_FIELDS)], rest[len(STRING_FIELDS) : -2]
+    execution, attrs = rest[-2:]
+    arrays: dict[str, pa.Array] = {
+        "event_uid": _strings(rows, uid),
+        "ts": _numbers(rows, ts, EVENTS_SCHEMA.field("ts").type),
+        "event": _strings(rows, event),
+        "execution_id": _strings(rows, execution),
+        "attrs": _strings(rows, attrs),
+        "source": pa.array([source], pa.string()).take(np.zeros(rows, dtype=np.int32)),
+    }
+    for name, column in zip(STRING_FIELDS, strings, strict=True):
+        arrays[name] = _strings(rows, column)
+    for name, column, kind in zip(INT_FIELDS, ints, _INT_TYPES, strict=True):
+        arrays[name] = _numbers(rows, column, kind)
+    return pa.Table.from_arrays([arrays[name] for name in EVENTS_SCHEMA.names],
+                                schema=EVENTS_SCHEMA)
+
+
+_decoders: weakref.WeakKeyDictionary[Normaliser, NativeTraceDecoder] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def decoder_for(normaliser: Normaliser) -> NativeTraceDecoder:
+    """One decoder per normaliser (its tables are built once)."""
+    decoder = _decoders.get(normaliser)
+    if decoder is None:
+        decoder = _decoders[normaliser] = NativeTraceDecoder(normaliser)
+    return decoder

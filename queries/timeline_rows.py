@@ -1,0 +1,136 @@
+"""timeline.sql, computed in Python over a key's candidate rows.
+
+The embedded store hands the timeline a few dozen candidate rows; a SQL engine spends
+~5 ms planning and running the query's window and ASOF join over them, this ~0.2 ms.
+`queries/sql/timeline.sql` stays the definition (ClickHouse and full scans run it) and
+tests/test_timeline_rows.py holds the two to the same answer on the same stores.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+# The producer's events belong to no execution (timeline.sql's CASE).
+PRODUCER_EVENTS = frozenset({"outbox_write", "enqueue", "enqueue_deduped"})
+
+#: The columns of timeline.sql's answer, in its order (execution_uid is computed).
+COLUMNS: tuple[str, ...] = (
+    "ts",
+    "event",
+    "execution_uid",
+    "job_id",
+    "delivery_attempt",
+    "worker_id",
+    "job_type",
+    "idempotency_key",
+    "resource_key",
+    "queue",
+    "lock_key",
+    "lock_owner",
+    "lock_ttl_ms",
+    "visibility_timeout_ms",
+    "service_version",
+    "trace_id",
+    "span_id",
+    "attrs",
+    "event_uid",
+)
+#: The columns the grouping reads; the rest are only carried through.
+NEEDED: tuple[str, ...] = (
+    "event_uid",
+    "ts",
+    "event",
+    "job_id",
+    "idempotency_key",
+    "worker_id",
+    "delivery_attempt",
+    "execution_id",
+)
+
+
+def execution_numbers(uids: Sequence[str | None]) -> list[int | None]:
+    """1, 2, ... per execution in order of first appearance; None where there is none.
+
+    Rows come in time order, so an execution's first row is its start: this numbers the
+    executions in the order they started.
+    """
+    order: dict[str, int] = {}
+    numbers: list[int | None] = []
+    for uid in uids:
+        if uid is None:
+            numbers.append(None)
+        else:
+            numbers.append(order.setdefault(uid, len(order) + 1))
+    return numbers
+
+
+def _matched(columns: dict[str, list], key: str) -> list[int]:
+    """Rows of the key or of its jobs, one per event_uid (the earliest), as timeline.sql."""
+    keys, jobs = columns["idempotency_key"], columns["job_id"]
+    key_jobs = {job for k, job in zip(keys, jobs, strict=True) if k == key and job is not None}
+    key_jobs.add(key)
+    first: dict[str, int] = {}
+    uids, ts = columns["event_uid"], columns["ts"]
+    for i, (k, job) in enumerate(zip(keys, jobs, strict=True)):
+        if k == key or job in key_jobs:
+            kept = first.get(uids[i])
+            if kept is None or ts[i] < ts[kept]:
+                first[uids[i]] = i
+    return list(first.values())
+
+
+def _execution_uids(columns: dict[str, list], matched: list[int]) -> dict[int, str | None]:
+    """Each matched row's execution: its span's, its own deliver's, or the latest deliver
+    of the same (job_id, worker_id, delivery_attempt) at or before it (the ASOF join)."""
+    events, ts, uids = columns["event"], columns["ts"], columns["event_uid"]
+    spans = columns["execution_id"]
+
+    def place(i: int) -> tuple[str, str, int]:
+        attempt = columns["delivery_attempt"][i]
+        return (
+            columns["job_id"][i] or "",
+            columns["worker_id"][i] or "",
+            -1 if attempt is None else attempt,
+        )
+
+    delivers: dict[tuple[str, str, int], list[tuple[int, str, str]]] = {}
+    for i in matched:
+        if events[i] == "deliver":
+            delivers.setdefault(place(i), []).append((ts[i], uids[i], spans[i] or uids[i]))
+    starts: dict[tuple[str, str, int], list[int]] = {}
+    for where, found in delivers.items():
+        found.sort()
+        starts[where] = [start for start, _, _ in found]
+    executions: dict[int, str | None] = {}
+    for i in matched:
+        if events[i] in PRODUCER_EVENTS:
+            executions[i] = None
+        elif spans[i] is not None:
+            executions[i] = spans[i]
+        elif events[i] == "deliver":
+            executions[i] = uids[i]
+        else:
+            where = place(i)
+            at = bisect.bisect_right(starts.get(where, []), ts[i]) - 1
+            executions[i] = delivers[where][at][2] if at >= 0 else None
+    return executions
+
+
+def timeline_of_rows(rows: pa.Table, key: str) -> pa.Table:
+    """timeline.sql's answer over `rows` (a superset of the key's rows), plus `execution`."""
+    columns = {name: rows.column(name).to_pylist() for name in NEEDED if name != "ts"}
+    columns["ts"] = rows.column("ts").cast(pa.int64()).to_pylist()
+    matched = _matched(columns, key)
+    executions = _execution_uids(columns, matched)
+    matched.sort(key=lambda i: (columns["ts"][i], columns["event_uid"][i]))
+    picked = rows.take(pa.array(matched, pa.int64()))
+    uids = [executions[i] for i in matched]
+    arrays = [
+        pa.array(uids, pa.string()) if name == "execution_uid" else picked.column(name)
+        for name in COLUMNS
+    ]
+    table = pa.Table.from_arrays(arrays, names=list(COLUMNS))
+    return table.add_column(2, "execution", pa.array(execution_numbers(uids), pa.int64()))

@@ -1,0 +1,145 @@
+"""The native OTLP decoder gives exactly the reference rows, and hands back what it can't."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from test_collect_decode import MAPPING, _mixed_request
+
+from benchmarks.collector import trace_request
+from collectors import otlp_native
+from collectors.arrow_batch import rows_to_table
+from collectors.mapping import DEFAULT_MAPPING, FieldMapping
+from collectors.normalise import Normaliser
+from collectors.otlp import decode_traces
+from collectors.otlp_native import NativeTraceDecoder
+from collectors.service.bodies import BodyError, decode_otlp
+
+
+def _native_and_reference(
+    request: ExportTraceServiceRequest, mapping: FieldMapping = DEFAULT_MAPPING
+) -> tuple[tuple[pa.Table, list, int], tuple[pa.Table, list, int]]:
+    normaliser = Normaliser(mapping)
+    body = request.SerializeToString()
+    table, rejected, ignored = NativeTraceDecoder(normaliser).decode(
+        body, lambda: request, "src"
+    )
+    reference = decode_traces(request, normaliser, "src")
+    rejects = [(r.where, r.reason) for r in rejected]
+    expected = [(r.where, r.reason) for r in reference.rejected]
+    # Native rows come first, the spans left to the Python path after them.
+    return (
+        (table.sort_by("event_uid"), rejects, ignored),
+        (rows_to_table(reference.rows).sort_by("event_uid"), expected, reference.ignored),
+    )
+
+
+def test_the_native_decoder_is_built_here() -> None:
+    # The install compiles it wherever a C compiler is present, as on every machine we test.
+    assert otlp_native.available()
+    assert NativeTraceDecoder(Normaliser()).native is not None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_native_decoder_equals_decode_traces_on_every_span_shape(seed: int) -> None:
+    native, reference = _native_and_reference(_mixed_request(seed))
+    assert native[0].equals(reference[0])
+    assert native[1:] == reference[1:]
+    assert native[0].num_rows and native[1] and native[2]  # rows, rejections, ignored spans
+
+
+def test_native_decoder_equals_decode_traces_on_the_benchmark_payload() -> None:
+    request = trace_request(5, 300)
+    native, reference = _native_and_reference(request)
+    assert native[0].equals(reference[0])
+    assert native[0].num_rows == 300 * 4
+
+
+def test_native_decoder_reads_the_benchmark_payload_without_the_python_path() -> None:
+    decoder = NativeTraceDecoder(Normaliser())
+    rows, _, fallback, ignored = decoder.native.decode(trace_request(1, 50).SerializeToString())
+    assert (rows, fallback, ignored) == (200, [], 0)
+
+
+def _span_request(*attributes: KeyValue) -> ExportTraceServiceRequest:
+    request = trace_request(2, 3, steps=0)
+    request.resource_spans[0].scope_spans[0].spans[1].attributes.extend(attributes)
+    return request
+
+
+@pytest.mark.parametrize(
+    "value",
+    [AnyValue(double_value=0.25), AnyValue(bytes_value=b"\x00\x01"),
+     AnyValue(string_value="tab\there \"quoted\" \x01 and é")],
+    ids=["float", "bytes", "escapes"],
+)
+def test_values_it_does_not_render_itself_still_give_the_reference_row(value: AnyValue) -> None:
+    native, reference = _native_and_reference(_span_request(KeyValue(key="extra", value=value)))
+    assert native[0].equals(reference[0])
+    assert native[0].num_rows == 3
+
+
+def test_a_span_the_native_decoder_hands_back_is_named_by_its_indices() -> None:
+    request = _span_request(KeyValue(key="ratio", value=AnyValue(double_value=0.5)))
+    decoder = NativeTraceDecoder(Normaliser())
+    rows, _, fallback, _ = decoder.native.decode(request.SerializeToString())
+    assert fallback == [(0, 0, 1)]
+    assert rows == 2
+
+
+def test_a_rejected_span_is_reported_where_the_reference_reports_it() -> None:
+    request = _span_request(KeyValue(key="delivery_attempt", value=AnyValue(int_value=0)))
+    native, reference = _native_and_reference(request)
+    assert native[1] == reference[1]
+    assert "delivery_attempt must be >= 1" in native[1][0][1]
+    assert native[0].equals(reference[0])
+
+
+def test_a_user_mapping_gives_the_reference_rows() -> None:
+    mapping = FieldMapping(fields={"idempotency_key": ("order.key",), "job_id": ("task.uuid",)})
+    request = _span_request(
+        KeyValue(key="order.key", value=AnyValue(string_value="order-9")),
+        KeyValue(key="task.uuid", value=AnyValue(string_value="t-1")),
+    )
+    native, reference = _native_and_reference(request, mapping)
+    assert native[0].equals(reference[0])
+    assert "order-9" in native[0].column("idempotency_key").to_pylist()
+
+
+def test_event_renames_leave_the_mapping_to_the_python_path() -> None:
+    assert NativeTraceDecoder(Normaliser(MAPPING)).native is None
+
+
+def test_a_body_it_cannot_walk_goes_whole_to_the_python_path() -> None:
+    decoder = NativeTraceDecoder(Normaliser())
+    body = trace_request(1, 5).SerializeToString()
+    assert decoder.native.decode(body[:-7]) is None  # truncated inside a span
+
+
+def test_mixed_requests_under_a_mapping_equal_the_reference() -> None:
+    mapping = FieldMapping(fields={"resource_key": ("tenant",)})
+    native, reference = _native_and_reference(_mixed_request(9), mapping)
+    assert native[0].equals(reference[0])
+    assert native[1:] == reference[1:]
+
+
+def _decode(body: bytes) -> int:
+    return decode_otlp("traces", body, "protobuf", Normaliser(), "src").table.num_rows
+
+
+@pytest.mark.parametrize("text", [b"dupescope.bench", b"process invoice", b"billing-worker"],
+                         ids=["scope name", "span name", "attribute value"])
+def test_a_string_that_is_not_utf8_gets_the_reference_answer(text: bytes) -> None:
+    body = trace_request(1, 5).SerializeToString()
+    assert text in body and _decode(body) == 20
+    broken = body.replace(text, b"\xff" * len(text))
+    with pytest.raises(BodyError, match="undecodable protobuf") as refused:
+        _decode(broken)
+    assert refused.value.status == 400
+
+
+def test_a_span_for_the_python_path_is_decoded_from_the_parsed_body() -> None:
+    body = _span_request(KeyValue(key="ratio", value=AnyValue(double_value=0.5)))
+    assert _decode(body.SerializeToString()) == 3

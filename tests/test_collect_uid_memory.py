@@ -1,0 +1,81 @@
+"""The collector's memory of written event_uids: what a resend is checked against."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from collectors.service.pipeline import RecentUids, UidMemory
+
+HEX = [f"{i:032x}" for i in range(1, 9)]
+
+
+def _claim(recent: RecentUids, uids: list[str]) -> list[bool]:
+    return recent.claim(pa.chunked_array([pa.array(uids)])).tolist()
+
+
+def test_the_native_memory_is_built_here() -> None:
+    assert UidMemory is not None
+
+
+def test_uids_never_written_are_claim() -> None:
+    assert _claim(RecentUids(), HEX[:3]) == [True, True, True]
+
+
+def test_written_uids_are_not_claim() -> None:
+    recent = RecentUids()
+    recent.claim(pa.chunked_array([pa.array(HEX[:2])]))
+    assert _claim(recent, HEX[:4]) == [False, False, True, True]
+
+
+def test_a_uid_repeated_within_a_batch_is_fresh_once() -> None:
+    assert _claim(RecentUids(), ["a", "b", "a", "b", "c"]) == [True, True, False, False, True]
+
+
+def test_uids_of_any_form_are_told_apart() -> None:
+    recent = RecentUids()
+    digest = "ab" * 16
+    recent.claim(pa.chunked_array([pa.array(["bench-1", "line-7", digest.upper()])]))
+    assert _claim(recent, ["bench-1", "bench-2", digest.upper(), digest]) == [
+        False, True, False, True]
+
+
+def test_a_sliced_column_is_read_from_its_offset() -> None:
+    recent = RecentUids()
+    recent.claim(pa.chunked_array([pa.array(HEX).slice(4, 2)]))
+    assert _claim(recent, HEX) == [True] * 4 + [False] * 2 + [True] * 2
+
+
+def test_the_memory_keeps_half_its_capacity_at_least_and_forgets_older_uids() -> None:
+    recent = RecentUids(capacity=100)
+    uids = [f"uid-{i}" for i in range(1000)]
+    for start in range(0, 1000, 10):
+        recent.claim(pa.chunked_array([pa.array(uids[start : start + 10])]))
+    fresh = _claim(recent, uids)
+    assert not any(fresh[-50:])  # at least the last capacity / 2 are remembered
+    assert all(fresh[:900])  # older ones are forgotten: the memory is bounded
+
+
+def test_released_uids_can_be_claimed_again() -> None:
+    recent = RecentUids()
+    _claim(recent, HEX[:4])
+    recent.release(pa.array(HEX[1:3]))
+    assert _claim(recent, HEX[:4]) == [False, True, True, False]
+
+
+def test_uids_probed_past_a_released_one_are_still_remembered() -> None:
+    recent = RecentUids(capacity=8)  # a tiny table: most uids share a probe run
+    uids = [f"uid-{i}" for i in range(4)]
+    _claim(recent, uids)
+    recent.release(pa.array(uids[:1]))
+    assert _claim(recent, uids) == [True, False, False, False]
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
+def test_both_memories_give_the_same_answers(native: bool) -> None:
+    recent = RecentUids()
+    if not native:
+        recent._native = None
+    _claim(recent, ["a", "b"])
+    recent.release(pa.array(["b"]))
+    assert _claim(recent, ["a", "b", "c", "c"]) == [False, True, True, False]

@@ -1,0 +1,61 @@
+"""The reader's key lookup keeps decoded row groups, within a byte budget, never stale."""
+
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+
+from queries import timeline
+from store import key_lookup
+
+BASE = {"job_type": "billing.charge"}
+
+
+def _job(day: str, key: str, job: str) -> list[dict]:
+    return [
+        {"ts": f"{day}T12:00:00Z", "event": "enqueue", "idempotency_key": key, "job_id": job,
+         **BASE},
+        {"ts": f"{day}T12:00:01Z", "event": "deliver", "idempotency_key": key, "job_id": job,
+         "delivery_attempt": 1, "worker_id": "w1", **BASE},
+        {"ts": f"{day}T12:00:02Z", "event": "ack", "idempotency_key": key, "job_id": job,
+         "delivery_attempt": 1, "worker_id": "w1", **BASE},
+    ]
+
+
+def _count_decodes(monkeypatch) -> list[int]:
+    decoded: list[int] = []
+    original = pq.ParquetFile.read_row_group
+
+    def counting(self, *args, **kwargs):
+        decoded.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_group", counting)
+    return decoded
+
+
+def test_a_repeated_lookup_decodes_no_row_group_again(embedded, make_table, monkeypatch):
+    embedded.write(make_table(_job("2025-11-30", "inv-1", "j1")))
+    embedded.compact()
+    timeline(embedded, "inv-1")
+    decoded = _count_decodes(monkeypatch)
+    assert len(timeline(embedded, "inv-1")) == 3
+    assert decoded == []
+
+
+def test_decoded_row_groups_stay_within_their_byte_budget(embedded, make_table, monkeypatch):
+    monkeypatch.setattr(key_lookup, "DECODED_BYTES", 1)
+    two_days = _job("2025-11-29", "inv-1", "j1") + _job("2025-11-30", "inv-2", "j2")
+    embedded.write(make_table(two_days))
+    embedded.compact()
+    assert len(timeline(embedded, "inv-1")) == 3
+    assert len(timeline(embedded, "inv-2")) == 3
+    assert len(embedded._finder._groups) == 1
+
+
+def test_a_segment_merged_again_is_read_under_its_new_name(embedded, make_table) -> None:
+    embedded.write(make_table(_job("2025-11-30", "inv-1", "j1")[:2]))
+    embedded.compact()
+    assert len(timeline(embedded, "inv-1")) == 2  # the first segment's group is kept
+    embedded.write(make_table(_job("2025-11-30", "inv-1", "j1")[2:]))
+    embedded.compact()
+    assert timeline(embedded, "inv-1")["event"].tolist() == ["enqueue", "deliver", "ack"]
