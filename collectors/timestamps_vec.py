@@ -7,7 +7,9 @@ per-record path, which parses them or rejects them with its own message.
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
+import pyarrow as pa
 
 # The forms read here: RFC 3339 with `T` or a space, an optional fraction of up to nine
 # digits (truncated to µs, as `datetime.fromisoformat` does) and `Z`, an offset or none.
@@ -97,15 +99,133 @@ def _rfc3339_common(text: pl.Expr) -> pl.Expr:
     return pl.when(plain).then(stamp.dt.epoch("us"))
 
 
+_DATE_DIGITS = (0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18)
+_DATE_MARKS = ((4, "-"), (7, "-"), (10, "T"), (13, ":"), (16, ":"))
+_DAYS_IN_MONTH = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=np.int64)
+
+
+def _number(digits: np.ndarray) -> np.ndarray:
+    """The integers written by the columns of digits (ASCII, already checked) of a matrix."""
+    value = digits[:, 0].astype(np.int64) - 48
+    for column in digits.T[1:]:
+        value = value * 10 + column - 48  # uint8 column, promoted to int64 by `value`
+    return value
+
+
+def _days_from_civil(year: np.ndarray, month: np.ndarray, day: np.ndarray) -> np.ndarray:
+    """Days since 1970-01-01 of proleptic Gregorian dates (H. Hinnant's algorithm)."""
+    year = year - (month <= 2)
+    era = year // 400
+    of_era = year - era * 400
+    of_year = (153 * ((month + 9) % 12) + 2) // 5 + day - 1
+    return era * 146_097 + of_era * 365 + of_era // 4 - of_era // 100 + of_year - 719_468
+
+
+def _fixed_width(values: pl.Series) -> pl.Series | None:
+    """`micros` of a text column written in a few fixed-width RFC 3339 forms, or None.
+
+    A log writes its timestamps alike (`T`, a fraction of a fixed number of digits or none,
+    `Z` or an offset), so the values of one width line up as a matrix of bytes and each
+    field is read from its columns with integer arithmetic: about a tenth of chrono's parse.
+    Only when every value passes the checks that `_rfc3339_common` makes (the form, a real
+    date, a time of day below second 60, a year above 0) is the column read here, so its
+    result is `_rfc3339_common`'s; otherwise None leaves the column to the general path.
+    """
+    if not len(values) or values.null_count():
+        return None
+    array = values.to_arrow(compat_level=pl.CompatLevel.oldest())
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    offsets = np.frombuffer(array.buffers()[1], np.int64)[array.offset :][: len(array) + 1]
+    text = np.frombuffer(array.buffers()[2], np.uint8)
+    lengths = np.diff(offsets)
+    shortest, longest = int(lengths.min()), int(lengths.max())
+    if shortest < 20 or longest > 36:
+        return None
+    stamps = np.empty(len(array), dtype=np.int64)
+    if shortest == longest:
+        rows = text[offsets[0] : offsets[-1]].reshape(len(array), shortest)
+        read = _read_form(rows)
+        if read is None:
+            return None
+        stamps[:] = read
+    else:
+        counts = np.bincount(lengths - shortest)
+        for width in (np.flatnonzero(counts) + shortest).tolist():
+            which = np.flatnonzero(lengths == width)
+            # Every `width` bytes from each position, as a view: rows are then gathered by
+            # their start alone.
+            windows = np.lib.stride_tricks.as_strided(
+                text, shape=(len(text) - width + 1, width), strides=(1, 1), writeable=False
+            )
+            rows = windows[offsets[which]]
+            read = _read_form(rows)
+            if read is None:
+                return None
+            stamps[which] = read
+    return pl.Series(values.name, stamps)  # int64 already: no dtype, so no copy
+
+
+def _read_form(text: np.ndarray) -> np.ndarray | None:
+    """µs of the timestamps in the rows of a byte matrix, all in its first row's form."""
+    width = text.shape[1]
+    first = bytes(text[0])
+    zone = 1 if first.endswith(b"Z") else 6
+    fraction = width - 19 - zone - 1  # digits after the point, when there is one
+    if zone == 6 and first[-6:-5] not in (b"+", b"-"):
+        return None
+    if fraction >= 0 and (first[19:20] != b"." or not 1 <= fraction <= 9):
+        return None
+    if fraction < 0 and width != 19 + zone:
+        return None
+    digits = list(_DATE_DIGITS) + [20 + i for i in range(max(fraction, 0))]
+    marks = list(_DATE_MARKS) + ([(19, ".")] if fraction > 0 else [])
+    if zone == 1:
+        marks.append((width - 1, "Z"))
+    else:
+        digits += [width - 5, width - 4, width - 2, width - 1]
+        marks.append((width - 3, ":"))
+    ok = np.all((text[:, digits] - 48) <= 9, axis=1)  # unsigned: bytes below "0" wrap
+    for at, mark in marks:
+        ok &= text[:, at] == ord(mark)
+    if zone == 6:
+        ok &= (text[:, width - 6] == ord("+")) | (text[:, width - 6] == ord("-"))
+    if not ok.all():
+        return None
+    year, month, day = _number(text[:, 0:4]), _number(text[:, 5:7]), _number(text[:, 8:10])
+    hour, minute, second = _number(text[:, 11:13]), _number(text[:, 14:16]), _number(text[:, 17:19])
+    leap = (year % 4 == 0) & ((year % 100 != 0) | (year % 400 == 0))
+    month_days = _DAYS_IN_MONTH[np.clip(month, 0, 12)] + ((month == 2) & leap)
+    ok = (year > 0) & (month >= 1) & (month <= 12) & (day >= 1) & (day <= month_days)
+    ok &= (hour <= 23) & (minute <= 59) & (second <= 59)
+    seconds = _days_from_civil(year, month, day) * 86_400 + hour * 3_600 + minute * 60 + second
+    if zone == 6:
+        zone_hour, zone_minute = _number(text[:, width - 5 : width - 3]), _number(text[:, -2:])
+        ok &= (zone_hour <= 23) & (zone_minute <= 59)
+        sign = np.where(text[:, width - 6] == ord("-"), -1, 1)
+        seconds -= sign * (zone_hour * 3_600 + zone_minute * 60)
+    if not ok.all():
+        return None
+    stamps = seconds * 1_000_000
+    if fraction > 0:  # truncated to µs, as chrono and `datetime.fromisoformat` do
+        kept = min(fraction, 6)
+        stamps += _number(text[:, 20 : 20 + kept]) * 10 ** (6 - kept)
+    return stamps
+
+
 def micros_column(values: pl.Series) -> pl.Series:
     """`micros` of a whole column, parsing each value once where all share the common form.
 
     `rfc3339` tries four formats on every row; a log writes one form throughout, so the
-    first format alone is tried before the rest, whose rows then get `micros` in full.
+    values are first read as one fixed-width form, then the first format alone is tried
+    before the rest, whose rows then get `micros` in full.
     """
     frame = values.to_frame("v")
     if values.dtype != pl.String:
         return frame.select(micros(pl.col("v"), values.dtype)).to_series()
+    fixed = _fixed_width(values)
+    if fixed is not None:
+        return fixed
     quick = frame.select(_rfc3339_common(pl.col("v"))).to_series()
     if quick.null_count() == values.null_count():
         return quick

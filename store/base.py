@@ -6,21 +6,13 @@ parameters and where the `events` relation lives.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+import functools
+from typing import TYPE_CHECKING, Any, Protocol
 
-import pandas as pd
 import pyarrow as pa
 
-_NULLABLE_INTS = {
-    pa.int8(): pd.Int8Dtype(),
-    pa.int16(): pd.Int16Dtype(),
-    pa.int32(): pd.Int32Dtype(),
-    pa.int64(): pd.Int64Dtype(),
-    pa.uint8(): pd.UInt8Dtype(),
-    pa.uint16(): pd.UInt16Dtype(),
-    pa.uint32(): pd.UInt32Dtype(),
-    pa.uint64(): pd.UInt64Dtype(),
-}
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 # Below this many rows, starting conversion threads costs more than it saves (a quarter of
@@ -28,10 +20,28 @@ _NULLABLE_INTS = {
 THREADED_ROWS = 10_000
 
 
+@functools.cache
+def _nullable_ints() -> dict[pa.DataType, Any]:
+    """pandas is imported here, not with the module: ingest's worker processes import the
+    store's schema and write path, never make a frame, and pandas cost them 0.2 s to start."""
+    import pandas as pd
+
+    return {
+        pa.int8(): pd.Int8Dtype(),
+        pa.int16(): pd.Int16Dtype(),
+        pa.int32(): pd.Int32Dtype(),
+        pa.int64(): pd.Int64Dtype(),
+        pa.uint8(): pd.UInt8Dtype(),
+        pa.uint16(): pd.UInt16Dtype(),
+        pa.uint32(): pd.UInt32Dtype(),
+        pa.uint64(): pd.UInt64Dtype(),
+    }
+
+
 def to_frame(table: pa.Table) -> pd.DataFrame:
     """Arrow -> pandas with nullable integers, so a missing attempt stays 1, 2 or <NA>."""
     threads = table.num_rows >= THREADED_ROWS
-    return table.to_pandas(types_mapper=_NULLABLE_INTS.get, use_threads=threads)
+    return table.to_pandas(types_mapper=_nullable_ints().get, use_threads=threads)
 
 
 class StoreError(RuntimeError):

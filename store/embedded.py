@@ -20,36 +20,24 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from datetime import date, timedelta
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 import duckdb
-import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from store.base import StoreError, to_frame
 from store.key_lookup import KeyFinder
 from store.lookup_index import covered_by, global_indexes, write_day_index, write_global_index
 from store.schema import EVENTS_SCHEMA
+from store.segments import SegmentWriter, _fsync_dir, _segment_name
 
-SEGMENT_ROW_GROUP = 122_880
 # Compacted segments: a key lookup decodes whole row groups, ~1.5 ms at this size against
-# ~100 ms at SEGMENT_ROW_GROUP; full scans pay ~1.5x for it.
+# ~100 ms at segments.SEGMENT_ROW_GROUP; full scans pay ~1.5x for it.
 COMPACTED_ROW_GROUP = 4096
-_MICROS_PER_DAY = 86_400_000_000
-_EPOCH_DAY = date(1970, 1, 1)
 TRASH_GRACE_SECONDS = 300.0
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _digest(segments: Iterable[Path]) -> str:
@@ -57,16 +45,6 @@ def _digest(segments: Iterable[Path]) -> str:
     for segment in segments:
         digest.update(segment.name.encode())
     return digest.hexdigest()
-
-
-def _day_name(day: int) -> str:
-    """`YYYY-MM-DD` of a day counted from the Unix epoch."""
-    return (_EPOCH_DAY + timedelta(days=day)).isoformat()
-
-
-def _segment_name() -> str:
-    # Time-ordered names, so a listing is also the order of arrival.
-    return f"{time.time_ns():020d}-{uuid.uuid4().hex[:12]}.parquet"
 
 
 class EmbeddedStore:
@@ -88,39 +66,11 @@ class EmbeddedStore:
 
     def write(self, table: pa.Table) -> int:
         """Write one segment per UTC day present in the batch; durable on return."""
-        if table.num_rows == 0:
-            return 0
-        table = table.cast(EVENTS_SCHEMA)
-        # Day numbers from the integer µs: a division, where formatting every ts as text
-        # cost as much as writing the segment.
-        micros = table["ts"].cast(pa.int64()).to_numpy()
-        days = np.floor_divide(micros, _MICROS_PER_DAY)
-        first, last = (int(days.min()), int(days.max()))
-        if first == last:
-            self._write_segment(_day_name(first), table)
-            return table.num_rows
-        for day in np.unique(days).tolist():
-            self._write_segment(_day_name(day), table.filter(pa.array(days == day)))
-        return table.num_rows
+        return self.segment_writer().write(table)
 
-    def _write_segment(self, day: str, table: pa.Table) -> Path:
-        folder = self.events_dir / f"day={day}"
-        folder.mkdir(parents=True, exist_ok=True)
-        final = folder / _segment_name()
-        temporary = final.with_name(final.name + ".tmp")
-        with open(temporary, "wb") as handle:
-            pq.write_table(
-                table,
-                handle,
-                compression="zstd",
-                row_group_size=SEGMENT_ROW_GROUP,
-                write_page_index=True,
-            )
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.rename(temporary, final)
-        _fsync_dir(folder)
-        return final
+    def segment_writer(self) -> SegmentWriter:
+        """What `write` does, as a small value another process can run (ingest's workers)."""
+        return SegmentWriter(self.events_dir)
 
     # ---- reading -------------------------------------------------------------------
 

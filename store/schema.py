@@ -79,6 +79,16 @@ EVENTS_SCHEMA = pa.schema(
 
 COLUMNS: tuple[str, ...] = tuple(EVENTS_SCHEMA.names)
 
+#: EVENTS_SCHEMA with its text as string views: polars' own layout, which the column-wise
+#: ingest hands to the segment writer as is (a cast to `string` would copy every value).
+#: Parquet stores both alike, and reads back as EVENTS_SCHEMA.
+VIEW_SCHEMA = pa.schema(
+    [
+        pa.field(f.name, pa.string_view() if f.type == pa.string() else f.type, f.nullable)
+        for f in EVENTS_SCHEMA
+    ]
+)
+
 
 def empty_table() -> pa.Table:
     return EVENTS_SCHEMA.empty_table()

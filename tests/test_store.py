@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 from queries import timeline
 from store.clickhouse import events_ddl
 from store.embedded import EmbeddedStore
+from store.schema import EVENTS_SCHEMA, VIEW_SCHEMA
 
 CHARGE = [
     {
@@ -70,6 +71,15 @@ def test_segments_are_split_by_utc_day(embedded, make_table) -> None:
     late = {**CHARGE[3], "ts": "2025-12-01T00:00:01+00:00"}
     embedded.write(make_table([*CHARGE[:3], late]))
     assert embedded.days() == ["2025-11-30", "2025-12-01"]
+
+
+def test_a_batch_of_string_views_is_split_by_day_and_reads_back_as_strings(
+    embedded, make_table
+) -> None:
+    late = {**CHARGE[3], "ts": "2025-12-01T00:00:01+00:00"}
+    embedded.write(make_table([*CHARGE[:3], late]).cast(VIEW_SCHEMA))
+    assert embedded.days() == ["2025-11-30", "2025-12-01"]
+    assert all(pq.read_schema(p) == EVENTS_SCHEMA for p in embedded.segments())
 
 
 def test_a_day_split_counts_days_before_the_epoch_too(embedded, make_table) -> None:

@@ -1,8 +1,10 @@
 """Timestamps: RFC 3339 with any offset, or epoch numbers whose unit is read from size."""
 
+import polars as pl
 import pytest
 
 from collectors.timestamps import TimestampError, micros_to_rfc3339, to_micros
+from collectors.timestamps_vec import _fixed_width, micros_column
 
 NOON_UTC = 1_764_504_000_000_000  # 2025-11-30T12:00:00Z in microseconds
 
@@ -53,3 +55,41 @@ def test_not_a_timestamp_is_refused(bad: object) -> None:
 
 def test_round_trip_to_rfc3339() -> None:
     assert micros_to_rfc3339(NOON_UTC + 7) == "2025-11-30T12:00:00.000007Z"
+
+
+FIXED_FORMS = [
+    "2025-11-30T12:00:00Z",
+    "2025-11-30T12:00:00.5Z",
+    "2024-02-29T23:59:59.123456789Z",
+    "0001-01-01T00:00:00.000001Z",
+    "9999-12-31T23:59:59.999999-23:59",
+    "1969-12-31T23:59:59.25+05:30",
+    "2025-11-30T12:00:00-00:00",
+]
+
+
+def test_fixed_width_timestamps_read_as_the_row_path_reads_them() -> None:
+    # Each form twice, so every width holds more than one row.
+    values = pl.Series("ts", FIXED_FORMS * 2)
+    assert _fixed_width(values) is not None
+    assert micros_column(values).to_list() == [to_micros(v) for v in FIXED_FORMS * 2]
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        "2025-02-29T12:00:00Z",  # not a leap year
+        "2025-04-31T12:00:00Z",
+        "2025-11-30T24:00:00Z",
+        "2025-11-30T12:00:60Z",  # a leap second: the row path refuses it
+        "0000-11-30T12:00:00Z",
+        "2025-11-30T12:00:00+24:00",
+        "2025-11-30 12:00:00Z",
+        "2025-11-30T12:00:00.Z",
+    ],
+)
+def test_one_odd_timestamp_leaves_the_column_to_the_general_path(odd: str) -> None:
+    values = pl.Series("ts", ["2025-11-30T12:00:00Z", odd, "2025-11-30T12:00:01Z"])
+    assert _fixed_width(values) is None
+    got = micros_column(values).to_list()
+    assert got[0] == to_micros("2025-11-30T12:00:00Z") and got[2] == got[0] + 1_000_000
