@@ -32,7 +32,7 @@ from store.base import StoreError, to_frame
 from store.key_lookup import KeyFinder
 from store.lookup_index import covered_by, global_indexes, write_day_index, write_global_index
 from store.schema import EVENTS_SCHEMA
-from store.segments import SegmentWriter, _fsync_dir, _segment_name
+from store.segments import SegmentWriter, _fsync_dir, _segment_name, note_change
 
 # Compacted segments: a key lookup decodes whole row groups, ~1.5 ms at this size against
 # ~100 ms at segments.SEGMENT_ROW_GROUP; full scans pay ~1.5x for it.
@@ -258,6 +258,8 @@ class EmbeddedStore:
             os.rename(path, target)
             os.utime(target)  # the grace period runs from now, not from the write
         _fsync_dir(self.trash_dir)
+        if self.events_dir.exists():
+            note_change(self.events_dir)
 
     def _empty_trash(self, grace_seconds: float = TRASH_GRACE_SECONDS) -> None:
         if not self.trash_dir.exists():
@@ -278,6 +280,7 @@ class EmbeddedStore:
                     target = self.trash_dir / f"day={day}-{uuid.uuid4().hex[:8]}"
                     os.rename(folder, target)
                     os.utime(target)
+                    note_change(self.events_dir)
                     day_index = self.index_dir / f"day={day}.parquet"
                     if day_index.exists():
                         self._discard([day_index])

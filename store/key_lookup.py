@@ -22,11 +22,13 @@ import pyarrow.parquet as pq
 
 from store.lookup_index import LookupIndex, global_indexes
 from store.schema import EVENTS_SCHEMA
+from store.segments import CHANGES
 
 # A folder's listing is reused while its mtime is unchanged, but only once the listing was
 # taken this long after that mtime: a change in the same coarse clock tick as the mtime
 # would not move it, a change after the listing always does.
 SETTLE_NS = 1_000_000_000
+RELIST_NS = 2_000_000_000
 OPEN_FILES = 64
 # Decoded row groups kept across lookups (~1 MB each at 4096 rows), bounded in bytes as a
 # store compacted with bigger groups may hold some: segments are immutable and their names
@@ -36,17 +38,48 @@ DECODED_BYTES = 32 << 20
 
 
 class DayListing:
-    """Segments per day folder, re-listed only when the folder changed.
+    """Segments per day folder, re-listed only when the store changed.
 
-    Listing every day folder costs a readdir per day kept; this costs one stat per day.
+    Listing every day folder costs a readdir per day kept; a day is re-listed only when its
+    folder's mtime moved, and no day is looked at while the store's change file
+    (`segments.CHANGES`) has not grown: one stat, however many days the store keeps. A
+    full look every RELIST_NS covers a writer that died between placing a segment and
+    noting it.
     """
 
     def __init__(self, events_dir: Path) -> None:
         self.events_dir = events_dir
         self._days: dict[str, tuple[int, int, tuple[str, ...]]] = {}
+        self._listing: list[str] | None = None
+        self._changes = -1
+        self._listed_at = 0
+        self.relisted = True  # whether the last `segments()` looked at the folders
+
+    def forget(self) -> None:
+        """The next `segments()` looks at the folders whatever the change file says."""
+        self._listing = None
 
     def segments(self) -> list[str]:
         """Every segment as "day=YYYY-MM-DD/<name>.parquet", sorted."""
+        try:
+            changes = os.stat(self.events_dir / CHANGES).st_size
+        except FileNotFoundError:
+            changes = -1
+        now = time.monotonic_ns()
+        if (
+            self._listing is not None
+            and changes >= 0
+            and changes == self._changes
+            and now - self._listed_at < RELIST_NS
+        ):
+            self.relisted = False
+            return self._listing
+        # The size is read before listing: a change made meanwhile shows at the next call.
+        self._changes, self._listed_at, self.relisted = changes, now, True
+        self._listing = self._list()
+        return self._listing
+
+    def _list(self) -> list[str]:
         if not self.events_dir.exists():
             return []
         found: list[str] = []
@@ -89,6 +122,8 @@ class KeyFinder:
         self._con: duckdb.DuckDBPyConnection | None = None
 
     def _current_index(self) -> LookupIndex | None:
+        if self._index is not None and not self.listing.relisted:
+            return self._index  # nothing changed since the last look (compaction notes it)
         generations = global_indexes(self.index_dir)
         if not generations:
             self._drop_index()
@@ -171,6 +206,7 @@ class KeyFinder:
             except (FileNotFoundError, duckdb.IOException):
                 # A segment listed a moment ago was compacted away: list again.
                 self._close_files()
+                self.listing.forget()
                 if attempt == 2:
                     raise
         raise AssertionError("unreachable")

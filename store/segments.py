@@ -36,6 +36,17 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+#: A file in the events folder that grows by a byte whenever a segment is added, replaced
+#: or dropped: readers stat it instead of every day folder to learn that nothing changed.
+CHANGES = ".changes"
+
+
+def note_change(events_dir: Path) -> None:
+    """Tell readers the set of segments changed (after the change is in place)."""
+    with open(events_dir / CHANGES, "ab") as handle:  # O_APPEND: whole bytes, any process
+        handle.write(b".")
+
+
 def _day_name(day: int) -> str:
     """`YYYY-MM-DD` of a day counted from the Unix epoch."""
     return (_EPOCH_DAY + timedelta(days=day)).isoformat()
@@ -100,4 +111,5 @@ class SegmentWriter:
             os.fsync(handle.fileno())
         os.rename(temporary, final)
         _fsync_dir(folder)
+        note_change(self.events_dir)
         return final

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import date
+
 import pyarrow.parquet as pq
 
 from queries import timeline
 from store import key_lookup
+from store.embedded import EmbeddedStore
+from store.segments import CHANGES
 
 BASE = {"job_type": "billing.charge"}
 
@@ -59,3 +63,50 @@ def test_a_segment_merged_again_is_read_under_its_new_name(embedded, make_table)
     embedded.write(make_table(_job("2025-11-30", "inv-1", "j1")[2:]))
     embedded.compact()
     assert timeline(embedded, "inv-1")["event"].tolist() == ["enqueue", "deliver", "ack"]
+
+
+def _writer(embedded) -> EmbeddedStore:
+    """Another handle on the same folder, as another process would open it."""
+    return EmbeddedStore(embedded.root)
+
+
+def test_a_lookup_with_nothing_changed_looks_at_no_day_folder(embedded, make_table) -> None:
+    embedded.write(make_table(_job("2025-11-29", "inv-1", "j1")))
+    timeline(embedded, "inv-1")
+    timeline(embedded, "inv-1")
+    assert embedded._finder.listing.relisted is False
+
+
+def test_a_segment_another_writer_adds_is_seen_at_the_next_lookup(embedded, make_table) -> None:
+    embedded.write(make_table(_job("2025-11-29", "inv-1", "j1")[:1]))
+    assert len(timeline(embedded, "inv-1")) == 1
+    _writer(embedded).write(make_table(_job("2025-11-29", "inv-1", "j1")[1:]))
+    assert len(timeline(embedded, "inv-1")) == 3
+    assert embedded._finder.listing.relisted is True
+
+
+def test_a_compaction_by_another_process_is_seen_at_the_next_lookup(embedded, make_table) -> None:
+    for event in _job("2025-11-29", "inv-1", "j1"):
+        embedded.write(make_table([event]))
+    assert len(timeline(embedded, "inv-1")) == 3
+    _writer(embedded).compact()
+    assert len(timeline(embedded, "inv-1")) == 3
+    assert len(embedded._finder.listing.segments()) == 1
+
+
+def test_a_day_dropped_by_retention_elsewhere_is_gone_at_the_next_lookup(
+    embedded, make_table
+) -> None:
+    embedded.write(make_table(_job("2025-11-28", "inv-1", "j1")))
+    embedded.write(make_table(_job("2025-11-30", "inv-1", "j2")))
+    assert len(timeline(embedded, "inv-1")) == 6
+    _writer(embedded).drop_days_before(date(2025, 11, 29))
+    assert len(timeline(embedded, "inv-1")) == 3
+
+
+def test_a_store_without_a_change_file_is_listed_every_time(embedded, make_table) -> None:
+    embedded.write(make_table(_job("2025-11-29", "inv-1", "j1")))
+    (embedded.events_dir / CHANGES).unlink()
+    timeline(embedded, "inv-1")
+    timeline(embedded, "inv-1")
+    assert embedded._finder.listing.relisted is True
