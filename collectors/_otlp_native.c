@@ -200,7 +200,6 @@ typedef struct {
     uint64_t start, end;
     size_t a0, a1; /* in span_attrs */
     size_t e0, e1; /* in events */
-    int parent_seen;
 } Span;
 
 typedef struct {
@@ -1623,24 +1622,9 @@ static PyTypeObject DecoderType = {
     .tp_methods = decoder_methods,
 };
 
-static PyObject *module_blake2b16(PyObject *module, PyObject *arg) {
-    (void)module;
-    Py_buffer view;
-    char out[32];
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE)) return NULL;
-    blake2b16_hex(view.buf, (size_t)view.len, out);
-    PyBuffer_Release(&view);
-    return PyUnicode_FromStringAndSize(out, 32);
-}
-
-static PyMethodDef module_methods[] = {
-    {"blake2b16", module_blake2b16, METH_O, "The 16-byte BLAKE2b digest as hex."},
-    {NULL, NULL, 0, NULL},
-};
-
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "_otlp_native",
-    "Native decoding of OTLP trace requests into canonical columns.", -1, module_methods,
+    "Native decoding of OTLP trace requests into canonical columns.", -1, NULL,
     NULL, NULL, NULL, NULL,
 };
 

@@ -257,11 +257,6 @@ static PyObject *uid_forget(UidMemoryObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-static PyObject *uid_len(UidMemoryObject *self, PyObject *unused) {
-    (void)unused;
-    return PyLong_FromSize_t(self->current.count + self->previous.count);
-}
-
 static int uid_init(UidMemoryObject *self, PyObject *args, PyObject *kwargs) {
     static char *names[] = {"capacity", NULL};
     Py_ssize_t capacity;
@@ -295,7 +290,6 @@ static PyMethodDef uid_methods[] = {
      "remember(offsets, data, offset, count): these uids were written."},
     {"forget", (PyCFunction)uid_forget, METH_VARARGS,
      "forget(offsets, data, offset, count): these uids were not written after all."},
-    {"size", (PyCFunction)uid_len, METH_NOARGS, "How many uids are remembered now."},
     {NULL, NULL, 0, NULL},
 };
 

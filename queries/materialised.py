@@ -22,7 +22,7 @@ from pathlib import Path
 
 import duckdb
 
-from store.embedded import _fsync_dir
+from store.durable import place
 
 STALE_GRACE_SECONDS = 300.0
 _CHECKED = "unique-segments.txt"
@@ -89,10 +89,7 @@ def save(
             con.execute(
                 f"COPY {table} TO {_quoted(temporary)} (FORMAT parquet, COMPRESSION snappy)"
             )
-            with open(temporary, "rb") as handle:
-                os.fsync(handle.fileno())
-            os.rename(temporary, final)
-        _fsync_dir(target)
+            place(temporary, final)
         _remove_stale(target, snapshot)
     except OSError:
         return

@@ -29,10 +29,11 @@ import pandas as pd
 import pyarrow as pa
 
 from store.base import StoreError, to_frame
+from store.durable import fsync_dir, place, temporary_for
 from store.key_lookup import KeyFinder
 from store.lookup_index import covered_by, global_indexes, write_day_index, write_global_index
 from store.schema import EVENTS_SCHEMA
-from store.segments import SegmentWriter, _fsync_dir, _segment_name, note_change
+from store.segments import SegmentWriter, _segment_name, note_change
 
 # Compacted segments: a key lookup decodes whole row groups, ~1.5 ms at this size against
 # ~100 ms at segments.SEGMENT_ROW_GROUP; full scans pay ~1.5x for it.
@@ -228,7 +229,7 @@ class EmbeddedStore:
 
     def _merge(self, folder: Path, inputs: list[Path]) -> Path:
         final = folder / _segment_name()
-        temporary = final.with_name(final.name + ".tmp")
+        temporary = temporary_for(final)
         target = str(temporary).replace("'", "''")  # COPY's target cannot be a parameter
         con = duckdb.connect()
         try:
@@ -244,10 +245,7 @@ class EmbeddedStore:
             )
         finally:
             con.close()
-        with open(temporary, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.rename(temporary, final)
-        _fsync_dir(folder)
+        place(temporary, final)
         self._discard(inputs)
         return final
 
@@ -257,7 +255,7 @@ class EmbeddedStore:
             target = self.trash_dir / f"{path.parent.name}-{path.name}-{uuid.uuid4().hex[:8]}"
             os.rename(path, target)
             os.utime(target)  # the grace period runs from now, not from the write
-        _fsync_dir(self.trash_dir)
+        fsync_dir(self.trash_dir)
         if self.events_dir.exists():
             note_change(self.events_dir)
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import bisect
 import json
-import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -33,6 +32,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+from store.durable import write_parquet
 
 INDEX_SCHEMA = pa.schema(
     [
@@ -53,23 +54,13 @@ def segment_name(path: Path) -> str:
 
 def _write_atomic(table: pa.Table, final: Path, covers: list[str]) -> None:
     table = table.replace_schema_metadata({COVERS: json.dumps(sorted(covers)).encode()})
-    temporary = final.with_name(final.name + ".tmp")
-    with open(temporary, "wb") as handle:
-        pq.write_table(
-            table,
-            handle,
-            compression="zstd",
-            row_group_size=INDEX_ROW_GROUP,
-            use_dictionary=["segment"],
-        )
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.rename(temporary, final)
-    fd = os.open(final.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    write_parquet(
+        table,
+        final,
+        compression="zstd",
+        row_group_size=INDEX_ROW_GROUP,
+        use_dictionary=["segment"],
+    )
 
 
 def covered_by(path: Path) -> set[str]:

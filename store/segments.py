@@ -6,7 +6,6 @@ write their own segments, import only Arrow and NumPy.
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from dataclasses import dataclass
@@ -15,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from store.durable import write_parquet
 from store.schema import EVENTS_SCHEMA, VIEW_SCHEMA
 
 SEGMENT_ROW_GROUP = 122_880
@@ -28,14 +27,6 @@ _DICTIONARY_COLUMNS = [n for n in EVENTS_SCHEMA.names if n not in (*_UNIQUE_COLU
 _STATISTICS_COLUMNS = [n for n in EVENTS_SCHEMA.names if n not in _UNIQUE_COLUMNS]
 _MICROS_PER_DAY = 86_400_000_000
 _EPOCH_DAY = date(1970, 1, 1)
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 #: A file in the events folder that grows by a byte whenever a segment is added, replaced
 #: or dropped: readers stat it instead of every day folder to learn that nothing changed.
 CHANGES = ".changes"
@@ -93,23 +84,17 @@ class SegmentWriter:
         folder = self.events_dir / f"day={day}"
         folder.mkdir(parents=True, exist_ok=True)
         final = folder / _segment_name()
-        temporary = final.with_name(final.name + ".tmp")
-        with open(temporary, "wb") as handle:
-            pq.write_table(
-                table,
-                handle,
-                compression="zstd",
-                row_group_size=SEGMENT_ROW_GROUP,
-                write_page_index=True,
-                use_dictionary=_DICTIONARY_COLUMNS,
-                write_statistics=_STATISTICS_COLUMNS,
-                # The Parquet types alone read back as EVENTS_SCHEMA; a stored Arrow schema
-                # would make a segment written from string views read back as views.
-                store_schema=False,
-            )
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.rename(temporary, final)
-        _fsync_dir(folder)
+        write_parquet(
+            table,
+            final,
+            compression="zstd",
+            row_group_size=SEGMENT_ROW_GROUP,
+            write_page_index=True,
+            use_dictionary=_DICTIONARY_COLUMNS,
+            write_statistics=_STATISTICS_COLUMNS,
+            # The Parquet types alone read back as EVENTS_SCHEMA; a stored Arrow schema
+            # would make a segment written from string views read back as views.
+            store_schema=False,
+        )
         note_change(self.events_dir)
         return final

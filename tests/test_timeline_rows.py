@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 import pytest
+from test_timeline import REDELIVERED, _next_day, ev
 
 from collectors.files import ingest_files
 from collectors.normalise import Normaliser
@@ -16,30 +17,8 @@ from queries.timeline_rows import execution_numbers
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 
-BASE = {"job_type": "billing.charge", "idempotency_key": "inv-1"}
-
-
-def ev(ts: str, event: str, **fields) -> dict:
-    return {"ts": f"2025-11-30T12:{ts}Z", "event": event, **BASE, **fields}
-
-
-REDELIVERED = [
-    ev("00:00", "enqueue", job_id="j1"),
-    ev("00:01", "deliver", job_id="j1", delivery_attempt=1, worker_id="w1"),
-    ev("00:02", "side_effect", job_id="j1", delivery_attempt=1, worker_id="w1"),
-    ev("00:31", "deliver", job_id="j1", delivery_attempt=2, worker_id="w2"),
-    ev("00:32", "ack", job_id="j1", delivery_attempt=1, worker_id="w1"),
-    ev("00:33", "idempotency_hit", job_id="j1", delivery_attempt=2, worker_id="w2"),
-    ev("00:34", "ack", job_id="j1", delivery_attempt=2, worker_id="w2"),
-]
-
-
 def _without(record: dict, *names: str) -> dict:
     return {k: v for k, v in record.items() if k not in names}
-
-
-def _next_day(record: dict) -> dict:
-    return _without(record, "idempotency_key") | {"ts": "2025-12-01T00:00:05Z"}
 
 
 CASES: dict[str, list[dict]] = {
