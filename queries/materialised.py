@@ -23,6 +23,7 @@ from pathlib import Path
 import duckdb
 
 from store.durable import place
+from store.hot_segments import is_hot
 
 STALE_GRACE_SECONDS = 300.0
 _CHECKED = "unique-segments.txt"
@@ -120,7 +121,7 @@ def unique_events(store: object, con: duckdb.DuckDBPyConnection) -> str:
     newly_checked = []
     dirty = []
     for day, files in sorted(by_day.items()):
-        if len(files) > 1:
+        if len(files) > 1 or is_hot(files[0]):  # a hot segment is compacted soon: not checked
             dirty.append(day)
         elif files[0].name not in checked:
             if _free_of_repeats(con, files[0]):

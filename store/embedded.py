@@ -3,7 +3,9 @@
 A DuckDB database file cannot be shared by a writing and a reading process, so the writer
 (ingest, the collector) adds immutable segments `events/day=YYYY-MM-DD/<id>.parquet`, each
 written under a temporary name, fsynced and renamed; readers (CLI, dashboard, alerts) query
-the set of segments they listed, in their own in-process DuckDB. Compaction merges a day's
+the set of segments they listed, in their own in-process DuckDB. A collector writes hot
+segments instead (`<id>.arrow`, Arrow IPC: `store/hot_segments.py`), which readers map
+into memory beside the Parquet ones. Compaction merges a day's
 segments into one, without repeats and sorted by (idempotency_key, job_id, ts) in small row
 groups, and indexes it (`store/lookup_index.py`) so that a key lookup reads a few row
 groups instead of every day; replaced segments move to `.trash/` and are deleted later,
@@ -30,6 +32,8 @@ import pyarrow as pa
 
 from store.base import StoreError, to_frame
 from store.durable import fsync_dir, place, temporary_for
+from store.hot_segments import SUFFIX as HOT_SUFFIX
+from store.hot_segments import HotTables, is_hot, read_ipc
 from store.key_lookup import KeyFinder
 from store.lookup_index import covered_by, global_indexes, write_day_index, write_global_index
 from store.schema import EVENTS_SCHEMA
@@ -39,6 +43,11 @@ from store.segments import SegmentWriter, _segment_name, note_change
 # ~100 ms at segments.SEGMENT_ROW_GROUP; full scans pay ~1.5x for it.
 COMPACTED_ROW_GROUP = 4096
 TRASH_GRACE_SECONDS = 300.0
+
+
+def _segments_in(paths: Iterable[Path]) -> Iterator[Path]:
+    """The segments among a day folder's entries (not temporaries, not other files)."""
+    return (p for p in paths if p.suffix in (".parquet", HOT_SUFFIX))
 
 
 def _digest(segments: Iterable[Path]) -> str:
@@ -62,12 +71,19 @@ class EmbeddedStore:
         self._con: duckdb.DuckDBPyConnection | None = None
         self._snapshot: tuple[str, ...] | None = None
         self._finder: KeyFinder | None = None
+        self._hot = HotTables()
+        self._hot_table: pa.Table | None = None
 
     # ---- writing -------------------------------------------------------------------
 
     def write(self, table: pa.Table) -> int:
         """Write one segment per UTC day present in the batch; durable on return."""
         return self.segment_writer().write(table)
+
+    def write_hot(self, table: pa.Table) -> int:
+        """`write` for a small batch that compaction will soon rewrite (a collector's group
+        commit): one hot segment per day, durable on return (`store/hot_segments.py`)."""
+        return SegmentWriter(self.events_dir, hot=True).write(table)
 
     def segment_writer(self) -> SegmentWriter:
         """What `write` does, as a small value another process can run (ingest's workers)."""
@@ -76,9 +92,10 @@ class EmbeddedStore:
     # ---- reading -------------------------------------------------------------------
 
     def segments(self) -> list[Path]:
+        """Every segment, Parquet and hot, in order of arrival within each day."""
         if not self.events_dir.exists():
             return []
-        return sorted(self.events_dir.glob("day=*/*.parquet"))
+        return sorted(_segments_in(self.events_dir.glob("day=*/*")))
 
     def days(self) -> list[str]:
         if not self.events_dir.exists():
@@ -97,15 +114,29 @@ class EmbeddedStore:
         return self._con
 
     def _refresh(self) -> None:
-        files = tuple(str(p) for p in self.segments())
-        if files == self._snapshot:
-            return
+        for attempt in range(3):
+            files = tuple(str(p) for p in self.segments())
+            if files == self._snapshot:
+                return
+            try:
+                hot = self._hot.table([f for f in files if is_hot(f)])
+                break
+            except FileNotFoundError:
+                if attempt == 2:  # compacted away as it was listed: list again
+                    raise
+        self._view(files, hot)
+
+    def _view(self, files: tuple[str, ...], hot: pa.Table) -> None:
+        """`events` over the Parquet segments read by DuckDB plus the mapped hot ones."""
         con = self._connection()
-        if files:
-            relation = con.read_parquet(list(files), hive_partitioning=False, union_by_name=True)
-            relation.create_view("events", replace=True)
-        else:
-            con.from_arrow(EVENTS_SCHEMA.empty_table()).create_view("events", replace=True)
+        parquet = [f for f in files if not is_hot(f)]
+        columns = ", ".join(EVENTS_SCHEMA.names)
+        relation = con.from_arrow(hot).select(columns)
+        if parquet:
+            cold = con.read_parquet(parquet, hive_partitioning=False, union_by_name=True)
+            relation = cold.select(columns).union(relation) if hot.num_rows else cold
+        relation.create_view("events", replace=True)
+        self._hot_table = hot  # the view scans it: it lives as long as the view
         self._snapshot = files
 
     def execute(self, sql: str, params: dict[str, Any] | None = None) -> pd.DataFrame:
@@ -166,6 +197,8 @@ class EmbeddedStore:
         if self._finder is not None:
             self._finder.close()
             self._finder = None
+        self._hot.clear()
+        self._hot_table = None
 
     # ---- maintenance ---------------------------------------------------------------
 
@@ -191,7 +224,7 @@ class EmbeddedStore:
         with self._maintenance_lock():
             changed = False
             for folder in sorted(self.events_dir.glob("day=*")):
-                inputs = sorted(folder.glob("*.parquet"))
+                inputs = sorted(_segments_in(folder.iterdir()))
                 if not inputs:
                     continue
                 day = folder.name.removeprefix("day=")
@@ -231,17 +264,28 @@ class EmbeddedStore:
         final = folder / _segment_name()
         temporary = temporary_for(final)
         target = str(temporary).replace("'", "''")  # COPY's target cannot be a parameter
+        columns = ", ".join(EVENTS_SCHEMA.names)
+        parquet = [str(p) for p in inputs if not is_hot(p)]
+        hot = [read_ipc(p) for p in inputs if is_hot(p)]
+        sources = []
+        if parquet:
+            sources.append(
+                f"SELECT {columns} FROM read_parquet($files, union_by_name = true, "
+                f"hive_partitioning = false)"
+            )
         con = duckdb.connect()
         try:
             con.execute("SET TimeZone = 'UTC'")
+            if hot:
+                con.register("hot_segments", pa.concat_tables(hot))
+                sources.append(f"SELECT {columns} FROM hot_segments")
             con.execute(
-                f"COPY (SELECT {', '.join(EVENTS_SCHEMA.names)} "
-                f"FROM read_parquet($files, union_by_name = true, hive_partitioning = false) "
+                f"COPY (SELECT {columns} FROM ({' UNION ALL '.join(sources)}) "
                 f"QUALIFY row_number() OVER (PARTITION BY event_uid ORDER BY ts) = 1 "
                 f"ORDER BY idempotency_key NULLS LAST, job_id, ts) "
                 f"TO '{target}' (FORMAT parquet, COMPRESSION zstd, "
                 f"ROW_GROUP_SIZE {COMPACTED_ROW_GROUP})",
-                {"files": [str(p) for p in inputs]},
+                {"files": parquet} if parquet else {},
             )
         finally:
             con.close()

@@ -20,9 +20,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from store.hot_segments import SUFFIX as HOT_SUFFIX
+from store.hot_segments import HotTables, is_hot
 from store.lookup_index import LookupIndex, global_indexes
 from store.schema import EVENTS_SCHEMA
 from store.segments import CHANGES
+
+SEGMENTS = (".parquet", HOT_SUFFIX)  # the names a day folder's segments end with
 
 # A folder's listing is reused while its mtime is unchanged, but only once the listing was
 # taken this long after that mtime: a change in the same coarse clock tick as the mtime
@@ -60,7 +64,7 @@ class DayListing:
         self._listing = None
 
     def segments(self) -> list[str]:
-        """Every segment as "day=YYYY-MM-DD/<name>.parquet", sorted."""
+        """Every segment as "day=YYYY-MM-DD/<name>.parquet" (or `.arrow`), sorted."""
         try:
             changes = os.stat(self.events_dir / CHANGES).st_size
         except FileNotFoundError:
@@ -97,7 +101,7 @@ class DayListing:
                     else:
                         listed_at = time.time_ns()
                         names = tuple(
-                            sorted(n for n in os.listdir(entry.path) if n.endswith(".parquet"))
+                            sorted(n for n in os.listdir(entry.path) if n.endswith(SEGMENTS))
                         )
                         self._days[entry.name] = (mtime, listed_at, names)
                 except FileNotFoundError:  # retention moved the day away meanwhile
@@ -106,6 +110,17 @@ class DayListing:
         for gone in set(self._days) - present:
             del self._days[gone]
         return sorted(found)
+
+
+def _matching(table: pa.Table, values: list[str]) -> pa.Table:
+    """The rows whose idempotency_key or job_id is one of `values`."""
+    value_set = pa.array(values, pa.string())
+    # is_in answers false, not null, for a null: no Kleene logic needed.
+    keep = pc.or_(
+        pc.is_in(table["idempotency_key"], value_set),
+        pc.is_in(table["job_id"], value_set),
+    )
+    return table.filter(keep)
 
 
 class KeyFinder:
@@ -120,6 +135,7 @@ class KeyFinder:
         self._groups: OrderedDict[tuple[str, int], pa.Table] = OrderedDict()
         self._group_bytes = 0
         self._con: duckdb.DuckDBPyConnection | None = None
+        self._hot = HotTables()
 
     def _current_index(self) -> LookupIndex | None:
         if self._index is not None and not self.listing.relisted:
@@ -162,8 +178,13 @@ class KeyFinder:
         return part
 
     def _scan(self, segments: list[str], values: list[str]) -> list[pa.Table]:
+        """The rows of `values` in segments the index does not cover: the hot ones mapped
+        and filtered here, the Parquet ones read by DuckDB."""
+        hot = [str(self.events_dir / s) for s in segments if is_hot(s)]
+        found = [_matching(self._hot.table(hot), values)] if hot else []
+        segments = [s for s in segments if not is_hot(s)]
         if not segments:
-            return []
+            return found
         if self._con is None:
             self._con = duckdb.connect()
             self._con.execute("SET TimeZone = 'UTC'")
@@ -174,7 +195,7 @@ class KeyFinder:
             f"WHERE list_contains($values, idempotency_key) OR list_contains($values, job_id)",
             params={"files": [str(self.events_dir / s) for s in segments], "values": values},
         ).to_arrow_table()
-        return [table.cast(EVENTS_SCHEMA)]
+        return [*found, table.cast(EVENTS_SCHEMA)]
 
     def _hop(
         self,
@@ -186,16 +207,9 @@ class KeyFinder:
         groups: set[tuple[str, int]] = set()
         if index is not None:
             groups = {g for g in index.find(values) if g[0] in listed}
-        value_set = pa.array(values, pa.string())
         found = [EVENTS_SCHEMA.empty_table()]
         for segment, group in sorted(groups):
-            table = self._read_group(segment, group)
-            # is_in answers false, not null, for a null: no Kleene logic needed.
-            keep = pc.or_(
-                pc.is_in(table["idempotency_key"], value_set),
-                pc.is_in(table["job_id"], value_set),
-            )
-            found.append(table.filter(keep))
+            found.append(_matching(self._read_group(segment, group), values))
         return pa.concat_tables(found + self._scan(uncovered, values))
 
     def rows(self, key: str) -> pa.Table:
@@ -228,6 +242,7 @@ class KeyFinder:
         for handle in self._files.values():
             handle.close()
         self._files.clear()
+        self._hot.clear()
         self._groups.clear()
         self._group_bytes = 0
 

@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from store.durable import write_parquet
+from store import hot_segments
+from store.durable import place, temporary_for, write_parquet
 from store.schema import EVENTS_SCHEMA, VIEW_SCHEMA
 
 SEGMENT_ROW_GROUP = 122_880
@@ -43,9 +44,9 @@ def _day_name(day: int) -> str:
     return (_EPOCH_DAY + timedelta(days=day)).isoformat()
 
 
-def _segment_name() -> str:
+def _segment_name(suffix: str = ".parquet") -> str:
     # Time-ordered names, so a listing is also the order of arrival.
-    return f"{time.time_ns():020d}-{uuid.uuid4().hex[:12]}.parquet"
+    return f"{time.time_ns():020d}-{uuid.uuid4().hex[:12]}{suffix}"
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,8 @@ class SegmentWriter:
     """
 
     events_dir: Path
+    #: Write hot segments (Arrow IPC, see `store/hot_segments.py`) instead of Parquet.
+    hot: bool = False
 
     def write(self, table: pa.Table) -> int:
         """Write one segment per UTC day present in the batch; durable on return.
@@ -65,7 +68,7 @@ class SegmentWriter:
         """
         if table.num_rows == 0:
             return 0
-        if table.schema != VIEW_SCHEMA:
+        if self.hot or table.schema != VIEW_SCHEMA:
             table = table.cast(EVENTS_SCHEMA)
         # Day numbers from the integer µs: a division, where formatting every ts as text
         # cost as much as writing the segment.
@@ -83,6 +86,13 @@ class SegmentWriter:
     def _write_segment(self, day: str, table: pa.Table) -> Path:
         folder = self.events_dir / f"day={day}"
         folder.mkdir(parents=True, exist_ok=True)
+        if self.hot:
+            final = folder / _segment_name(hot_segments.SUFFIX)
+            temporary = temporary_for(final)
+            hot_segments.write_ipc(table, temporary)
+            place(temporary, final)
+            note_change(self.events_dir)
+            return final
         final = folder / _segment_name()
         write_parquet(
             table,

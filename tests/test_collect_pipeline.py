@@ -2,26 +2,33 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 from conftest import events_to_table
 
+from collectors.service.collector import DECODER_NICE, Collector
 from collectors.service.pipeline import Pipeline, WriteFailed
 from store.embedded import EmbeddedStore
 
 
 class FailingOnce(EmbeddedStore):
-    """An embedded store whose first write fails, as a full disk would."""
+    """An embedded store whose first write (a collector's: hot) fails, as a full disk would."""
 
     failed = False
 
-    def write(self, table: pa.Table) -> int:
+    def write_hot(self, table: pa.Table) -> int:
         if not self.failed:
             self.failed = True
             raise OSError("No space left on device")
-        return super().write(table)
+        return super().write_hot(table)
+
+
+LINE = b'{"ts": "2025-01-01T00:00:00Z", "event": "deliver", "job_id": "j1"}\n'
 
 
 def _batch(n: int = 3) -> pa.Table:
@@ -56,3 +63,28 @@ def test_batches_sent_at_once_are_each_written_once(tmp_path: Path) -> None:
         ticket.wait(10)
     pipeline.close()
     assert EmbeddedStore(tmp_path).execute("SELECT count(*) AS n FROM events")["n"][0] == 3
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")
+def test_a_thread_that_decoded_a_body_runs_below_the_writer(tmp_path: Path) -> None:
+    collector = Collector(EmbeddedStore(tmp_path))
+    seen: dict[str, int] = {}
+
+    def receive() -> None:
+        seen["before"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        collector.jsonlines(LINE, "test")
+        seen["after"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    receiver = threading.Thread(target=receive)
+    receiver.start()
+    receiver.join(30)
+    collector.close()
+    assert seen["after"] == min(19, seen["before"] + DECODER_NICE)
+
+
+def test_a_process_that_decodes_on_its_main_thread_keeps_its_priority(tmp_path: Path) -> None:
+    collector = Collector(EmbeddedStore(tmp_path))
+    before = os.getpriority(os.PRIO_PROCESS, 0)
+    collector.jsonlines(LINE, "test")
+    collector.close()
+    assert os.getpriority(os.PRIO_PROCESS, 0) == before

@@ -150,6 +150,9 @@ class Pipeline:
         self._pending_rows = 0
         self._cond = threading.Condition()
         self._recent = RecentUids()
+        # Hot segments where the store has them: a group commit is small and compaction
+        # soon rewrites it, so the cheapest durable form wins (store/hot_segments.py).
+        self._store_write = getattr(store, "write_hot", store.write)
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="dupescope-writer", daemon=True)
         self._thread.start()
@@ -220,7 +223,7 @@ class Pipeline:
             merged = pa.concat_tables([t.table for t in tickets]).cast(EVENTS_SCHEMA)
             fresh = self._fresh(merged)
             if fresh.num_rows:
-                written = self.store.write(fresh)
+                written = self._store_write(fresh)
             skipped = merged.num_rows - fresh.num_rows
         except Exception as exc:  # a sink's error is reported to the senders, never raised
             log.exception("store write failed: %s", exc)

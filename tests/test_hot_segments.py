@@ -1,0 +1,86 @@
+"""Hot segments: what a collector writes is read like any segment, and compacted away."""
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+from test_store import CHARGE, count
+
+from queries import timeline
+from queries.materialised import unique_events
+from store.embedded import EmbeddedStore
+
+
+def _names(store: EmbeddedStore) -> list[str]:
+    return [p.suffix for p in store.segments()]
+
+
+def test_a_hot_write_is_an_arrow_segment(embedded, make_table) -> None:
+    embedded.write_hot(make_table(CHARGE))
+    assert _names(embedded) == [".arrow"]
+
+
+def test_hot_rows_are_read_with_the_parquet_rows(embedded, make_table) -> None:
+    embedded.write(make_table(CHARGE[:2]))
+    embedded.write_hot(make_table(CHARGE[2:]))
+    events = embedded.execute("SELECT event FROM events ORDER BY ts")["event"].tolist()
+    assert events == ["enqueue", "deliver", "side_effect", "ack"]
+
+
+def test_a_hot_segment_reads_back_the_same_values_as_a_parquet_one(
+    tmp_path: Path, make_table
+) -> None:
+    hot, cold = EmbeddedStore(tmp_path / "hot"), EmbeddedStore(tmp_path / "cold")
+    hot.write_hot(make_table(CHARGE))
+    cold.write(make_table(CHARGE))
+    query = "SELECT * FROM events ORDER BY ts"
+    assert hot.execute(query).equals(cold.execute(query))
+
+
+def test_a_key_timeline_finds_rows_in_hot_segments(embedded, make_table) -> None:
+    embedded.write(make_table(CHARGE[:1]))
+    embedded.write_hot(make_table(CHARGE[1:]))
+    assert timeline(embedded, "inv-1")["event"].tolist() == [
+        "enqueue", "deliver", "side_effect", "ack"
+    ]
+
+
+def test_compaction_turns_hot_segments_into_one_parquet_segment(embedded, make_table) -> None:
+    embedded.write(make_table(CHARGE[:2]))
+    embedded.write_hot(make_table(CHARGE[2:]))
+    embedded.write_hot(make_table(CHARGE))  # a resent batch: its rows are repeats
+    assert embedded.compact() == 3
+    assert _names(embedded) == [".parquet"]
+    assert pq.read_table(embedded.segments()[0]).num_rows == 4
+
+
+def test_a_lone_hot_segment_is_compacted(embedded, make_table) -> None:
+    embedded.write_hot(make_table(CHARGE))
+    assert embedded.compact(min_segments=16) == 1
+    assert _names(embedded) == [".parquet"]
+
+
+def test_a_reader_that_mapped_hot_segments_reads_on_after_they_are_compacted(
+    embedded, make_table
+) -> None:
+    embedded.write_hot(make_table(CHARGE))
+    reader = EmbeddedStore(embedded.root)
+    assert count(reader) == 4
+    assert timeline(reader, "inv-1").shape[0] == 4
+    embedded.compact()
+    assert count(reader) == 4
+    assert timeline(reader, "inv-1").shape[0] == 4
+    reader.close()
+
+
+def test_a_new_hot_segment_changes_the_snapshot(embedded, make_table) -> None:
+    embedded.write(make_table(CHARGE[:2]))
+    before = embedded.snapshot_id()
+    embedded.write_hot(make_table(CHARGE[2:]))
+    assert embedded.snapshot_id() != before
+
+
+def test_a_day_held_in_one_hot_segment_has_its_repeats_collapsed(embedded, make_table) -> None:
+    embedded.write_hot(make_table(CHARGE + CHARGE[:1]))  # the enqueue twice, one event_uid
+    con = embedded.connection()
+    unique = con.execute(f"SELECT count(*) FROM ({unique_events(embedded, con)})").fetchone()
+    assert unique == (4,)
