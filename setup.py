@@ -7,13 +7,13 @@ setup(
         Extension(
             "collectors._otlp_native",
             ["collectors/_otlp_native.c"],
-            extra_compile_args=["-O2"],
+            extra_compile_args=["-O3"],
             optional=True,
         ),
         Extension(
             "collectors._uid_memory",
             ["collectors/_uid_memory.c"],
-            extra_compile_args=["-O2"],
+            extra_compile_args=["-O3"],
             optional=True,
         ),
     ]

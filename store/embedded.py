@@ -33,7 +33,7 @@ import pyarrow as pa
 from store.base import StoreError, to_frame
 from store.durable import fsync_dir, place, temporary_for
 from store.hot_segments import SUFFIX as HOT_SUFFIX
-from store.hot_segments import HotTables, is_hot, read_ipc
+from store.hot_segments import HotTables, SpareFiles, is_hot, read_ipc
 from store.key_lookup import KeyFinder
 from store.lookup_index import covered_by, global_indexes, write_day_index, write_global_index
 from store.schema import EVENTS_SCHEMA
@@ -73,6 +73,7 @@ class EmbeddedStore:
         self._finder: KeyFinder | None = None
         self._hot = HotTables()
         self._hot_table: pa.Table | None = None
+        self._spares: SpareFiles | None = None
 
     # ---- writing -------------------------------------------------------------------
 
@@ -83,7 +84,9 @@ class EmbeddedStore:
     def write_hot(self, table: pa.Table) -> int:
         """`write` for a small batch that compaction will soon rewrite (a collector's group
         commit): one hot segment per day, durable on return (`store/hot_segments.py`)."""
-        return SegmentWriter(self.events_dir, hot=True).write(table)
+        if self._spares is None:
+            self._spares = SpareFiles(self.events_dir / ".spare")
+        return SegmentWriter(self.events_dir, hot=True, spares=self._spares).write(table)
 
     def segment_writer(self) -> SegmentWriter:
         """What `write` does, as a small value another process can run (ingest's workers)."""
@@ -199,6 +202,9 @@ class EmbeddedStore:
             self._finder = None
         self._hot.clear()
         self._hot_table = None
+        if self._spares is not None:
+            self._spares.close()
+            self._spares = None
 
     # ---- maintenance ---------------------------------------------------------------
 

@@ -11,6 +11,10 @@ compaction has moved it away.
 
 from __future__ import annotations
 
+import os
+import threading
+import uuid
+from collections import deque
 from pathlib import Path
 
 import pyarrow as pa
@@ -58,3 +62,54 @@ class HotTables:
 
     def clear(self) -> None:
         self._tables = {}
+
+
+class SpareFiles:
+    """Empty files made ahead of time, so that a hot write never waits for a new inode.
+
+    Creating a file costs far more than writing one on some file systems (0.6 ms of CPU on
+    the machine the collector's figures come from, a tenth of a whole group commit), so a
+    background thread keeps `keep` empty files in `<events>/.spare/`, and a hot write moves
+    one into its day folder and fills it. Spares left by an earlier process are used too.
+    """
+
+    def __init__(self, folder: Path, keep: int = 8) -> None:
+        self.folder = folder
+        self.keep = keep
+        self._ready: deque[Path] = deque()
+        self._lock = threading.Lock()
+        self._wanted = threading.Event()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    def take(self) -> Path | None:
+        """A spare file's path (the caller renames it away), or None when none is ready."""
+        with self._lock:
+            if self._thread is None:
+                self._start()
+            spare = self._ready.popleft() if self._ready else None
+        self._wanted.set()
+        return spare
+
+    def close(self) -> None:
+        self._closed = True
+        self._wanted.set()
+
+    def _start(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self._ready.extend(p for p in sorted(self.folder.iterdir()) if p.is_file())
+        self._thread = threading.Thread(target=self._fill, name="dupescope-spares", daemon=True)
+        self._thread.start()
+
+    def _fill(self) -> None:
+        while not self._closed:
+            self._wanted.wait()
+            self._wanted.clear()
+            while not self._closed and len(self._ready) < self.keep:
+                path = self.folder / uuid.uuid4().hex
+                try:
+                    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+                except OSError:
+                    break  # a full disk: writes create their own files, as without spares
+                with self._lock:
+                    self._ready.append(path)

@@ -6,9 +6,11 @@ write their own segments, import only Arrow and NumPy.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -60,6 +62,8 @@ class SegmentWriter:
     events_dir: Path
     #: Write hot segments (Arrow IPC, see `store/hot_segments.py`) instead of Parquet.
     hot: bool = False
+    #: Files made ahead for hot segments; without them each write creates its file.
+    spares: hot_segments.SpareFiles | None = field(default=None, compare=False)
 
     def write(self, table: pa.Table) -> int:
         """Write one segment per UTC day present in the batch; durable on return.
@@ -89,6 +93,10 @@ class SegmentWriter:
         if self.hot:
             final = folder / _segment_name(hot_segments.SUFFIX)
             temporary = temporary_for(final)
+            spare = self.spares.take() if self.spares is not None else None
+            if spare is not None:
+                with contextlib.suppress(OSError):  # gone: the write creates its own file
+                    os.rename(spare, temporary)
             hot_segments.write_ipc(table, temporary)
             place(temporary, final)
             note_change(self.events_dir)

@@ -1,5 +1,6 @@
 """Hot segments: what a collector writes is read like any segment, and compacted away."""
 
+import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -84,3 +85,34 @@ def test_a_day_held_in_one_hot_segment_has_its_repeats_collapsed(embedded, make_
     con = embedded.connection()
     unique = con.execute(f"SELECT count(*) FROM ({unique_events(embedded, con)})").fetchone()
     assert unique == (4,)
+
+
+def _wait_for_spares(folder: Path, count: int) -> set[int]:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        inodes = {p.stat().st_ino for p in folder.iterdir()} if folder.exists() else set()
+        if len(inodes) >= count:
+            return inodes
+        time.sleep(0.01)
+    raise AssertionError(f"fewer than {count} spare files in {folder}")
+
+
+def test_a_hot_write_fills_a_spare_file_made_ahead(embedded, make_table) -> None:
+    embedded.write_hot(make_table(CHARGE[:2]))  # the first write starts making spares
+    spares = _wait_for_spares(embedded.events_dir / ".spare", 8)
+    embedded.write_hot(make_table(CHARGE[2:]))
+    newest = embedded.segments()[-1]
+    assert newest.stat().st_ino in spares
+    assert count(embedded) == 4
+
+
+def test_spare_files_left_by_an_earlier_process_are_used(tmp_path: Path, make_table) -> None:
+    left = tmp_path / "store" / "events" / ".spare" / "left-over"
+    left.parent.mkdir(parents=True)
+    left.write_bytes(b"garbage from a crash")
+    inode = left.stat().st_ino
+    store = EmbeddedStore(tmp_path / "store")
+    store.write_hot(make_table(CHARGE))
+    assert store.segments()[0].stat().st_ino == inode
+    assert count(store) == 4
+    store.close()
