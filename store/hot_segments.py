@@ -30,9 +30,16 @@ def is_hot(path: str | Path) -> bool:
 
 def write_ipc(table: pa.Table, path: Path) -> None:
     """`table` (in EVENTS_SCHEMA) as an Arrow IPC file at `path`; the caller makes it
-    durable and places it."""
-    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, EVENTS_SCHEMA) as writer:
+    durable and places it.
+
+    Encoded in memory and written with one call: written straight to the file, each of the
+    ~60 buffers of a batch was a system call of its own, twice the CPU of the copy.
+    """
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, EVENTS_SCHEMA) as writer:
         writer.write_table(table)
+    with open(path, "wb") as handle:
+        handle.write(sink.getvalue())
 
 
 def read_ipc(path: str | Path) -> pa.Table:

@@ -47,6 +47,37 @@ def test_a_batch_whose_write_failed_is_written_when_it_is_sent_again(tmp_path: P
     pipeline.close()
 
 
+class FailingWhenReleased(EmbeddedStore):
+    """An embedded store whose first write waits for the test, then fails."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.writing, self.release, self.failed = threading.Event(), threading.Event(), False
+
+    def write_hot(self, table: pa.Table) -> int:
+        if not self.failed:
+            self.failed = True
+            self.writing.set()
+            self.release.wait(10)
+            raise OSError("No space left on device")
+        return super().write_hot(table)
+
+
+def test_a_resend_queued_behind_a_failing_write_fails_with_it(tmp_path: Path) -> None:
+    store = FailingWhenReleased(tmp_path)
+    pipeline = Pipeline(store)
+    first = pipeline.submit(_batch())
+    assert store.writing.wait(10)
+    resend = pipeline.submit(_batch())  # all repeats of rows not durable yet
+    store.release.set()
+    for ticket in (first, resend):
+        with pytest.raises(WriteFailed):
+            ticket.wait(10)
+    assert pipeline.submit(_batch()).wait(10) == 3
+    assert pipeline.snapshot()["written"] == 3
+    pipeline.close()
+
+
 def test_a_batch_sent_twice_is_written_once(tmp_path: Path) -> None:
     pipeline = Pipeline(EmbeddedStore(tmp_path))
     pipeline.submit(_batch()).wait(10)

@@ -1,11 +1,12 @@
 """Group commit: many receivers hand over Arrow batches, one writer thread stores them.
 
 A receiver may acknowledge a batch only once it is durable, and a store write (an fsynced
-Parquet segment, a ClickHouse insert) costs about the same for 1 row as for 50,000. So a
-single writer thread takes everything pending, merges it into one Arrow table, drops
-event_uids it wrote recently (a resent batch), writes once, and then releases every
-waiting receiver. The queue is bounded in rows: when it is full a receiver is told to
-retry later (HTTP 429 / gRPC RESOURCE_EXHAUSTED) instead of the process growing.
+segment, a ClickHouse insert) costs about the same for 1 row as for 50,000. So a batch's
+event_uids are claimed as it is queued (rows written recently, or queued already, are
+dropped as repeats: a resent batch), and a single writer thread takes everything pending,
+merges it into one Arrow table, writes once, and then releases every waiting receiver.
+The queue is bounded in rows: when it is full a receiver is told to retry later (HTTP 429
+/ gRPC RESOURCE_EXHAUSTED) instead of the process growing.
 """
 
 from __future__ import annotations
@@ -48,9 +49,15 @@ class WriteFailed(RuntimeError):
 
 @dataclass
 class Ticket:
-    """One submitted batch; `wait` returns once it is durable (or raises WriteFailed)."""
+    """One submitted batch; `wait` returns once it is durable (or raises WriteFailed).
+
+    `table` holds the rows still to write: those whose event_uid the batch claimed, its
+    `repeats` (written recently, or earlier in the batch) dropped at submission.
+    """
 
     table: pa.Table
+    rows: int = 0
+    repeats: int = 0
     done: threading.Event = field(default_factory=threading.Event)
     error: BaseException | None = None
     written: int = 0
@@ -169,11 +176,17 @@ class Pipeline:
                 setattr(self.stats, name, getattr(self.stats, name) + delta)
 
     def submit(self, table: pa.Table) -> Ticket:
-        """Queue a batch for the writer; raises QueueFull rather than grow past the bound."""
-        ticket = Ticket(table)
+        """Queue a batch for the writer; raises QueueFull rather than grow past the bound.
+
+        Its rows are claimed here, in the order batches are queued, so that a batch that
+        dropped repeats of another's rows is queued behind that other, and is answered
+        only once those rows are durable.
+        """
+        ticket = Ticket(table, rows=table.num_rows)
         if table.num_rows == 0:
             ticket.done.set()
             return ticket
+        table = table.cast(EVENTS_SCHEMA)
         with self._cond:
             if self._stopping:
                 raise WriteFailed("the collector is shutting down")
@@ -181,8 +194,12 @@ class Pipeline:
             if self._pending_rows and self._pending_rows + table.num_rows > self.queue_rows:
                 self.stats.throttled += 1
                 raise QueueFull(retry_after=1)
+            keep = self._recent.claim(table.column("event_uid"))
+            if not keep.all():
+                table = table.filter(pa.array(keep, type=pa.bool_()))
+            ticket.table, ticket.repeats = table, ticket.rows - table.num_rows
             self._pending.append(ticket)
-            self._pending_rows += table.num_rows
+            self._pending_rows += ticket.rows
             self._cond.notify()
         return ticket
 
@@ -192,10 +209,9 @@ class Pipeline:
                 self._cond.wait()
             taken: list[Ticket] = []
             rows = 0
-            while self._pending and (not taken or rows + self._pending[0].table.num_rows
-                                     <= MAX_MERGE_ROWS):
+            while self._pending and (not taken or rows + self._pending[0].rows <= MAX_MERGE_ROWS):
                 ticket = self._pending.popleft()
-                rows += ticket.table.num_rows
+                rows += ticket.rows
                 taken.append(ticket)
             return taken
 
@@ -206,39 +222,30 @@ class Pipeline:
                 return  # stopping, and nothing is left
             self._write(tickets)
 
-    def _fresh(self, table: pa.Table) -> pa.Table:
-        """Claim the rows whose event_uid was not written recently nor repeats within the
-        batch; the others are dropped."""
-        keep = self._recent.claim(table.column("event_uid"))
-        if keep.all():
-            return table
-        return table.filter(pa.array(keep, type=pa.bool_()))
-
     def _write(self, tickets: list[Ticket]) -> None:
         started = time.perf_counter()
         error: BaseException | None = None
         written = 0
-        fresh: pa.Table | None = None
         try:
-            merged = pa.concat_tables([t.table for t in tickets]).cast(EVENTS_SCHEMA)
-            fresh = self._fresh(merged)
-            if fresh.num_rows:
-                written = self._store_write(fresh)
-            skipped = merged.num_rows - fresh.num_rows
+            fresh = [t.table for t in tickets if t.table.num_rows]
+            if fresh:
+                written = self._store_write(pa.concat_tables(fresh))
         except Exception as exc:  # a sink's error is reported to the senders, never raised
             log.exception("store write failed: %s", exc)
-            error, skipped = exc, 0
-            if fresh is not None:
-                self._recent.release(fresh.column("event_uid"))  # the retry must get in
+            error = exc
         elapsed_ms = (time.perf_counter() - started) * 1000
         with self._cond:
+            if error is not None:
+                tickets = tickets + self._fail_repeaters()
+                for ticket in tickets:
+                    self._recent.release(ticket.table.column("event_uid"))  # the retry gets in
             for ticket in tickets:
-                self._pending_rows -= ticket.table.num_rows
+                self._pending_rows -= ticket.rows
             stats = self.stats
             if error is None:
                 stats.writes += 1
                 stats.written += written
-                stats.deduplicated += skipped
+                stats.deduplicated += sum(t.repeats for t in tickets)
                 stats.last_write_ms = round(elapsed_ms, 3)
                 stats.max_write_ms = max(stats.max_write_ms, stats.last_write_ms)
                 stats.total_write_ms += elapsed_ms
@@ -246,9 +253,19 @@ class Pipeline:
                 stats.write_errors += 1
         for ticket in tickets:
             ticket.error = error
-            ticket.written = ticket.table.num_rows if error is None else 0
+            ticket.written = ticket.rows if error is None else 0
             ticket.table = EVENTS_SCHEMA.empty_table()  # the memory goes back now
             ticket.done.set()
+
+    def _fail_repeaters(self) -> list[Ticket]:
+        """Take the queued batches that dropped repeats: the rows they left out may be the
+        ones just lost, so they fail too, and their senders send them again."""
+        kept: deque[Ticket] = deque()
+        failed = []
+        for ticket in self._pending:
+            (failed if ticket.repeats else kept).append(ticket)
+        self._pending = kept
+        return failed
 
     def snapshot(self) -> dict[str, Any]:
         with self._cond:
