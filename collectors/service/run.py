@@ -6,6 +6,8 @@ is queued, so a clean shutdown acknowledges nothing it has not written.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import gc
 import logging
 import signal
@@ -106,6 +108,29 @@ class RunningCollector:
             self.compactor.stop()
 
 
+# glibc's malloc options (mallopt): thresholds in bytes.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+
+
+def _keep_freed_memory() -> None:
+    """Keep the memory of one request's columns for the next (glibc only).
+
+    Each request's columns are a few MB that glibc maps fresh and unmaps when the writer is
+    done with them, so every request paid for faulting its pages in again: ~10% of the CPU
+    with lifecycle steps (4 rows a span). Up to 32 MB a block now comes from the heap, and
+    up to 128 MB of free heap is kept rather than given back; peak RSS stays bounded by the
+    queue as before (measured at 2x overload: under 450 MB).
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)
+        libc.mallopt(_M_TRIM_THRESHOLD, 128 << 20)
+    except (OSError, AttributeError):  # not glibc: its own defaults
+        pass
+
+
 def serve(store: Store, config: CollectConfig, store_url: str | None = None) -> None:
     """Run until SIGINT/SIGTERM; prints one `listening` line that scripts can read."""
     running = RunningCollector(store, config, store_url)
@@ -113,6 +138,7 @@ def serve(store: Store, config: CollectConfig, store_url: str | None = None) -> 
     # process. Frozen, it is no longer traversed by every collection of the garbage the
     # requests leave: ~0.7 µs less CPU a span, 10-15% more spans/s.
     gc.freeze()
+    _keep_freed_memory()
     print(f"dupescope collect listening {running.describe()}", file=sys.stderr, flush=True)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
