@@ -956,6 +956,56 @@ static StrCol *str_col(Out *o, int i) {
 
 static IntCol *int_col(Out *o, int i) { return i < N_INT_FIELDS ? &o->ints[i] : &o->ts; }
 
+/* ------------------------------------------------------------------ size hints */
+
+/* How large each buffer grew for the last request, and that request's body length: the
+ * next request reserves as much, scaled to its own body, instead of doubling its way
+ * there (each doubling a copy, and fresh pages to fault in). Threads share the hints
+ * without a lock; a hint read while another thread stores one is only a worse guess. */
+#define N_OUT_BUFS (3 * (N_STRCOLS_FIXED + N_STRING_FIELDS) + 2 * (N_INT_FIELDS + 1))
+enum { H_RES_ATTRS, H_SPAN_ATTRS, H_EVENT_ATTRS, H_EVENTS, H_SPANS, H_ARENA, N_PARSED_HINTS };
+
+typedef struct {
+    size_t body;
+    size_t out[N_OUT_BUFS];
+    size_t parsed[N_PARSED_HINTS];
+} Hints;
+
+static Buf *out_buf(Out *o, int k) {
+    int strings = N_STRCOLS_FIXED + N_STRING_FIELDS;
+    if (k < 3 * strings) {
+        StrCol *c = str_col(o, k / 3);
+        return k % 3 == 0 ? &c->data : k % 3 == 1 ? &c->offsets : &c->valid;
+    }
+    IntCol *c = int_col(o, (k - 3 * strings) / 2);
+    return (k - 3 * strings) % 2 == 0 ? &c->data : &c->valid;
+}
+
+static size_t hint_get(const size_t *slot) { return __atomic_load_n(slot, __ATOMIC_RELAXED); }
+
+static void hint_set(size_t *slot, size_t value) {
+    __atomic_store_n(slot, value, __ATOMIC_RELAXED);
+}
+
+/* A hint for a body of `body` bytes: the last size, scaled, with a little to spare. */
+static size_t hint_for(const Hints *h, const size_t *slot, size_t body) {
+    size_t last = hint_get(slot), last_body = hint_get(&h->body);
+    if (!last || !last_body) return 0;
+    return (size_t)((double)last * (double)body / (double)last_body * 1.125) + 64;
+}
+
+static int out_presize(Out *o, const Hints *h, size_t body) {
+    for (int k = 0; k < N_OUT_BUFS; k++) {
+        size_t want = hint_for(h, &h->out[k], body);
+        if (want && buf_reserve(out_buf(o, k), want)) return NOMEM;
+    }
+    return 0;
+}
+
+static void out_remember(Out *o, Hints *h) {
+    for (int k = 0; k < N_OUT_BUFS; k++) hint_set(&h->out[k], out_buf(o, k)->len);
+}
+
 static void truncate_bits(Buf *valid, size_t rows) {
     valid->len = (rows + 7) / 8;
     if (rows % 8) valid->data[rows / 8] &= (char)((1 << (rows % 8)) - 1);
@@ -1336,9 +1386,47 @@ static int push_fallback(Result *res, const Span *sp) {
 }
 
 /* Runs without the GIL. 0, or -1 (malformed), ODD (the reference decides), NOMEM. */
-static int decode_request(const Config *c, Str body, Out *out, Result *res) {
+static int vec_reserve(void **vec, size_t *cap, size_t want, size_t size) {
+    if (want <= *cap) return 0;
+    void *grown = realloc(*vec, want * size);
+    if (!grown) return -1;
+    *vec = grown;
+    *cap = want;
+    return 0;
+}
+
+/* The parsed request's arrays, sized up front from the hints. */
+static int parsed_presize(Parsed *q, const Hints *h, size_t body) {
+    const size_t *p = h->parsed;
+    return vec_reserve((void **)&q->res_attrs, &q->c_res_attrs,
+                       hint_for(h, &p[H_RES_ATTRS], body), sizeof(Attr)) ||
+           vec_reserve((void **)&q->span_attrs, &q->c_span_attrs,
+                       hint_for(h, &p[H_SPAN_ATTRS], body), sizeof(Attr)) ||
+           vec_reserve((void **)&q->event_attrs, &q->c_event_attrs,
+                       hint_for(h, &p[H_EVENT_ATTRS], body), sizeof(Attr)) ||
+           vec_reserve((void **)&q->events, &q->c_events, hint_for(h, &p[H_EVENTS], body),
+                       sizeof(Event)) ||
+           vec_reserve((void **)&q->spans, &q->c_spans, hint_for(h, &p[H_SPANS], body),
+                       sizeof(Span)) ||
+           buf_reserve(&q->arena, hint_for(h, &p[H_ARENA], body));
+}
+
+static void parsed_remember(const Parsed *q, Hints *h) {
+    hint_set(&h->parsed[H_RES_ATTRS], q->n_res_attrs);
+    hint_set(&h->parsed[H_SPAN_ATTRS], q->n_span_attrs);
+    hint_set(&h->parsed[H_EVENT_ATTRS], q->n_event_attrs);
+    hint_set(&h->parsed[H_EVENTS], q->n_events);
+    hint_set(&h->parsed[H_SPANS], q->n_spans);
+    hint_set(&h->parsed[H_ARENA], q->arena.len);
+}
+
+static int decode_request(const Config *c, Str body, Out *out, Result *res, Hints *h) {
     Parsed q;
     memset(&q, 0, sizeof q);
+    if (parsed_presize(&q, h, body.n) || out_presize(out, h, body.n)) {
+        parsed_free(&q);
+        return NOMEM;
+    }
     Ctx x;
     memset(&x, 0, sizeof x);
     x.c = c;
@@ -1350,6 +1438,7 @@ static int decode_request(const Config *c, Str body, Out *out, Result *res) {
     Buf identity = {0};
     x.arena = &q.arena;
     int rc = (!x.span_rec || !x.rec || !base) ? NOMEM : parse_request(c, &q, body);
+    if (!rc) parsed_remember(&q, h);
     if (!rc) rc = step_parents(c, &q, &executions);
     for (size_t r = 0; !rc && r < q.n_resources; r++) {
         const Resource *resource = &q.resources[r];
@@ -1380,6 +1469,7 @@ static int decode_request(const Config *c, Str body, Out *out, Result *res) {
 typedef struct {
     PyObject_HEAD
     Config config;
+    Hints hints;
     int ready;
 } DecoderObject;
 
@@ -1563,7 +1653,12 @@ static PyObject *decoder_decode(DecoderObject *self, PyObject *arg) {
     memset(&res, 0, sizeof res);
     int rc;
     Py_BEGIN_ALLOW_THREADS
-    rc = decode_request(&self->config, (Str){view.buf, (size_t)view.len}, &out, &res);
+    rc = decode_request(&self->config, (Str){view.buf, (size_t)view.len}, &out, &res,
+                        &self->hints);
+    if (!rc) {
+        out_remember(&out, &self->hints);
+        hint_set(&self->hints.body, (size_t)view.len);
+    }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
     PyObject *result = NULL;

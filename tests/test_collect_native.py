@@ -143,3 +143,16 @@ def test_a_string_that_is_not_utf8_gets_the_reference_answer(text: bytes) -> Non
 def test_a_span_for_the_python_path_is_decoded_from_the_parsed_body() -> None:
     body = _span_request(KeyValue(key="ratio", value=AnyValue(double_value=0.5)))
     assert _decode(body.SerializeToString()) == 3
+
+
+def test_one_decoder_gives_the_same_rows_whatever_size_of_request_came_before() -> None:
+    # Each request reserves its buffers from the sizes the previous one reached.
+    shared = NativeTraceDecoder(Normaliser())
+    requests = [trace_request(1, 5), trace_request(2, 400), trace_request(3, 5),
+                trace_request(4, 1), trace_request(5, 400)]
+    for request in requests:
+        body = request.SerializeToString()
+        table = shared.decode(body, lambda r=request: r, "src")[0]
+        fresh = NativeTraceDecoder(Normaliser()).decode(body, lambda r=request: r, "src")[0]
+        assert table.equals(fresh)
+        assert table.num_rows == len(request.resource_spans[0].scope_spans[0].spans) * 4
