@@ -116,3 +116,17 @@ def test_spare_files_left_by_an_earlier_process_are_used(tmp_path: Path, make_ta
     assert store.segments()[0].stat().st_ino == inode
     assert count(store) == 4
     store.close()
+
+
+def test_a_hot_segment_compacted_between_listing_and_mapping_is_listed_again(
+    embedded, make_table, monkeypatch
+) -> None:
+    embedded.write_hot(make_table(CHARGE))
+    stale = embedded.segments()
+    embedded.compact()  # the listed hot segment moves to .trash
+    reader = EmbeddedStore(embedded.root)
+    listings = iter([stale])
+    real = EmbeddedStore.segments
+    monkeypatch.setattr(EmbeddedStore, "segments", lambda self: next(listings, None) or real(self))
+    assert count(reader) == 4
+    reader.close()
