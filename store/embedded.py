@@ -32,12 +32,11 @@ import pyarrow as pa
 
 from store.base import StoreError, to_frame
 from store.durable import fsync_dir, place, temporary_for
-from store.hot_segments import SUFFIX as HOT_SUFFIX
 from store.hot_segments import HotTables, SpareFiles, is_hot, read_ipc
 from store.key_lookup import KeyFinder
 from store.lookup_index import covered_by, global_indexes, write_day_index, write_global_index
 from store.schema import EVENTS_SCHEMA
-from store.segments import SegmentWriter, _segment_name, note_change
+from store.segments import SEGMENT_SUFFIXES, SegmentWriter, _segment_name, note_change
 
 # Compacted segments: a key lookup decodes whole row groups, ~1.5 ms at this size against
 # ~100 ms at segments.SEGMENT_ROW_GROUP; full scans pay ~1.5x for it.
@@ -47,7 +46,7 @@ TRASH_GRACE_SECONDS = 300.0
 
 def _segments_in(paths: Iterable[Path]) -> Iterator[Path]:
     """The segments among a day folder's entries (not temporaries, not other files)."""
-    return (p for p in paths if p.suffix in (".parquet", HOT_SUFFIX))
+    return (p for p in paths if p.suffix in SEGMENT_SUFFIXES)
 
 
 def _digest(segments: Iterable[Path]) -> str:

@@ -20,13 +20,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from store.hot_segments import SUFFIX as HOT_SUFFIX
 from store.hot_segments import HotTables, is_hot
 from store.lookup_index import LookupIndex, global_indexes
 from store.schema import EVENTS_SCHEMA
-from store.segments import CHANGES
-
-SEGMENTS = (".parquet", HOT_SUFFIX)  # the names a day folder's segments end with
+from store.segments import CHANGES, SEGMENT_SUFFIXES
 
 # A folder's listing is reused while its mtime is unchanged, but only once the listing was
 # taken this long after that mtime: a change in the same coarse clock tick as the mtime
@@ -100,9 +97,8 @@ class DayListing:
                         names = cached[2]
                     else:
                         listed_at = time.time_ns()
-                        names = tuple(
-                            sorted(n for n in os.listdir(entry.path) if n.endswith(SEGMENTS))
-                        )
+                        in_day = os.listdir(entry.path)
+                        names = tuple(sorted(n for n in in_day if n.endswith(SEGMENT_SUFFIXES)))
                         self._days[entry.name] = (mtime, listed_at, names)
                 except FileNotFoundError:  # retention moved the day away meanwhile
                     continue

@@ -33,6 +33,8 @@ _EPOCH_DAY = date(1970, 1, 1)
 #: A file in the events folder that grows by a byte whenever a segment is added, replaced
 #: or dropped: readers stat it instead of every day folder to learn that nothing changed.
 CHANGES = ".changes"
+#: What the names of a day folder's segments end with: Parquet, and hot segments.
+SEGMENT_SUFFIXES = (".parquet", hot_segments.SUFFIX)
 
 
 def note_change(events_dir: Path) -> None:
