@@ -1,4 +1,5 @@
-"""The embedded store's write path: a batch of rows -> one Parquet segment per UTC day.
+"""The embedded store's write path: a batch of rows -> one segment per UTC day (Parquet,
+or a collector's hot segment: `store/hot_segments.py`).
 
 Kept apart from the readers (DuckDB, pandas) so that ingest's worker processes, which
 write their own segments, import only Arrow and NumPy.
@@ -92,29 +93,31 @@ class SegmentWriter:
     def _write_segment(self, day: str, table: pa.Table) -> Path:
         folder = self.events_dir / f"day={day}"
         folder.mkdir(parents=True, exist_ok=True)
+        final = folder / _segment_name(hot_segments.SUFFIX if self.hot else ".parquet")
         if self.hot:
-            final = folder / _segment_name(hot_segments.SUFFIX)
-            temporary = temporary_for(final)
-            spare = self.spares.take() if self.spares is not None else None
-            if spare is not None:
-                with contextlib.suppress(OSError):  # gone: the write creates its own file
-                    os.rename(spare, temporary)
-            hot_segments.write_ipc(table, temporary)
-            place(temporary, final)
-            note_change(self.events_dir)
-            return final
-        final = folder / _segment_name()
-        write_parquet(
-            table,
-            final,
-            compression="zstd",
-            row_group_size=SEGMENT_ROW_GROUP,
-            write_page_index=True,
-            use_dictionary=_DICTIONARY_COLUMNS,
-            write_statistics=_STATISTICS_COLUMNS,
-            # The Parquet types alone read back as EVENTS_SCHEMA; a stored Arrow schema
-            # would make a segment written from string views read back as views.
-            store_schema=False,
-        )
+            self._write_hot(table, final)
+        else:
+            write_parquet(
+                table,
+                final,
+                compression="zstd",
+                row_group_size=SEGMENT_ROW_GROUP,
+                write_page_index=True,
+                use_dictionary=_DICTIONARY_COLUMNS,
+                write_statistics=_STATISTICS_COLUMNS,
+                # The Parquet types alone read back as EVENTS_SCHEMA; a stored Arrow schema
+                # would make a segment written from string views read back as views.
+                store_schema=False,
+            )
         note_change(self.events_dir)
         return final
+
+    def _write_hot(self, table: pa.Table, final: Path) -> None:
+        """`table` as the hot segment `final`, written into a spare file where one is ready."""
+        temporary = temporary_for(final)
+        spare = self.spares.take() if self.spares is not None else None
+        if spare is not None:
+            with contextlib.suppress(OSError):  # gone: the write creates its own file
+                os.rename(spare, temporary)
+        hot_segments.write_ipc(table, temporary)
+        place(temporary, final)

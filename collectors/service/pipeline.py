@@ -22,12 +22,12 @@ import numpy as np
 import pyarrow as pa
 
 from store.base import Store
+from store.schema import EVENTS_SCHEMA
 
 try:
     from collectors._uid_memory import UidMemory
 except ImportError:  # built without a C compiler
     UidMemory = None
-from store.schema import EVENTS_SCHEMA
 
 log = logging.getLogger("dupescope.collect")
 
@@ -75,8 +75,8 @@ class RecentUids:
 
     Holds the last `capacity` / 2 to `capacity` uids. Checked a column at a time by the
     native `UidMemory` (16 bytes a uid) where it was built, by a Python dict otherwise.
-    The writer claims the uids of a batch before writing it and gives the claim back when
-    the write fails, so the sender's retry is written.
+    A batch claims its uids as it is queued; a write that fails gives its claims back, so
+    the sender's retry is written.
     """
 
     def __init__(self, capacity: int = RECENT_UIDS) -> None:
