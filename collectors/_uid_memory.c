@@ -1,8 +1,9 @@
 /* A bounded memory of event_uids the collector wrote recently, checked a column at a time.
  *
- * A resent batch (an exporter retrying after a timeout) must add no rows, so the writer
- * drops rows whose event_uid it wrote recently. Checking a Python set per row costs more
- * than writing the row; this checks an Arrow string column in one call.
+ * A resent batch (an exporter retrying after a timeout) must add no rows, so each batch
+ * claims its rows' event_uids as it is queued and drops those claimed already. Checking a
+ * Python set per row costs more than writing the row; this claims an Arrow string column
+ * in one call, one probe of each generation a uid.
  *
  * Each uid is kept as 128 bits: the value itself when it is 32 hex digits (the
  * collector's uids are BLAKE2b/BLAKE3 digests), two independent 64-bit hashes otherwise.
@@ -14,6 +15,7 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 
 typedef struct {
     uint64_t hi, lo;
@@ -104,12 +106,28 @@ static int contains(const Generation *g, Key k) {
     return g->slots[i].hi || g->slots[i].lo;
 }
 
+#define HUGE_PAGE (2u << 20)
+
+/* A table of many MB: probes land anywhere in it, and with 4 KB pages nearly each one
+ * missed the address cache too. Asked for in huge pages where the system lends them. */
+static void *table_alloc(size_t bytes) {
+#ifdef MADV_HUGEPAGE
+    if (bytes >= HUGE_PAGE) {
+        void *p = NULL;
+        if (posix_memalign(&p, HUGE_PAGE, bytes)) return NULL;
+        madvise(p, bytes, MADV_HUGEPAGE);
+        return p;
+    }
+#endif
+    return malloc(bytes);
+}
+
 static int generation_init(Generation *g, size_t capacity) {
     size_t size = 16;
     while (size < capacity * 2) size *= 2;
     /* Touched now, in one sweep: left to fault in page by page, the first inserts into a
      * new generation would each pay a page fault. */
-    g->slots = malloc(size * sizeof(Key));
+    g->slots = table_alloc(size * sizeof(Key));
     if (g->slots) memset(g->slots, 0, size * sizeof(Key));
     g->mask = size - 1;
     g->count = 0;
@@ -125,13 +143,13 @@ static int insert(Generation *g, Key k) {
     return 1;
 }
 
-static int memory_add(UidMemoryObject *self, Key k) {
-    if (self->current.count >= self->per_generation) {
-        free(self->previous.slots);
-        self->previous = self->current;
-        if (generation_init(&self->current, self->per_generation)) return -1;
-    }
-    insert(&self->current, k);
+/* The current generation becomes the previous one, and the one before is dropped. */
+static int roll(UidMemoryObject *self) {
+    Generation fresh;
+    if (generation_init(&fresh, self->per_generation)) return -1;
+    free(self->previous.slots);
+    self->previous = self->current;
+    self->current = fresh;
     return 0;
 }
 
@@ -176,66 +194,61 @@ static int column_get(const Column *c, Py_ssize_t i, const uint8_t **p, size_t *
     return 0;
 }
 
-static PyObject *uid_fresh(UidMemoryObject *self, PyObject *args) {
+/* Claims each uid of the column: 1 where it was neither remembered nor earlier in the
+ * column (it is remembered now), 0 for a repeat. Every uid is looked up before any is
+ * added, so a column longer than the memory is still checked against all it held. Runs
+ * without the interpreter's lock: the caller serialises claims. */
+static PyObject *uid_claim(UidMemoryObject *self, PyObject *args) {
     Column c;
     if (column_open(args, &c)) return NULL;
     PyObject *mask = PyBytes_FromStringAndSize(NULL, c.count);
-    Generation batch = {0};
-    if (!mask || generation_init(&batch, (size_t)c.count + 1)) {
+    Key *keys = malloc(((size_t)c.count + 1) * sizeof(Key));
+    if (!mask || !keys) {
         column_close(&c);
+        free(keys);
         Py_XDECREF(mask);
         return mask ? PyErr_NoMemory() : NULL;
     }
     char *out = PyBytes_AS_STRING(mask);
-    int bad = 0;
-    Key keys[BLOCK];
+    int bad = 0, nomem = 0;
+    Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t start = 0; !bad && start < c.count; start += BLOCK) {
         Py_ssize_t end = start + BLOCK < c.count ? start + BLOCK : c.count;
         for (Py_ssize_t i = start; i < end; i++) {
             const uint8_t *p;
             size_t n;
             if (column_get(&c, i, &p, &n)) { bad = 1; break; }
-            keys[i - start] = key_of(p, n);
-            prefetch(&self->current, keys[i - start]);
-            prefetch(&self->previous, keys[i - start]);
+            keys[i] = key_of(p, n);
+            prefetch(&self->current, keys[i]);
+            prefetch(&self->previous, keys[i]);
         }
-        for (Py_ssize_t i = start; !bad && i < end; i++) {
-            Key k = keys[i - start];
-            int known = contains(&self->current, k) || contains(&self->previous, k);
-            out[i] = (char)(!known && insert(&batch, k)); /* and not earlier in this batch */
-        }
+        for (Py_ssize_t i = start; !bad && i < end; i++)
+            out[i] = !(contains(&self->current, keys[i]) || contains(&self->previous, keys[i]));
     }
-    free(batch.slots);
+    /* Then the fresh ones go in; one already in is a repeat within the column. */
+    for (Py_ssize_t i = 0; !bad && !nomem && i < c.count; i++) {
+        if (!out[i]) continue;
+        if (self->current.count >= self->per_generation) {
+            if (roll(self)) { nomem = 1; break; }
+            if (contains(&self->previous, keys[i])) { out[i] = 0; continue; }
+        }
+        out[i] = (char)insert(&self->current, keys[i]);
+    }
+    for (Py_ssize_t i = 0; nomem && i < c.count; i++) /* nothing claimed after all */
+        if (out[i]) {
+            forget(&self->current, keys[i]);
+            forget(&self->previous, keys[i]);
+        }
+    Py_END_ALLOW_THREADS
+    free(keys);
     column_close(&c);
-    if (bad) {
+    if (bad || nomem) {
         Py_DECREF(mask);
+        if (nomem) return PyErr_NoMemory();
         PyErr_SetString(PyExc_ValueError, "offsets outside the data buffer");
         return NULL;
     }
     return mask;
-}
-
-static PyObject *uid_remember(UidMemoryObject *self, PyObject *args) {
-    Column c;
-    if (column_open(args, &c)) return NULL;
-    int rc = 0;
-    Key keys[BLOCK];
-    for (Py_ssize_t start = 0; !rc && start < c.count; start += BLOCK) {
-        Py_ssize_t end = start + BLOCK < c.count ? start + BLOCK : c.count;
-        for (Py_ssize_t i = start; !rc && i < end; i++) {
-            const uint8_t *p;
-            size_t n;
-            rc = column_get(&c, i, &p, &n);
-            if (!rc) {
-                keys[i - start] = key_of(p, n);
-                prefetch(&self->current, keys[i - start]);
-            }
-        }
-        for (Py_ssize_t i = start; !rc && i < end; i++) rc = memory_add(self, keys[i - start]);
-    }
-    column_close(&c);
-    if (rc) return PyErr_Format(PyExc_ValueError, "cannot remember these uids");
-    Py_RETURN_NONE;
 }
 
 static PyObject *uid_forget(UidMemoryObject *self, PyObject *args) {
@@ -283,11 +296,9 @@ static void uid_dealloc(UidMemoryObject *self) {
 }
 
 static PyMethodDef uid_methods[] = {
-    {"fresh", (PyCFunction)uid_fresh, METH_VARARGS,
-     "fresh(offsets, data, offset, count) -> bytes: 1 for each uid neither remembered nor "
-     "earlier in the same column."},
-    {"remember", (PyCFunction)uid_remember, METH_VARARGS,
-     "remember(offsets, data, offset, count): these uids were written."},
+    {"claim", (PyCFunction)uid_claim, METH_VARARGS,
+     "claim(offsets, data, offset, count) -> bytes: 1 for each uid neither remembered nor "
+     "earlier in the same column, which is remembered from now on; 0 for a repeat."},
     {"forget", (PyCFunction)uid_forget, METH_VARARGS,
      "forget(offsets, data, offset, count): these uids were not written after all."},
     {NULL, NULL, 0, NULL},

@@ -93,12 +93,8 @@ class RecentUids:
             if self._native is None:
                 return self._claim_in_python(column)
             offsets, data = column.buffers()[1:3]
-            mask = self._native.fresh(offsets, data or b"", column.offset, len(column))
-            fresh = np.frombuffer(mask, dtype=np.bool_)
-            claimed = column if fresh.all() else column.filter(pa.array(fresh))
-            offsets, data = claimed.buffers()[1:3]
-            self._native.remember(offsets, data or b"", claimed.offset, len(claimed))
-            return fresh
+            mask = self._native.claim(offsets, data or b"", column.offset, len(column))
+            return np.frombuffer(mask, dtype=np.bool_)
 
     def release(self, uids: pa.ChunkedArray | pa.Array) -> None:
         """Forget claimed uids whose rows were not written after all."""
