@@ -92,3 +92,9 @@ VIEW_SCHEMA = pa.schema(
 
 def empty_table() -> pa.Table:
     return EVENTS_SCHEMA.empty_table()
+
+
+def as_events(table: pa.Table) -> pa.Table:
+    """`table` in EVENTS_SCHEMA; one already in it is returned as it is (a cast of every
+    column costs a collector's batch about as much as its claim of uids)."""
+    return table if table.schema.equals(EVENTS_SCHEMA) else table.cast(EVENTS_SCHEMA)

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from store import hot_segments
 from store.durable import place, temporary_for, write_parquet
-from store.schema import EVENTS_SCHEMA, VIEW_SCHEMA
+from store.schema import EVENTS_SCHEMA, VIEW_SCHEMA, as_events
 
 SEGMENT_ROW_GROUP = 122_880
 # Columns whose values are all but unique (a uid, a row's other fields, a timestamp) gain
@@ -76,7 +76,7 @@ class SegmentWriter:
         if table.num_rows == 0:
             return 0
         if self.hot or table.schema != VIEW_SCHEMA:
-            table = table.cast(EVENTS_SCHEMA)
+            table = as_events(table)
         # Day numbers from the integer µs: a division, where formatting every ts as text
         # cost as much as writing the segment.
         micros = table["ts"].cast(pa.int64()).to_numpy()
@@ -85,7 +85,7 @@ class SegmentWriter:
         if first == last:
             self._write_segment(_day_name(first), table)
             return table.num_rows
-        table = table.cast(EVENTS_SCHEMA)  # Arrow cannot filter string views
+        table = as_events(table)  # Arrow cannot filter string views
         for day in np.unique(days).tolist():
             self._write_segment(_day_name(day), table.filter(pa.array(days == day)))
         return table.num_rows

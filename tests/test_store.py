@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 from queries import timeline
 from store.clickhouse import events_ddl
 from store.embedded import EmbeddedStore
-from store.schema import EVENTS_SCHEMA, VIEW_SCHEMA
+from store.schema import EVENTS_SCHEMA, VIEW_SCHEMA, as_events
 
 CHARGE = [
     {
@@ -80,6 +80,17 @@ def test_a_batch_of_string_views_is_split_by_day_and_reads_back_as_strings(
     embedded.write(make_table([*CHARGE[:3], late]).cast(VIEW_SCHEMA))
     assert embedded.days() == ["2025-11-30", "2025-12-01"]
     assert all(pq.read_schema(p) == EVENTS_SCHEMA for p in embedded.segments())
+
+
+def test_a_batch_already_in_the_event_schema_is_used_as_it_is(make_table) -> None:
+    table = make_table(CHARGE)
+    assert as_events(table) is table
+
+
+def test_a_batch_in_another_schema_is_cast_to_the_event_schema(make_table) -> None:
+    views = make_table(CHARGE).cast(VIEW_SCHEMA)
+    assert as_events(views).schema == EVENTS_SCHEMA
+    assert as_events(views)["job_id"].to_pylist() == views["job_id"].to_pylist()
 
 
 def test_a_day_split_counts_days_before_the_epoch_too(embedded, make_table) -> None:

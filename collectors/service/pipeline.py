@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from store.base import Store
-from store.schema import EVENTS_SCHEMA
+from store.schema import EVENTS_SCHEMA, as_events
 
 try:
     from collectors._uid_memory import UidMemory
@@ -33,6 +33,7 @@ log = logging.getLogger("dupescope.collect")
 
 MAX_MERGE_ROWS = 200_000
 RECENT_UIDS = 1_000_000
+_NO_ROWS = EVENTS_SCHEMA.empty_table()
 
 
 class QueueFull(RuntimeError):
@@ -182,7 +183,7 @@ class Pipeline:
         if table.num_rows == 0:
             ticket.done.set()
             return ticket
-        table = table.cast(EVENTS_SCHEMA)
+        table = as_events(table)
         with self._cond:
             if self._stopping:
                 raise WriteFailed("the collector is shutting down")
@@ -250,7 +251,7 @@ class Pipeline:
         for ticket in tickets:
             ticket.error = error
             ticket.written = ticket.rows if error is None else 0
-            ticket.table = EVENTS_SCHEMA.empty_table()  # the memory goes back now
+            ticket.table = _NO_ROWS  # the memory goes back now
             ticket.done.set()
 
     def _fail_repeaters(self) -> list[Ticket]:
