@@ -683,6 +683,8 @@ static void b2_compress(uint64_t h[8], const uint8_t block[128], uint64_t t, int
     }
     v[12] ^= t;
     if (last) v[14] = ~v[14];
+    /* Unrolled, the message words each round takes are fixed and stay in registers. */
+#pragma GCC unroll 12
     for (int r = 0; r < 12; r++) {
         const uint8_t *s = B2_SIGMA[r];
         B2_G(0, 4, 8, 12, m[s[0]], m[s[1]]);
