@@ -777,6 +777,23 @@ static int int_push(IntCol *c, int64_t v, int valid) {
     return 0;
 }
 
+/* The value of row `row` of the column appended once more. */
+static int str_again(StrCol *c, size_t row) {
+    const int32_t *off = (const int32_t *)c->offsets.data;
+    int32_t a = off[row], b = off[row + 1];
+    int valid = (c->valid.data[row / 8] >> (row % 8)) & 1;
+    /* Reserved first: the copy reads from the buffer it appends to. */
+    if (valid && buf_reserve(&c->data, (size_t)(b - a))) return -1;
+    return str_push(c, c->data.data + a, (size_t)(b - a), valid);
+}
+
+static int int_again(IntCol *c, size_t row) {
+    int valid = (c->valid.data[row / 8] >> (row % 8)) & 1;
+    int64_t v = c->width == 4 ? ((const int32_t *)c->data.data)[row]
+                              : ((const int64_t *)c->data.data)[row];
+    return int_push(c, v, valid);
+}
+
 /* The output: event_uid, ts, event, 11 string fields, 3 int fields, execution_id, attrs. */
 enum { C_UID, C_EVENT, C_EXECUTION, C_ATTRS, N_STRCOLS_FIXED };
 #define N_STRING_FIELDS 11
@@ -1155,6 +1172,37 @@ static int emit(Ctx *x, Record *r, const char *event, size_t event_len, uint64_t
     return 0;
 }
 
+/* The row emit() wrote at `row`, again with another event, time and uid: what a span
+ * event without attributes gives, since its record differs from the previous such
+ * event's only in the event's name. ODD where emit() would have refused it. */
+static int emit_again(Ctx *x, size_t row, const char *event, size_t event_len,
+                      uint64_t time_ns, const char *uid) {
+    const Config *c = x->c;
+    Out *o = x->out;
+    if (time_ns < c->micros_below || time_ns > (uint64_t)INT64_MAX) return ODD;
+    long kind = table_get(&c->kinds, (const uint8_t *)event, event_len,
+                          hash_bytes((const uint8_t *)event, event_len), 0);
+    if (!(kind & N_KIND)) return ODD;
+    if (!(kind & N_NO_JOB_ID)) {
+        const StrCol *job = &o->strings[F_JOB_ID - F_FIRST_STRING];
+        const int32_t *off = (const int32_t *)job->offsets.data;
+        int valid = (job->valid.data[row / 8] >> (row % 8)) & 1;
+        if (!valid || off[row + 1] == off[row]) return ODD;
+    }
+    if (str_push(&o->fixed[C_UID], uid, 32, 1) ||
+        int_push(&o->ts, (int64_t)(time_ns / 1000), 1) ||
+        str_push(&o->fixed[C_EVENT], event, event_len, 1))
+        return NOMEM;
+    for (int i = 0; i < N_STRING_FIELDS; i++)
+        if (str_again(&o->strings[i], row)) return NOMEM;
+    for (int i = 0; i < N_INT_FIELDS; i++)
+        if (int_again(&o->ints[i], row)) return NOMEM;
+    if (str_again(&o->fixed[C_EXECUTION], row) || str_again(&o->fixed[C_ATTRS], row))
+        return NOMEM;
+    o->rows++;
+    return 0;
+}
+
 typedef struct {
     Str *ids;
     size_t n, cap;
@@ -1223,6 +1271,19 @@ static int with_value(Ctx *x, const Attr *template, int type, Str s, int64_t i, 
     return render(x->arena, out);
 }
 
+/* The uid of a span's row `index` (-1 for the span's own): content_uid in normalise.py. */
+static int span_uid(Ctx *x, Str trace_hex, Str span_hex, long index, char uid[32]) {
+    char digits[24];
+    Buf *in = &x->uid_in;
+    in->len = 0;
+    if (buf_put(in, trace_hex.p, trace_hex.n) || buf_put(in, "\x1f", 1) ||
+        buf_put(in, span_hex.p, span_hex.n) || buf_put(in, "\x1f", 1) ||
+        buf_put(in, digits, itoa64(index, digits)) || buf_put(in, "\x1f", 1))
+        return NOMEM;
+    blake2b16_hex((const uint8_t *)in->data, in->len, uid);
+    return 0;
+}
+
 /* Every row of one span, or ODD to leave the whole span to the reference. */
 static int decode_span(Ctx *x, const Parsed *q, const Span *sp, const Record *base,
                        const IdSet *executions, int *ignored) {
@@ -1287,6 +1348,7 @@ static int decode_span(Ctx *x, const Parsed *q, const Span *sp, const Record *ba
     Mark before;
     mark(x->out, &before);
     char uid[32];
+    long bare_row = -1; /* the row of this span's last event without attributes */
     for (long index = -1; !rc && index < (long)(sp->e1 - sp->e0); index++) {
         const Event *ev = index >= 0 ? &q->events[sp->e0 + (size_t)index] : NULL;
         long kind = own;
@@ -1295,6 +1357,14 @@ static int decode_span(Ctx *x, const Parsed *q, const Span *sp, const Record *ba
             kind = kind_of(c, ev->name);
             if (!(kind & N_KIND)) continue;
             time_ns = ev->time;
+        }
+        int bare = ev && ev->a0 == ev->a1;
+        if (bare && bare_row >= 0) {
+            size_t elen;
+            const char *ename = kind_name(c, kind, &elen);
+            rc = span_uid(x, trace_s, span_s, index, uid);
+            if (!rc) rc = emit_again(x, (size_t)bare_row, ename, elen, time_ns, uid);
+            continue;
         }
         record_copy(rec, span_rec);
         if (!ev) {
@@ -1323,18 +1393,9 @@ static int decode_span(Ctx *x, const Parsed *q, const Span *sp, const Record *ba
         if (!rc && record_find(rec, K_SPAN) < 0) rc = record_set(rec, &span_a);
         if (!rc && execution.p && record_find(rec, K_EXECUTION) < 0)
             rc = record_set(rec, &execution_a);
-        if (!rc) {
-            char digits[24];
-            Buf *in = &x->uid_in;
-            in->len = 0;
-            if (buf_put(in, trace_hex, trace_s.n) || buf_put(in, "\x1f", 1) ||
-                buf_put(in, span_hex, span_s.n) || buf_put(in, "\x1f", 1) ||
-                buf_put(in, digits, itoa64(index, digits)) || buf_put(in, "\x1f", 1))
-                rc = NOMEM;
-            else
-                blake2b16_hex((const uint8_t *)in->data, in->len, uid);
-        }
+        if (!rc) rc = span_uid(x, trace_s, span_s, index, uid);
         if (!rc) rc = emit(x, rec, ename, elen, time_ns, uid);
+        if (!rc && bare) bare_row = (long)x->out->rows - 1;
     }
     if (rc) rollback(x->out, &before);
     return rc;

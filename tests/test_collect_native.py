@@ -156,3 +156,54 @@ def test_one_decoder_gives_the_same_rows_whatever_size_of_request_came_before() 
         fresh = NativeTraceDecoder(Normaliser()).decode(body, lambda r=request: r, "src")[0]
         assert table.equals(fresh)
         assert table.num_rows == len(request.resource_spans[0].scope_spans[0].spans) * 4
+
+
+def _job_span(name: str, events: list[tuple[str, int]], *attributes: KeyValue):
+    """A request of one span called `name` with `attributes` and attribute-less span
+    events (name, time in ns)."""
+    request = ExportTraceServiceRequest()
+    span = request.resource_spans.add().scope_spans.add().spans.add()
+    span.trace_id, span.span_id, span.name = b"\x01" * 16, b"\x02" * 8, name
+    span.start_time_unix_nano = 1_760_000_000_000_000_000
+    span.end_time_unix_nano = span.start_time_unix_nano + 50_000_000
+    span.attributes.extend(attributes)
+    for event_name, time_ns in events:
+        event = span.events.add()
+        event.name, event.time_unix_nano = event_name, time_ns
+    return request
+
+
+def _job(key: str, value: str) -> KeyValue:
+    return KeyValue(key=key, value=AnyValue(string_value=value))
+
+
+T = 1_760_000_000_010_000_000
+
+
+def test_step_events_without_attributes_give_the_reference_rows_natively() -> None:
+    steps = [("side_effect", T), ("log", T + 1), ("commit", T + 2), ("ack", T + 3),
+             ("lock_release", T + 4)]
+    request = _job_span("process", steps, _job("messaging.message.id", "m-1"),
+                        _job("job.job_type", "charge"), _job("retry_reason", "none"))
+    native, reference = _native_and_reference(request)
+    assert native[0].equals(reference[0])
+    assert native[0]["event"].to_pylist().count("ack") == 1
+    _, _, fallback, _ = NativeTraceDecoder(Normaliser()).native.decode(
+        request.SerializeToString())
+    assert fallback == []
+
+
+def test_a_later_step_that_needs_the_job_id_a_span_lacks_gets_the_reference_answer() -> None:
+    request = _job_span("worker_start", [("worker_stop", T), ("ack", T + 1)])
+    native, reference = _native_and_reference(request)
+    assert reference[1], "the reference refuses the ack without a job id"
+    assert native[0].equals(reference[0])
+    assert native[1:] == reference[1:]
+
+
+def test_a_later_step_with_a_time_in_microseconds_gets_the_reference_row() -> None:
+    request = _job_span("process", [("side_effect", T), ("ack", T // 1000)],
+                        _job("messaging.message.id", "m-1"))
+    native, reference = _native_and_reference(request)
+    assert native[0].equals(reference[0])
+    assert native[0].num_rows == 3
