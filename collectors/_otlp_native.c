@@ -672,11 +672,15 @@ static const uint8_t B2_SIGMA[12][16] = {
 
 static void b2_compress(uint64_t h[8], const uint8_t block[128], uint64_t t, int last) {
     uint64_t v[16], m[16];
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(m, block, sizeof m); /* the words are little-endian, as this machine's are */
+#else
     for (int i = 0; i < 16; i++) {
         uint64_t w = 0;
         for (int j = 7; j >= 0; j--) w = (w << 8) | block[i * 8 + j];
         m[i] = w;
     }
+#endif
     for (int i = 0; i < 8; i++) {
         v[i] = h[i];
         v[i + 8] = B2_IV[i];
