@@ -1275,15 +1275,25 @@ static int with_value(Ctx *x, const Attr *template, int type, Str s, int64_t i, 
     return render(x->arena, out);
 }
 
-/* The uid of a span's row `index` (-1 for the span's own): content_uid in normalise.py. */
-static int span_uid(Ctx *x, Str trace_hex, Str span_hex, long index, char uid[32]) {
-    char digits[24];
+/* What the uids of a span's rows start with: its trace and span ids in hex; returns the
+ * length, which span_uid() keeps. content_uid in normalise.py. */
+static int uid_prefix(Ctx *x, Str trace_hex, Str span_hex, size_t *length) {
     Buf *in = &x->uid_in;
     in->len = 0;
     if (buf_put(in, trace_hex.p, trace_hex.n) || buf_put(in, "\x1f", 1) ||
-        buf_put(in, span_hex.p, span_hex.n) || buf_put(in, "\x1f", 1) ||
-        buf_put(in, digits, itoa64(index, digits)) || buf_put(in, "\x1f", 1))
+        buf_put(in, span_hex.p, span_hex.n) || buf_put(in, "\x1f", 1))
         return NOMEM;
+    *length = in->len;
+    return 0;
+}
+
+/* The uid of the span's row `index` (-1 for the span's own), after uid_prefix(). */
+static int span_uid(Ctx *x, size_t prefix, long index, char uid[32]) {
+    char digits[24];
+    size_t n = itoa64(index, digits);
+    Buf *in = &x->uid_in;
+    in->len = prefix;
+    if (buf_put(in, digits, n) || buf_put(in, "\x1f", 1)) return NOMEM;
     blake2b16_hex((const uint8_t *)in->data, in->len, uid);
     return 0;
 }
@@ -1349,6 +1359,8 @@ static int decode_span(Ctx *x, const Parsed *q, const Span *sp, const Record *ba
             return NOMEM;
     }
 
+    size_t prefix;
+    if (uid_prefix(x, trace_s, span_s, &prefix)) return NOMEM;
     Mark before;
     mark(x->out, &before);
     char uid[32];
@@ -1366,7 +1378,7 @@ static int decode_span(Ctx *x, const Parsed *q, const Span *sp, const Record *ba
         if (bare && bare_row >= 0) {
             size_t elen;
             const char *ename = kind_name(c, kind, &elen);
-            rc = span_uid(x, trace_s, span_s, index, uid);
+            rc = span_uid(x, prefix, index, uid);
             if (!rc) rc = emit_again(x, (size_t)bare_row, ename, elen, time_ns, uid);
             continue;
         }
@@ -1397,7 +1409,7 @@ static int decode_span(Ctx *x, const Parsed *q, const Span *sp, const Record *ba
         if (!rc && record_find(rec, K_SPAN) < 0) rc = record_set(rec, &span_a);
         if (!rc && execution.p && record_find(rec, K_EXECUTION) < 0)
             rc = record_set(rec, &execution_a);
-        if (!rc) rc = span_uid(x, trace_s, span_s, index, uid);
+        if (!rc) rc = span_uid(x, prefix, index, uid);
         if (!rc) rc = emit(x, rec, ename, elen, time_ns, uid);
         if (!rc && bare) bare_row = (long)x->out->rows - 1;
     }
