@@ -143,13 +143,19 @@ static int insert(Generation *g, Key k) {
     return 1;
 }
 
-/* The current generation becomes the previous one, and the one before is dropped. */
+/* The current generation becomes the previous one, and the one before is dropped: its
+ * table, emptied, is the new current one. Its pages are in memory already, where a new
+ * table's would each be faulted in and cleared by the system first. */
 static int roll(UidMemoryObject *self) {
-    Generation fresh;
-    if (generation_init(&fresh, self->per_generation)) return -1;
-    free(self->previous.slots);
+    Generation next = self->previous;
+    if (next.slots) {
+        memset(next.slots, 0, (next.mask + 1) * sizeof(Key));
+        next.count = 0;
+    } else if (generation_init(&next, self->per_generation)) {
+        return -1;
+    }
     self->previous = self->current;
-    self->current = fresh;
+    self->current = next;
     return 0;
 }
 
