@@ -88,14 +88,22 @@ class SpareFiles:
         self._wanted = threading.Event()
         self._closed = False
         self._thread: threading.Thread | None = None
+        self._name = uuid.uuid4().hex[:16]  # this process's spares: a count after it
+        self._made = 0
 
     def take(self) -> Path | None:
-        """A spare file's path (the caller renames it away), or None when none is ready."""
+        """A spare file's path (the caller renames it away), or None when none is ready.
+
+        The thread is woken once half the spares are used, to make the rest in one go: woken
+        for every file, it took the writer's core and interpreter lock once a group commit.
+        """
         with self._lock:
             if self._thread is None:
                 self._start()
             spare = self._ready.popleft() if self._ready else None
-        self._wanted.set()
+            low = len(self._ready) <= self.keep // 2
+        if low:
+            self._wanted.set()
         return spare
 
     def close(self) -> None:
@@ -113,7 +121,8 @@ class SpareFiles:
             self._wanted.wait()
             self._wanted.clear()
             while not self._closed and len(self._ready) < self.keep:
-                path = self.folder / uuid.uuid4().hex
+                self._made += 1
+                path = self.folder / f"{self._name}-{self._made}"
                 try:
                     os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
                 except OSError:

@@ -106,6 +106,15 @@ def test_a_hot_write_fills_a_spare_file_made_ahead(embedded, make_table) -> None
     assert count(embedded) == 4
 
 
+def test_spare_files_are_made_again_once_half_are_used(embedded, make_table) -> None:
+    embedded.write_hot(make_table(CHARGE[:1]))
+    first = _wait_for_spares(embedded.events_dir / ".spare", 8)
+    for event in CHARGE:  # four more writes: half the spares
+        embedded.write_hot(make_table([event]))
+    again = _wait_for_spares(embedded.events_dir / ".spare", 8)
+    assert len(again - first) >= 4
+
+
 def test_spare_files_left_by_an_earlier_process_are_used(tmp_path: Path, make_table) -> None:
     left = tmp_path / "store" / "events" / ".spare" / "left-over"
     left.parent.mkdir(parents=True)
