@@ -236,6 +236,10 @@ static void parsed_free(Parsed *q) {
 #define NOMEM (-3)
 
 static const uint8_t *varint(const uint8_t *p, const uint8_t *end, uint64_t *out) {
+    if (p < end && !(*p & 0x80)) { /* tags and most lengths: one byte */
+        *out = *p;
+        return p + 1;
+    }
     uint64_t v = 0;
     for (int shift = 0; shift < 64 && p < end; shift += 7) {
         uint8_t b = *p++;
@@ -885,6 +889,18 @@ static const char *kind_name(const Config *c, long kind, size_t *len) {
 
 /* ------------------------------------------------------------------ JSON as orjson writes it */
 
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+/* Whether any of the 8 bytes of w is below 0x20, a quote or a backslash: one that JSON
+ * escapes. Exact for "any" (a borrow only ever marks bytes above a true one). */
+static int needs_escape(uint64_t w) {
+    uint64_t quote = w ^ (ONES * '"'), slash = w ^ (ONES * '\\');
+    uint64_t hits = ((w - ONES * 0x20) & ~w) | ((quote - ONES) & ~quote) |
+                    ((slash - ONES) & ~slash);
+    return (hits & HIGHS) != 0;
+}
+
 static int json_string(Buf *b, Str s) {
     static const char hexd[] = "0123456789abcdef";
     if (buf_reserve(b, s.n * 6 + 2)) return NOMEM;
@@ -892,12 +908,21 @@ static int json_string(Buf *b, Str s) {
     *o++ = '"';
     size_t i = 0;
     while (i < s.n) {
-        size_t run = i;
-        while (run < s.n && s.p[run] >= 0x20 && s.p[run] != '"' && s.p[run] != '\\') run++;
-        memcpy(o, s.p + i, run - i);
-        o += run - i;
-        if (run == s.n) break;
-        uint8_t ch = s.p[run];
+        /* Eight bytes at a time while none needs escaping, then one at a time. */
+        while (i + 8 <= s.n) {
+            uint64_t w;
+            memcpy(&w, s.p + i, 8);
+            if (needs_escape(w)) break;
+            memcpy(o, &w, 8);
+            o += 8;
+            i += 8;
+        }
+        if (i == s.n) break;
+        uint8_t ch = s.p[i++];
+        if (ch >= 0x20 && ch != '"' && ch != '\\') {
+            *o++ = (char)ch;
+            continue;
+        }
         *o++ = '\\';
         switch (ch) {
         case '"': *o++ = '"'; break;
@@ -911,7 +936,6 @@ static int json_string(Buf *b, Str s) {
             *o++ = 'u'; *o++ = '0'; *o++ = '0';
             *o++ = hexd[ch >> 4]; *o++ = hexd[ch & 15];
         }
-        i = run + 1;
     }
     *o++ = '"';
     b->len = (size_t)(o - b->data);

@@ -207,3 +207,15 @@ def test_a_later_step_with_a_time_in_microseconds_gets_the_reference_row() -> No
     native, reference = _native_and_reference(request)
     assert native[0].equals(reference[0])
     assert native[0].num_rows == 3
+
+
+def test_a_character_json_escapes_is_rendered_as_the_reference_does_at_any_position() -> None:
+    request = trace_request(3, 3 * 20, steps=0)
+    spans = request.resource_spans[0].scope_spans[0].spans
+    for i, special in enumerate(["\"", "\\", "\x1f"] * 20):
+        at = i // 3
+        text = "x" * at + special + "é" * (i % 2) + "y" * (20 - at)
+        spans[i].attributes.append(KeyValue(key="note", value=AnyValue(string_value=text)))
+    native, reference = _native_and_reference(request)
+    assert native[0].equals(reference[0])
+    assert native[0].num_rows == 60
