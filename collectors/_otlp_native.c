@@ -1678,74 +1678,171 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs) {
     return 0;
 }
 
-/* A column buffer handed to Python without a copy: Arrow wraps it, and it is freed
- * when the last array over it goes. */
-typedef struct {
-    PyObject_HEAD
-    char *data;
-    Py_ssize_t len;
-} OwnedObject;
+/* ------------------------------------------------------------------ Arrow C data interface */
 
-static int owned_getbuffer(OwnedObject *self, Py_buffer *view, int flags) {
-    return PyBuffer_FillInfo(view, (PyObject *)self, self->data ? self->data : "", self->len,
-                             1, flags);
-}
-
-static void owned_dealloc(OwnedObject *self) {
-    free(self->data);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static PyBufferProcs owned_as_buffer = {(getbufferproc)owned_getbuffer, NULL};
-
-static PyTypeObject OwnedType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "collectors._otlp_native.Buffer",
-    .tp_basicsize = sizeof(OwnedObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Memory the native decoder wrote, read through the buffer protocol.",
-    .tp_dealloc = (destructor)owned_dealloc,
-    .tp_as_buffer = &owned_as_buffer,
+/* The columns go to pyarrow as one struct array through the Arrow C data interface
+ * (https://arrow.apache.org/docs/format/CDataInterface.html): one import, where wrapping
+ * each of some sixty buffers and building twenty arrays in Python cost as much again as
+ * a request's parse. The memory moves with them; their release callbacks free it. */
+#ifndef ARROW_C_DATA_INTERFACE
+#define ARROW_C_DATA_INTERFACE
+struct ArrowSchema {
+    const char *format;
+    const char *name;
+    const char *metadata;
+    int64_t flags;
+    int64_t n_children;
+    struct ArrowSchema **children;
+    struct ArrowSchema *dictionary;
+    void (*release)(struct ArrowSchema *);
+    void *private_data;
 };
 
-/* Moves the buffer's memory into a Python object (the Buf is left empty). */
-static PyObject *bytes_of(Buf *b) {
-    OwnedObject *o = PyObject_New(OwnedObject, &OwnedType);
-    if (!o) return NULL;
-    o->data = b->data;
-    o->len = (Py_ssize_t)b->len;
+struct ArrowArray {
+    int64_t length;
+    int64_t null_count;
+    int64_t offset;
+    int64_t n_buffers;
+    int64_t n_children;
+    const void **buffers;
+    struct ArrowArray **children;
+    struct ArrowArray *dictionary;
+    void (*release)(struct ArrowArray *);
+    void *private_data;
+};
+#endif
+
+/* uid, ts, event, the string fields, the integer fields, execution_id, attrs, source */
+#define N_COLUMNS (3 + N_STRING_FIELDS + N_INT_FIELDS + 3)
+
+typedef struct {
+    struct ArrowArray array;
+    const void *buffers[3];
+    char *owned[3];
+} Column;
+
+typedef struct {
+    const void *buffers[1];
+    struct ArrowArray *children[N_COLUMNS];
+    Column column[N_COLUMNS];
+} Columns;
+
+static void release_column(struct ArrowArray *array) {
+    Column *c = array->private_data;
+    for (int i = 0; i < 3; i++) free(c->owned[i]);
+    array->release = NULL;
+}
+
+static void release_columns(struct ArrowArray *array) {
+    Columns *all = array->private_data;
+    for (int i = 0; i < N_COLUMNS; i++)
+        if (all->column[i].array.release) all->column[i].array.release(&all->column[i].array);
+    free(all);
+    array->release = NULL;
+}
+
+/* The buffer's memory, at least one byte of it, moved out of the Buf. */
+static char *take_buf(Buf *b) {
+    if (!b->data && buf_reserve(b, 1)) return NULL;
+    char *data = b->data;
     b->data = NULL;
     b->len = b->cap = 0;
-    return (PyObject *)o;
+    return data;
 }
 
-/* (validity, offsets, data, null count) for a string column */
-static PyObject *str_column(StrCol *col, size_t rows) {
-    if (rows == 0) return Py_BuildValue("(yyyn)", "", "", "", (Py_ssize_t)0);
-    return Py_BuildValue("(NNNL)", bytes_of(&col->valid), bytes_of(&col->offsets),
-                         bytes_of(&col->data), (long long)col->nulls);
+static int column_of(Column *c, size_t rows, int64_t nulls, Buf *valid, Buf *second,
+                     Buf *third) {
+    Buf *bufs[3] = {valid, second, third};
+    int n = third ? 3 : 2;
+    memset(c, 0, sizeof *c);
+    for (int i = 0; i < n; i++) {
+        c->owned[i] = take_buf(bufs[i]);
+        if (!c->owned[i]) return NOMEM;
+        c->buffers[i] = c->owned[i];
+    }
+    c->array = (struct ArrowArray){
+        .length = (int64_t)rows, .null_count = nulls, .n_buffers = n,
+        .buffers = c->buffers, .release = release_column, .private_data = c,
+    };
+    return 0;
 }
 
-static PyObject *int_column(IntCol *col, size_t rows) {
-    if (rows == 0) return Py_BuildValue("(yyL)", "", "", (long long)0);
-    return Py_BuildValue("(NNL)", bytes_of(&col->valid), bytes_of(&col->data),
-                         (long long)col->nulls);
+static int str_export(Column *c, StrCol *col, size_t rows) {
+    return column_of(c, rows, col->nulls, &col->valid, &col->offsets, &col->data);
+}
+
+static int int_export(Column *c, IntCol *col, size_t rows) {
+    return column_of(c, rows, col->nulls, &col->valid, &col->data, NULL);
+}
+
+/* `source` on every row: the request's one value, repeated. */
+static int source_column(StrCol *col, const char *source, size_t n, size_t rows) {
+    for (size_t r = 0; r < rows; r++)
+        if (str_push(col, source, n, 1)) return NOMEM;
+    return 0;
+}
+
+static void capsule_release(PyObject *capsule) {
+    struct ArrowArray *array = PyCapsule_GetPointer(capsule, "arrow_array");
+    if (array && array->release) array->release(array);
+    free(array);
+}
+
+/* The columns of `out`, moved into an "arrow_array" capsule (a struct array). */
+static PyObject *export_columns(Out *out, StrCol *source) {
+    size_t rows = out->rows;
+    Columns *all = calloc(1, sizeof *all);
+    struct ArrowArray *array = calloc(1, sizeof *array);
+    int rc = !all || !array ? NOMEM : 0;
+    int k = 0;
+    if (!rc) rc = str_export(&all->column[k++], &out->fixed[C_UID], rows);
+    if (!rc) rc = int_export(&all->column[k++], &out->ts, rows);
+    if (!rc) rc = str_export(&all->column[k++], &out->fixed[C_EVENT], rows);
+    for (int i = 0; !rc && i < N_STRING_FIELDS; i++)
+        rc = str_export(&all->column[k++], &out->strings[i], rows);
+    for (int i = 0; !rc && i < N_INT_FIELDS; i++)
+        rc = int_export(&all->column[k++], &out->ints[i], rows);
+    if (!rc) rc = str_export(&all->column[k++], &out->fixed[C_EXECUTION], rows);
+    if (!rc) rc = str_export(&all->column[k++], &out->fixed[C_ATTRS], rows);
+    if (!rc) rc = str_export(&all->column[k++], source, rows);
+    if (rc) {
+        if (all)
+            for (int i = 0; i < k; i++)
+                if (all->column[i].array.release) release_column(&all->column[i].array);
+        free(all);
+        free(array);
+        return PyErr_NoMemory();
+    }
+    for (int i = 0; i < N_COLUMNS; i++) all->children[i] = &all->column[i].array;
+    *array = (struct ArrowArray){
+        .length = (int64_t)rows, .n_buffers = 1, .n_children = N_COLUMNS,
+        .buffers = all->buffers, .children = all->children, .release = release_columns,
+        .private_data = all,
+    };
+    PyObject *capsule = PyCapsule_New(array, "arrow_array", capsule_release);
+    if (!capsule) release_columns(array), free(array);
+    return capsule;
 }
 
 PyDoc_STRVAR(decode_doc,
-"decode(body) -> (rows, columns, fallback, ignored) or None\n\n"
-"columns: event_uid, ts, event, the string fields, the integer fields, execution_id,\n"
-"attrs, as Arrow buffers; fallback: (resource, scope, span) indices of the spans the\n"
-"reference decoder must read; ignored: spans that are not job events. None when the\n"
-"whole request is for the reference decoder.");
+"decode(body, source) -> (rows, columns, fallback, ignored) or None\n\n"
+"columns: an Arrow C data interface capsule (\"arrow_array\") of a struct array of\n"
+"event_uid, ts, event, the string fields, the integer fields, execution_id, attrs and\n"
+"source; fallback: (resource, scope, span) indices of the spans the reference decoder\n"
+"must read; ignored: spans that are not job events. None when the whole request is for\n"
+"the reference decoder.");
 
-static PyObject *decoder_decode(DecoderObject *self, PyObject *arg) {
+static PyObject *decoder_decode(DecoderObject *self, PyObject *args) {
     if (!self->ready) {
         PyErr_SetString(PyExc_RuntimeError, "not initialised");
         return NULL;
     }
     Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE)) return NULL;
+    const char *source;
+    Py_ssize_t source_len;
+    if (!PyArg_ParseTuple(args, "y*s#", &view, &source, &source_len)) return NULL;
+    StrCol source_col;
+    memset(&source_col, 0, sizeof source_col);
     Out out;
     memset(&out, 0, sizeof out);
     out.ts.width = 8;
@@ -1761,6 +1858,7 @@ static PyObject *decoder_decode(DecoderObject *self, PyObject *arg) {
     if (!rc) {
         out_remember(&out, &self->hints);
         hint_set(&self->hints.body, (size_t)view.len);
+        rc = source_column(&source_col, source, (size_t)source_len, out.rows);
     }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
@@ -1771,7 +1869,7 @@ static PyObject *decoder_decode(DecoderObject *self, PyObject *arg) {
         result = Py_NewRef(Py_None);
     } else {
         size_t rows = out.rows;
-        PyObject *columns = PyList_New(0);
+        PyObject *columns = export_columns(&out, &source_col);
         PyObject *fallback = PyList_New((Py_ssize_t)(res.n_fallback / 3));
         int failed = !columns || !fallback;
         for (size_t i = 0; !failed && i < res.n_fallback / 3; i++) {
@@ -1779,32 +1877,21 @@ static PyObject *decoder_decode(DecoderObject *self, PyObject *arg) {
                                         res.fallback[3 * i + 2]);
             if (!t) failed = 1; else PyList_SET_ITEM(fallback, (Py_ssize_t)i, t);
         }
-#define APPEND(expr)                                                              \
-        if (!failed) {                                                            \
-            PyObject *item = (expr);                                              \
-            failed = !item || PyList_Append(columns, item);                       \
-            Py_XDECREF(item);                                                     \
-        }
-        APPEND(str_column(&out.fixed[C_UID], rows));
-        APPEND(int_column(&out.ts, rows));
-        APPEND(str_column(&out.fixed[C_EVENT], rows));
-        for (int i = 0; i < N_STRING_FIELDS; i++) APPEND(str_column(&out.strings[i], rows));
-        for (int i = 0; i < N_INT_FIELDS; i++) APPEND(int_column(&out.ints[i], rows));
-        APPEND(str_column(&out.fixed[C_EXECUTION], rows));
-        APPEND(str_column(&out.fixed[C_ATTRS], rows));
-#undef APPEND
         if (!failed)
             result = Py_BuildValue("(nOOi)", (Py_ssize_t)rows, columns, fallback, res.ignored);
         Py_XDECREF(columns);
         Py_XDECREF(fallback);
     }
     out_free(&out);
+    buf_free(&source_col.data);
+    buf_free(&source_col.offsets);
+    buf_free(&source_col.valid);
     free(res.fallback);
     return result;
 }
 
 static PyMethodDef decoder_methods[] = {
-    {"decode", (PyCFunction)decoder_decode, METH_O, decode_doc},
+    {"decode", (PyCFunction)decoder_decode, METH_VARARGS, decode_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1827,7 +1914,7 @@ static struct PyModuleDef module_def = {
 };
 
 PyMODINIT_FUNC PyInit__otlp_native(void) {
-    if (PyType_Ready(&DecoderType) < 0 || PyType_Ready(&OwnedType) < 0) return NULL;
+    if (PyType_Ready(&DecoderType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (!m) return NULL;
     if (PyModule_AddObjectRef(m, "Decoder", (PyObject *)&DecoderType) < 0) {

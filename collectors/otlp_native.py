@@ -16,7 +16,6 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable
 
-import numpy as np
 import pyarrow as pa
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -50,7 +49,12 @@ _KEY_FLAGS = {
 _JOB_ID_KEY, _ATTEMPT_KEY, _OPERATION_KEY = 1 << 10, 1 << 11, (1 << 12, 1 << 13)
 _KIND, _STEP, _NO_JOB_ID = 1 << 8, 1 << 9, 1 << 10
 _NO_JOB_ID_KINDS = ("enqueue_deduped", "worker_start", "worker_stop")
-_INT_TYPES = (pa.int32(), pa.int64(), pa.int64())
+# The order of the columns the extension hands over (a struct array), and their types.
+_NATIVE_SCHEMA = pa.schema([
+    EVENTS_SCHEMA.field(name)
+    for name in ("event_uid", "ts", "event", *STRING_FIELDS, *INT_FIELDS, "execution_id",
+                 "attrs", "source")
+])
 
 
 def available() -> bool:
@@ -116,12 +120,12 @@ class NativeTraceDecoder:
         called only when some span needs the Python path, since parsing costs as much as
         the native decoding itself.
         """
-        result = self.native.decode(body) if self.native is not None else None
+        result = self.native.decode(body, source) if self.native is not None else None
         if result is None:
             rows, rejected, ignored = decode_traces_rows(parse(), self.normaliser, source)
             return rows_table(rows), rejected, ignored
         count, columns, fallback, ignored = result
-        table = _columns_table(count, columns, source)
+        table = _columns_table(count, columns)
         if not fallback:
             return table, [], ignored
         rows, rejected, more = decode_traces_rows(
@@ -130,40 +134,24 @@ class NativeTraceDecoder:
         return pa.concat_tables([table, rows_table(rows)]), rejected, ignored + more
 
 
-def _strings(rows: int, column: tuple[bytes, bytes, bytes, int]) -> pa.Array:
-    valid, offsets, data, nulls = column
+class _NativeColumns:
+    """The extension's columns, offered to pyarrow through the Arrow PyCapsule interface."""
+
+    __slots__ = ("capsule",)
+
+    def __init__(self, capsule: object) -> None:
+        self.capsule = capsule
+
+    def __arrow_c_array__(self, requested_schema: object = None) -> tuple[object, object]:
+        return _NATIVE_SCHEMA.__arrow_c_schema__(), self.capsule
+
+
+def _columns_table(rows: int, columns: object) -> pa.Table:
+    """The rows the extension wrote, without a copy, as a table in EVENTS_SCHEMA."""
     if rows == 0:
-        return pa.array([], pa.string())
-    buffers = [pa.py_buffer(valid) if nulls else None, pa.py_buffer(offsets), pa.py_buffer(data)]
-    return pa.Array.from_buffers(pa.string(), rows, buffers, null_count=nulls)
-
-
-def _numbers(rows: int, column: tuple[bytes, bytes, int], kind: pa.DataType) -> pa.Array:
-    valid, data, nulls = column
-    if rows == 0:
-        return pa.array([], kind)
-    buffers = [pa.py_buffer(valid) if nulls else None, pa.py_buffer(data)]
-    return pa.Array.from_buffers(kind, rows, buffers, null_count=nulls)
-
-
-def _columns_table(rows: int, columns: list, source: str) -> pa.Table:
-    uid, ts, event, *rest = columns
-    strings, ints = rest[: len(STRING_FIELDS)], rest[len(STRING_FIELDS) : -2]
-    execution, attrs = rest[-2:]
-    arrays: dict[str, pa.Array] = {
-        "event_uid": _strings(rows, uid),
-        "ts": _numbers(rows, ts, EVENTS_SCHEMA.field("ts").type),
-        "event": _strings(rows, event),
-        "execution_id": _strings(rows, execution),
-        "attrs": _strings(rows, attrs),
-        "source": pa.array([source], pa.string()).take(np.zeros(rows, dtype=np.int32)),
-    }
-    for name, column in zip(STRING_FIELDS, strings, strict=True):
-        arrays[name] = _strings(rows, column)
-    for name, column, kind in zip(INT_FIELDS, ints, _INT_TYPES, strict=True):
-        arrays[name] = _numbers(rows, column, kind)
-    return pa.Table.from_arrays([arrays[name] for name in EVENTS_SCHEMA.names],
-                                schema=EVENTS_SCHEMA)
+        return EVENTS_SCHEMA.empty_table()
+    batch = pa.record_batch(_NativeColumns(columns))
+    return pa.Table.from_batches([batch]).select(EVENTS_SCHEMA.names)
 
 
 _decoders: weakref.WeakKeyDictionary[Normaliser, NativeTraceDecoder] = (

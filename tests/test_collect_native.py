@@ -59,7 +59,8 @@ def test_native_decoder_equals_decode_traces_on_the_benchmark_payload() -> None:
 
 def test_native_decoder_reads_the_benchmark_payload_without_the_python_path() -> None:
     decoder = NativeTraceDecoder(Normaliser())
-    rows, _, fallback, ignored = decoder.native.decode(trace_request(1, 50).SerializeToString())
+    body = trace_request(1, 50).SerializeToString()
+    rows, _, fallback, ignored = decoder.native.decode(body, "src")
     assert (rows, fallback, ignored) == (200, [], 0)
 
 
@@ -84,7 +85,7 @@ def test_values_it_does_not_render_itself_still_give_the_reference_row(value: An
 def test_a_span_the_native_decoder_hands_back_is_named_by_its_indices() -> None:
     request = _span_request(KeyValue(key="ratio", value=AnyValue(double_value=0.5)))
     decoder = NativeTraceDecoder(Normaliser())
-    rows, _, fallback, _ = decoder.native.decode(request.SerializeToString())
+    rows, _, fallback, _ = decoder.native.decode(request.SerializeToString(), "src")
     assert fallback == [(0, 0, 1)]
     assert rows == 2
 
@@ -115,7 +116,7 @@ def test_event_renames_leave_the_mapping_to_the_python_path() -> None:
 def test_a_body_it_cannot_walk_goes_whole_to_the_python_path() -> None:
     decoder = NativeTraceDecoder(Normaliser())
     body = trace_request(1, 5).SerializeToString()
-    assert decoder.native.decode(body[:-7]) is None  # truncated inside a span
+    assert decoder.native.decode(body[:-7], "src") is None  # truncated inside a span
 
 
 def test_mixed_requests_under_a_mapping_equal_the_reference() -> None:
@@ -189,7 +190,7 @@ def test_step_events_without_attributes_give_the_reference_rows_natively() -> No
     assert native[0].equals(reference[0])
     assert native[0]["event"].to_pylist().count("ack") == 1
     _, _, fallback, _ = NativeTraceDecoder(Normaliser()).native.decode(
-        request.SerializeToString())
+        request.SerializeToString(), "src")
     assert fallback == []
 
 
