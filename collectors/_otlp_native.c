@@ -191,6 +191,7 @@ typedef struct {
 typedef struct {
     uint64_t time;
     Str name;
+    long kind; /* kind_of(name), looked up once */
     size_t a0, a1; /* in event_attrs */
 } Event;
 
@@ -477,6 +478,10 @@ static int parse_key_value(const Config *c, Parsed *q, Str m, Attr *a) {
 #define PUSH_ATTR(q, which, out)                                                  \
     VEC_PUSH((q)->which, (q)->n_##which, (q)->c_##which, Attr, out)
 
+static long kind_of(const Config *c, Str name) {
+    return table_get(&c->kinds, name.p, name.n, hash_bytes(name.p, name.n), 0);
+}
+
 static int parse_event(const Config *c, Parsed *q, Str m, Event *e) {
     const uint8_t *p = m.p, *end = m.p + m.n;
     Field f;
@@ -502,6 +507,7 @@ static int parse_event(const Config *c, Parsed *q, Str m, Event *e) {
         }
     }
     e->a1 = q->n_event_attrs;
+    e->kind = kind_of(c, e->name);
     return 0;
 }
 
@@ -878,9 +884,6 @@ static const Attr *record_get(const Record *r, long flag) {
     return i >= 0 ? r->e[i] : NULL;
 }
 
-static long kind_of(const Config *c, Str name) {
-    return table_get(&c->kinds, name.p, name.n, hash_bytes(name.p, name.n), 0);
-}
 
 static const char *kind_name(const Config *c, long kind, size_t *len) {
     *len = c->kind_len[kind & 255];
@@ -1106,8 +1109,7 @@ typedef struct {
 
 /* Writes the row normalise() would build for one record; ODD when the record needs the
  * reference (a rejection, a type to coerce, a value to render differently). */
-static int emit(Ctx *x, Record *r, const char *event, size_t event_len, uint64_t time_ns,
-                const char *uid) {
+static int emit(Ctx *x, Record *r, long kind, uint64_t time_ns, const char *uid) {
     const Config *c = x->c;
     int best[N_FIELDS];
     long best_rank[N_FIELDS];
@@ -1145,9 +1147,9 @@ static int emit(Ctx *x, Record *r, const char *event, size_t event_len, uint64_t
         if (f == F_DELIVERY_ATTEMPT && a->type == V_INT && (a->i < 1 || a->i > INT32_MAX))
             return ODD;
     }
-    long kind = table_get(&c->kinds, (const uint8_t *)event, event_len,
-                          hash_bytes((const uint8_t *)event, event_len), 0);
     if (!(kind & N_KIND)) return ODD;
+    size_t event_len;
+    const char *event = kind_name(c, kind, &event_len);
     if (!(kind & N_NO_JOB_ID)) {
         const Attr *job = best[F_JOB_ID] >= 0 ? r->e[best[F_JOB_ID]] : NULL;
         if (!job || job->type == V_NONE || (job->type == V_STR && job->s.n == 0)) return ODD;
@@ -1203,14 +1205,13 @@ static int emit(Ctx *x, Record *r, const char *event, size_t event_len, uint64_t
 /* The row emit() wrote at `row`, again with another event, time and uid: what a span
  * event without attributes gives, since its record differs from the previous such
  * event's only in the event's name. ODD where emit() would have refused it. */
-static int emit_again(Ctx *x, size_t row, const char *event, size_t event_len,
-                      uint64_t time_ns, const char *uid) {
+static int emit_again(Ctx *x, size_t row, long kind, uint64_t time_ns, const char *uid) {
     const Config *c = x->c;
     Out *o = x->out;
     if (time_ns < c->micros_below || time_ns > (uint64_t)INT64_MAX) return ODD;
-    long kind = table_get(&c->kinds, (const uint8_t *)event, event_len,
-                          hash_bytes((const uint8_t *)event, event_len), 0);
     if (!(kind & N_KIND)) return ODD;
+    size_t event_len;
+    const char *event = kind_name(c, kind, &event_len);
     if (!(kind & N_NO_JOB_ID)) {
         const StrCol *job = &o->strings[F_JOB_ID - F_FIRST_STRING];
         const int32_t *off = (const int32_t *)job->offsets.data;
@@ -1339,7 +1340,7 @@ static int decode_span(Ctx *x, const Parsed *q, const Span *sp, const Record *ba
     if (found < 0) return found;
     int has_steps = 0;
     for (size_t e = sp->e0; e < sp->e1 && !has_steps; e++)
-        if (kind_of(c, q->events[e].name) & N_KIND) has_steps = 1;
+        if (q->events[e].kind & N_KIND) has_steps = 1;
     if (!found) {
         int looks = record_find(span_rec, K_JOB_ID_KEY) >= 0 &&
                     record_find(span_rec, K_ATTEMPT_KEY) >= 0;
@@ -1394,16 +1395,14 @@ static int decode_span(Ctx *x, const Parsed *q, const Span *sp, const Record *ba
         long kind = own;
         uint64_t time_ns = sp->start;
         if (ev) {
-            kind = kind_of(c, ev->name);
+            kind = ev->kind;
             if (!(kind & N_KIND)) continue;
             time_ns = ev->time;
         }
         int bare = ev && ev->a0 == ev->a1;
         if (bare && bare_row >= 0) {
-            size_t elen;
-            const char *ename = kind_name(c, kind, &elen);
             rc = span_uid(x, prefix, index, uid);
-            if (!rc) rc = emit_again(x, (size_t)bare_row, ename, elen, time_ns, uid);
+            if (!rc) rc = emit_again(x, (size_t)bare_row, kind, time_ns, uid);
             continue;
         }
         record_copy(rec, span_rec);
@@ -1434,7 +1433,7 @@ static int decode_span(Ctx *x, const Parsed *q, const Span *sp, const Record *ba
         if (!rc && execution.p && record_find(rec, K_EXECUTION) < 0)
             rc = record_set(rec, &execution_a);
         if (!rc) rc = span_uid(x, prefix, index, uid);
-        if (!rc) rc = emit(x, rec, ename, elen, time_ns, uid);
+        if (!rc) rc = emit(x, rec, kind, time_ns, uid);
         if (!rc && bare) bare_row = (long)x->out->rows - 1;
     }
     if (rc) rollback(x->out, &before);
