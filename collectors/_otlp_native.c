@@ -24,8 +24,16 @@ typedef struct {
     size_t len, cap;
 } Buf;
 
-static int buf_reserve(Buf *b, size_t extra) {
-    if (b->len + extra <= b->cap) return 0;
+static int buf_grow(Buf *b, size_t extra);
+
+/* Room for `extra` more bytes. The buffers are sized ahead from the last request, so
+ * growing is rare: kept out of line, the check inlines into every push. */
+static inline int buf_reserve(Buf *b, size_t extra) {
+    if (__builtin_expect(b->len + extra <= b->cap, 1)) return 0;
+    return buf_grow(b, extra);
+}
+
+static __attribute__((noinline)) int buf_grow(Buf *b, size_t extra) {
     size_t cap = b->cap ? b->cap : 4096;
     while (cap < b->len + extra) cap *= 2;
     char *data = realloc(b->data, cap);
@@ -35,7 +43,7 @@ static int buf_reserve(Buf *b, size_t extra) {
     return 0;
 }
 
-static int buf_put(Buf *b, const void *src, size_t n) {
+static inline int buf_put(Buf *b, const void *src, size_t n) {
     if (buf_reserve(b, n)) return -1;
     memcpy(b->data + b->len, src, n);
     b->len += n;
@@ -753,7 +761,7 @@ typedef struct {
     int width; /* 4 or 8 */
 } IntCol;
 
-static int bit_push(Buf *valid, size_t row, int set) {
+static inline int bit_push(Buf *valid, size_t row, int set) {
     if (row % 8 == 0) {
         uint8_t zero = 0;
         if (buf_put(valid, &zero, 1)) return -1;
@@ -762,7 +770,7 @@ static int bit_push(Buf *valid, size_t row, int set) {
     return 0;
 }
 
-static int str_push(StrCol *c, const char *p, size_t n, int valid) {
+static inline int str_push(StrCol *c, const char *p, size_t n, int valid) {
     if (c->rows == 0) {
         int32_t zero = 0;
         if (buf_put(&c->offsets, &zero, 4)) return -1;
@@ -776,7 +784,7 @@ static int str_push(StrCol *c, const char *p, size_t n, int valid) {
     return 0;
 }
 
-static int int_push(IntCol *c, int64_t v, int valid) {
+static inline int int_push(IntCol *c, int64_t v, int valid) {
     if (!valid) v = 0;
     int rc;
     if (c->width == 4) {
