@@ -1764,7 +1764,10 @@ static int column_of(Column *c, size_t rows, int64_t nulls, Buf *valid, Buf *sec
     memset(c, 0, sizeof *c);
     for (int i = 0; i < n; i++) {
         c->owned[i] = take_buf(bufs[i]);
-        if (!c->owned[i]) return NOMEM;
+        if (!c->owned[i]) {
+            for (int j = 0; j < i; j++) free(c->owned[j]);
+            return NOMEM;
+        }
         c->buffers[i] = c->owned[i];
     }
     c->array = (struct ArrowArray){
