@@ -799,18 +799,22 @@ static inline int int_push(IntCol *c, int64_t v, int valid) {
     return 0;
 }
 
+static int bit_at(const Buf *valid, size_t row) {
+    return (valid->data[row / 8] >> (row % 8)) & 1;
+}
+
 /* The value of row `row` of the column appended once more. */
 static int str_again(StrCol *c, size_t row) {
     const int32_t *off = (const int32_t *)c->offsets.data;
     int32_t a = off[row], b = off[row + 1];
-    int valid = (c->valid.data[row / 8] >> (row % 8)) & 1;
+    int valid = bit_at(&c->valid, row);
     /* Reserved first: the copy reads from the buffer it appends to. */
     if (valid && buf_reserve(&c->data, (size_t)(b - a))) return -1;
     return str_push(c, c->data.data + a, (size_t)(b - a), valid);
 }
 
 static int int_again(IntCol *c, size_t row) {
-    int valid = (c->valid.data[row / 8] >> (row % 8)) & 1;
+    int valid = bit_at(&c->valid, row);
     int64_t v = c->width == 4 ? ((const int32_t *)c->data.data)[row]
                               : ((const int64_t *)c->data.data)[row];
     return int_push(c, v, valid);
@@ -829,14 +833,15 @@ typedef struct {
     size_t rows;
 } Out;
 
+static void str_col_free(StrCol *c) {
+    buf_free(&c->data);
+    buf_free(&c->offsets);
+    buf_free(&c->valid);
+}
+
 static void out_free(Out *o) {
-    for (int i = 0; i < N_STRCOLS_FIXED; i++) {
-        buf_free(&o->fixed[i].data); buf_free(&o->fixed[i].offsets); buf_free(&o->fixed[i].valid);
-    }
-    for (int i = 0; i < N_STRING_FIELDS; i++) {
-        buf_free(&o->strings[i].data); buf_free(&o->strings[i].offsets);
-        buf_free(&o->strings[i].valid);
-    }
+    for (int i = 0; i < N_STRCOLS_FIXED; i++) str_col_free(&o->fixed[i]);
+    for (int i = 0; i < N_STRING_FIELDS; i++) str_col_free(&o->strings[i]);
     for (int i = 0; i < N_INT_FIELDS; i++) {
         buf_free(&o->ints[i].data); buf_free(&o->ints[i].valid);
     }
@@ -891,7 +896,6 @@ static const Attr *record_get(const Record *r, long flag) {
     int i = record_find(r, flag);
     return i >= 0 ? r->e[i] : NULL;
 }
-
 
 static const char *kind_name(const Config *c, long kind, size_t *len) {
     *len = c->kind_len[kind & 255];
@@ -1115,6 +1119,16 @@ typedef struct {
     Attr worker; /* host:pid of the current resource */
 } Ctx;
 
+/* The uid, time and event a row starts with. */
+static int push_head(Out *o, const char *uid, uint64_t time_ns, const char *event,
+                     size_t event_len) {
+    if (str_push(&o->fixed[C_UID], uid, 32, 1) ||
+        int_push(&o->ts, (int64_t)(time_ns / 1000), 1) ||
+        str_push(&o->fixed[C_EVENT], event, event_len, 1))
+        return NOMEM;
+    return 0;
+}
+
 /* Writes the row normalise() would build for one record; ODD when the record needs the
  * reference (a rejection, a type to coerce, a value to render differently). */
 static int emit(Ctx *x, Record *r, long kind, uint64_t time_ns, const char *uid) {
@@ -1178,9 +1192,7 @@ static int emit(Ctx *x, Record *r, long kind, uint64_t time_ns, const char *uid)
     if (any && buf_put(json, "}", 1)) return NOMEM;
 
     Out *o = x->out;
-    if (str_push(&o->fixed[C_UID], uid, 32, 1)) return NOMEM;
-    if (int_push(&o->ts, (int64_t)(time_ns / 1000), 1)) return NOMEM;
-    if (str_push(&o->fixed[C_EVENT], event, event_len, 1)) return NOMEM;
+    if (push_head(o, uid, time_ns, event, event_len)) return NOMEM;
     for (int f = F_FIRST_STRING; f < F_FIRST_INT; f++) {
         StrCol *col = &o->strings[f - F_FIRST_STRING];
         const Attr *a = best[f] >= 0 ? r->e[best[f]] : NULL;
@@ -1223,13 +1235,9 @@ static int emit_again(Ctx *x, size_t row, long kind, uint64_t time_ns, const cha
     if (!(kind & N_NO_JOB_ID)) {
         const StrCol *job = &o->strings[F_JOB_ID - F_FIRST_STRING];
         const int32_t *off = (const int32_t *)job->offsets.data;
-        int valid = (job->valid.data[row / 8] >> (row % 8)) & 1;
-        if (!valid || off[row + 1] == off[row]) return ODD;
+        if (!bit_at(&job->valid, row) || off[row + 1] == off[row]) return ODD;
     }
-    if (str_push(&o->fixed[C_UID], uid, 32, 1) ||
-        int_push(&o->ts, (int64_t)(time_ns / 1000), 1) ||
-        str_push(&o->fixed[C_EVENT], event, event_len, 1))
-        return NOMEM;
+    if (push_head(o, uid, time_ns, event, event_len)) return NOMEM;
     for (int i = 0; i < N_STRING_FIELDS; i++)
         if (str_again(&o->strings[i], row)) return NOMEM;
     for (int i = 0; i < N_INT_FIELDS; i++)
@@ -1893,9 +1901,7 @@ static PyObject *decoder_decode(DecoderObject *self, PyObject *args) {
         Py_XDECREF(fallback);
     }
     out_free(&out);
-    buf_free(&source_col.data);
-    buf_free(&source_col.offsets);
-    buf_free(&source_col.valid);
+    str_col_free(&source_col);
     free(res.fallback);
     return result;
 }

@@ -3,7 +3,7 @@
  * A resent batch (an exporter retrying after a timeout) must add no rows, so each batch
  * claims its rows' event_uids as it is queued and drops those claimed already. Checking a
  * Python set per row costs more than writing the row; this claims an Arrow string column
- * in one call, one probe of each generation a uid.
+ * in one call, each uid looked up once in each generation.
  *
  * Each uid is kept as 128 bits: the value itself when it is 32 hex digits (the
  * collector's uids are BLAKE2b/BLAKE3 digests), two independent 64-bit hashes otherwise.
