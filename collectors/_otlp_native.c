@@ -831,6 +831,7 @@ typedef struct {
     IntCol ints[N_INT_FIELDS];
     IntCol ts;
     size_t rows;
+    size_t event_rows; /* rows of span events, which repeat most of their span's row */
 } Out;
 
 static void str_col_free(StrCol *c) {
@@ -1453,6 +1454,7 @@ static int decode_span(Ctx *x, const Parsed *q, const Span *sp, const Record *ba
         if (!rc && bare) bare_row = (long)x->out->rows - 1;
     }
     if (rc) rollback(x->out, &before);
+    else x->out->event_rows += x->out->rows - before.rows - 1;
     return rc;
 }
 
@@ -1843,12 +1845,13 @@ static PyObject *export_columns(Out *out, StrCol *source) {
 }
 
 PyDoc_STRVAR(decode_doc,
-"decode(body, source) -> (rows, columns, fallback, ignored) or None\n\n"
+"decode(body, source) -> (rows, columns, fallback, ignored, event_rows) or None\n\n"
 "columns: an Arrow C data interface capsule (\"arrow_array\") of a struct array of\n"
 "event_uid, ts, event, the string fields, the integer fields, execution_id, attrs and\n"
 "source; fallback: (resource, scope, span) indices of the spans the reference decoder\n"
-"must read; ignored: spans that are not job events. None when the whole request is for\n"
-"the reference decoder.");
+"must read; ignored: spans that are not job events; event_rows: rows of span events\n"
+"(lifecycle steps), which repeat most of their span's row. None when the whole request\n"
+"is for the reference decoder.");
 
 static PyObject *decoder_decode(DecoderObject *self, PyObject *args) {
     if (!self->ready) {
@@ -1886,7 +1889,7 @@ static PyObject *decoder_decode(DecoderObject *self, PyObject *args) {
     } else if (rc) {
         result = Py_NewRef(Py_None);
     } else {
-        size_t rows = out.rows;
+        size_t rows = out.rows, event_rows = out.event_rows;
         PyObject *columns = export_columns(&out, &source_col);
         PyObject *fallback = PyList_New((Py_ssize_t)(res.n_fallback / 3));
         int failed = !columns || !fallback;
@@ -1896,7 +1899,8 @@ static PyObject *decoder_decode(DecoderObject *self, PyObject *args) {
             if (!t) failed = 1; else PyList_SET_ITEM(fallback, (Py_ssize_t)i, t);
         }
         if (!failed)
-            result = Py_BuildValue("(nOOi)", (Py_ssize_t)rows, columns, fallback, res.ignored);
+            result = Py_BuildValue("(nOOin)", (Py_ssize_t)rows, columns, fallback, res.ignored,
+                                   (Py_ssize_t)event_rows);
         Py_XDECREF(columns);
         Py_XDECREF(fallback);
     }

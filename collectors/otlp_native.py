@@ -30,7 +30,14 @@ from collectors.normalise import Normaliser
 from collectors.otlp import _ATTEMPT_KEYS, _JOB_ID_KEYS
 from collectors.otlp_columns import decode_traces_rows, rows_table
 from collectors.timestamps import _MICROS_BELOW
-from store.schema import EVENT_KINDS, EVENTS_SCHEMA, EXECUTION_STEPS, INT_FIELDS, STRING_FIELDS
+from store.schema import (
+    EVENT_KINDS,
+    EVENTS_SCHEMA,
+    EXECUTION_STEPS,
+    INT_FIELDS,
+    STRING_FIELDS,
+    as_runs,
+)
 
 try:
     from collectors import _otlp_native
@@ -49,6 +56,9 @@ _KEY_FLAGS = {
 _JOB_ID_KEY, _ATTEMPT_KEY, _OPERATION_KEY = 1 << 10, 1 << 11, (1 << 12, 1 << 13)
 _KIND, _STEP, _NO_JOB_ID = 1 << 8, 1 << 9, 1 << 10
 _NO_JOB_ID_KINDS = ("enqueue_deduped", "worker_start", "worker_stop")
+# Run-end encoding pays for itself (bytes written, against its own CPU) once about one
+# row in two comes from a span event; spans without steps give none.
+EVENT_ROWS_FOR_RUNS = 2
 # The order of the columns the extension hands over (a struct array), and their types.
 _NATIVE_SCHEMA = pa.schema([
     EVENTS_SCHEMA.field(name)
@@ -116,6 +126,11 @@ class NativeTraceDecoder:
     ) -> tuple[pa.Table, list[Rejected], int]:
         """Rows, rejected records and ignored spans of a request `body`.
 
+        The rows are in EVENTS_SCHEMA, or in RUNS_SCHEMA where half of them or more come
+        from span events (lifecycle steps), which repeat most of their span's row: that
+        halves what a hot segment writes. `store.schema.as_events` gives either as plain
+        columns.
+
         `parse` gives the protobuf message (or raises for a body that is not one); it is
         called only when some span needs the Python path, since parsing costs as much as
         the native decoding itself.
@@ -124,14 +139,18 @@ class NativeTraceDecoder:
         if result is None:
             rows, rejected, ignored = decode_traces_rows(parse(), self.normaliser, source)
             return rows_table(rows), rejected, ignored
-        count, columns, fallback, ignored = result
+        count, columns, fallback, ignored, event_rows = result
         table = _columns_table(count, columns)
-        if not fallback:
-            return table, [], ignored
-        rows, rejected, more = decode_traces_rows(
-            parse(), self.normaliser, source, only=frozenset(fallback)
-        )
-        return pa.concat_tables([table, rows_table(rows)]), rejected, ignored + more
+        rejected: list[Rejected] = []
+        if fallback:
+            rows, rejected, more = decode_traces_rows(
+                parse(), self.normaliser, source, only=frozenset(fallback)
+            )
+            table, ignored = pa.concat_tables([table, rows_table(rows)]), ignored + more
+        # Spans with steps as span events: most of each row repeats the span's own row.
+        if event_rows * EVENT_ROWS_FOR_RUNS >= table.num_rows:
+            table = as_runs(table)
+        return table, rejected, ignored
 
 
 class _NativeColumns:

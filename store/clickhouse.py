@@ -15,7 +15,7 @@ import pandas as pd
 import pyarrow as pa
 
 from store.base import StoreError, to_frame
-from store.schema import EVENTS_SCHEMA
+from store.schema import EVENTS_SCHEMA, as_events
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -120,7 +120,7 @@ class ChdbStore:
     def write(self, table: pa.Table) -> int:
         if table.num_rows == 0:
             return 0
-        batch = table.cast(EVENTS_SCHEMA)  # noqa: F841 - read by chDB's Python() by name
+        batch = as_events(table)  # noqa: F841 - read by chDB's Python() by name
         self._session.query(f"INSERT INTO {self.database}.events SELECT * FROM Python(batch)")
         return table.num_rows
 
@@ -183,7 +183,7 @@ class ClickHouseStore:
     def write(self, table: pa.Table) -> int:
         if table.num_rows == 0:
             return 0
-        self._client.insert_arrow("events", table.cast(EVENTS_SCHEMA), database=self.database)
+        self._client.insert_arrow("events", as_events(table), database=self.database)
         return table.num_rows
 
     def execute(self, sql: str, params: dict[str, Any] | None = None) -> pd.DataFrame:

@@ -7,6 +7,10 @@ written as Arrow IPC files (`<id>.arrow`, uncompressed) beside the Parquet segme
 compaction turns them into Parquet with the rest of their day. Readers map them into
 memory: an IPC file is read without decoding, and a mapped file stays readable after
 compaction has moved it away.
+
+Rows of spans with lifecycle steps arrive run-end encoded (`store.schema.RUNS_SCHEMA`)
+and are written so: a span's job id, trace id, attributes and the rest are stored once
+for its four or so rows, less than half the bytes to copy and fsync. Readers expand them.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from store.schema import EVENTS_SCHEMA
+from store.schema import EVENTS_SCHEMA, as_events
 
 SUFFIX = ".arrow"
 WRITE_BUFFER = 1 << 20
@@ -30,22 +34,23 @@ def is_hot(path: str | Path) -> bool:
 
 
 def write_ipc(table: pa.Table, path: Path) -> None:
-    """`table` (in EVENTS_SCHEMA) as an Arrow IPC file at `path`; the caller makes it
-    durable and places it.
+    """`table` (in EVENTS_SCHEMA or RUNS_SCHEMA) as an Arrow IPC file at `path`; the
+    caller makes it durable and places it.
 
     Through a 1 MB buffer: written straight to the file, each of the ~60 buffers of a batch
     was a system call of its own, twice the CPU of the copy.
     """
     file = pa.OSFile(str(path), "wb")
     with pa.BufferedOutputStream(file, buffer_size=WRITE_BUFFER) as sink:
-        with pa.ipc.new_file(sink, EVENTS_SCHEMA) as writer:
+        with pa.ipc.new_file(sink, table.schema) as writer:
             writer.write_table(table)
 
 
 def read_ipc(path: str | Path) -> pa.Table:
-    """A hot segment's rows, mapped rather than copied."""
+    """A hot segment's rows in EVENTS_SCHEMA: mapped rather than copied, but for columns
+    stored as runs, which are expanded."""
     with pa.memory_map(str(path)) as source:
-        return pa.ipc.open_file(source).read_all()
+        return as_events(pa.ipc.open_file(source).read_all())
 
 
 class HotTables:

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from store import hot_segments
 from store.durable import place, temporary_for, write_parquet
-from store.schema import EVENTS_SCHEMA, VIEW_SCHEMA, as_events
+from store.schema import EVENTS_SCHEMA, VIEW_SCHEMA, as_events, is_runs
 
 SEGMENT_ROW_GROUP = 122_880
 # Columns whose values are all but unique (a uid, a row's other fields, a timestamp) gain
@@ -71,11 +71,12 @@ class SegmentWriter:
     def write(self, table: pa.Table) -> int:
         """Write one segment per UTC day present in the batch; durable on return.
 
-        The batch is in EVENTS_SCHEMA or in VIEW_SCHEMA; both make the same segment.
+        The batch is in EVENTS_SCHEMA, VIEW_SCHEMA or RUNS_SCHEMA; all make the same
+        segment. A hot segment keeps runs as they are, Parquet string views.
         """
         if table.num_rows == 0:
             return 0
-        if self.hot or table.schema != VIEW_SCHEMA:
+        if not (is_runs(table) if self.hot else table.schema == VIEW_SCHEMA):
             table = as_events(table)
         # Day numbers from the integer µs: a division, where formatting every ts as text
         # cost as much as writing the segment.
@@ -85,7 +86,7 @@ class SegmentWriter:
         if first == last:
             self._write_segment(_day_name(first), table)
             return table.num_rows
-        table = as_events(table)  # Arrow cannot filter string views
+        table = as_events(table)  # Arrow filters neither string views nor runs
         for day in np.unique(days).tolist():
             self._write_segment(_day_name(day), table.filter(pa.array(days == day)))
         return table.num_rows

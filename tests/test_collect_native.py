@@ -16,6 +16,7 @@ from collectors.normalise import Normaliser
 from collectors.otlp import decode_traces
 from collectors.otlp_native import NativeTraceDecoder
 from collectors.service.bodies import BodyError, decode_otlp
+from store.schema import EVENTS_SCHEMA, as_events, is_runs
 
 
 def _native_and_reference(
@@ -26,6 +27,7 @@ def _native_and_reference(
     table, rejected, ignored = NativeTraceDecoder(normaliser).decode(
         body, lambda: request, "src"
     )
+    table = as_events(table)
     reference = decode_traces(request, normaliser, "src")
     rejects = [(r.where, r.reason) for r in rejected]
     expected = [(r.where, r.reason) for r in reference.rejected]
@@ -60,8 +62,25 @@ def test_native_decoder_equals_decode_traces_on_the_benchmark_payload() -> None:
 def test_native_decoder_reads_the_benchmark_payload_without_the_python_path() -> None:
     decoder = NativeTraceDecoder(Normaliser())
     body = trace_request(1, 50).SerializeToString()
-    rows, _, fallback, ignored = decoder.native.decode(body, "src")
-    assert (rows, fallback, ignored) == (200, [], 0)
+    rows, _, fallback, ignored, event_rows = decoder.native.decode(body, "src")
+    assert (rows, fallback, ignored, event_rows) == (200, [], 0, 150)
+
+
+def test_spans_with_steps_come_out_as_runs_of_their_shared_columns() -> None:
+    request = trace_request(1, 50)
+    table, _, _ = NativeTraceDecoder(Normaliser()).decode(
+        request.SerializeToString(), lambda: request, "src"
+    )
+    assert is_runs(table)
+    assert len(table["trace_id"].chunk(0).values) == 50  # one value a span, not a row
+
+
+def test_spans_without_steps_come_out_plain() -> None:
+    request = trace_request(1, 50, steps=0)
+    table, _, _ = NativeTraceDecoder(Normaliser()).decode(
+        request.SerializeToString(), lambda: request, "src"
+    )
+    assert table.schema == EVENTS_SCHEMA
 
 
 def _span_request(*attributes: KeyValue) -> ExportTraceServiceRequest:
@@ -85,7 +104,7 @@ def test_values_it_does_not_render_itself_still_give_the_reference_row(value: An
 def test_a_span_the_native_decoder_hands_back_is_named_by_its_indices() -> None:
     request = _span_request(KeyValue(key="ratio", value=AnyValue(double_value=0.5)))
     decoder = NativeTraceDecoder(Normaliser())
-    rows, _, fallback, _ = decoder.native.decode(request.SerializeToString(), "src")
+    rows, _, fallback, _, _ = decoder.native.decode(request.SerializeToString(), "src")
     assert fallback == [(0, 0, 1)]
     assert rows == 2
 
@@ -189,7 +208,7 @@ def test_step_events_without_attributes_give_the_reference_rows_natively() -> No
     native, reference = _native_and_reference(request)
     assert native[0].equals(reference[0])
     assert native[0]["event"].to_pylist().count("ack") == 1
-    _, _, fallback, _ = NativeTraceDecoder(Normaliser()).native.decode(
+    _, _, fallback, _, _ = NativeTraceDecoder(Normaliser()).native.decode(
         request.SerializeToString(), "src")
     assert fallback == []
 

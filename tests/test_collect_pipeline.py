@@ -14,6 +14,7 @@ from conftest import events_to_table
 from collectors.service.collector import DECODER_NICE, Collector
 from collectors.service.pipeline import Pipeline, WriteFailed
 from store.embedded import EmbeddedStore
+from store.schema import as_runs
 
 
 class FailingOnce(EmbeddedStore):
@@ -44,6 +45,31 @@ def test_a_batch_whose_write_failed_is_written_when_it_is_sent_again(tmp_path: P
         pipeline.submit(_batch()).wait(10)
     assert pipeline.submit(_batch()).wait(10) == 3
     assert pipeline.snapshot()["written"] == 3
+    pipeline.close()
+
+
+def test_a_resent_batch_of_runs_writes_only_its_new_rows(tmp_path: Path) -> None:
+    pipeline = Pipeline(EmbeddedStore(tmp_path))
+    pipeline.submit(as_runs(_batch(2))).wait(10)
+    ticket = pipeline.submit(as_runs(_batch(4)))
+    ticket.wait(10)
+    assert ticket.repeats == 2
+    assert EmbeddedStore(tmp_path).execute("SELECT count(*) AS n FROM events")["n"][0] == 4
+    pipeline.close()
+
+
+def test_batches_of_runs_and_plain_ones_queued_together_are_all_written(tmp_path: Path) -> None:
+    store = EmbeddedStore(tmp_path)
+    pipeline = Pipeline(store)
+    runs = as_runs(_batch(3))
+    plain = events_to_table([
+        {"ts": f"2025-01-01T00:01:0{i}Z", "event": "deliver", "job_id": f"k{i}"}
+        for i in range(3)
+    ])
+    tickets = [pipeline.submit(runs), pipeline.submit(plain)]
+    assert [t.wait(10) for t in tickets] == [3, 3]
+    jobs = store.execute("SELECT job_id FROM events ORDER BY ts")["job_id"].tolist()
+    assert jobs == ["j0", "j1", "j2", "k0", "k1", "k2"]
     pipeline.close()
 
 

@@ -6,9 +6,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from test_store import CHARGE, count
 
+from benchmarks.collector import trace_request
+from collectors.normalise import Normaliser
+from collectors.otlp_native import NativeTraceDecoder
 from queries import timeline
 from queries.materialised import unique_events
 from store.embedded import EmbeddedStore
+from store.schema import as_events, as_runs
 
 
 def _names(store: EmbeddedStore) -> list[str]:
@@ -35,6 +39,37 @@ def test_a_hot_segment_reads_back_the_same_values_as_a_parquet_one(
     cold.write(make_table(CHARGE))
     query = "SELECT * FROM events ORDER BY ts"
     assert hot.execute(query).equals(cold.execute(query))
+
+
+def test_a_hot_segment_of_runs_reads_back_the_same_values(tmp_path: Path, make_table) -> None:
+    runs, plain = EmbeddedStore(tmp_path / "runs"), EmbeddedStore(tmp_path / "plain")
+    runs.write_hot(as_runs(make_table(CHARGE)))
+    plain.write_hot(make_table(CHARGE))
+    query = "SELECT * FROM events ORDER BY ts"
+    assert runs.execute(query).equals(plain.execute(query))
+    assert timeline(runs, "inv-1").shape[0] == 4
+
+
+def test_spans_with_steps_make_hot_segments_of_less_than_half_the_bytes(
+    tmp_path: Path,
+) -> None:
+    request = trace_request(1, 200)  # each span: a deliver row and three step rows
+    table, _, _ = NativeTraceDecoder(Normaliser()).decode(
+        request.SerializeToString(), lambda: request, "src"
+    )
+    runs, plain = EmbeddedStore(tmp_path / "runs"), EmbeddedStore(tmp_path / "plain")
+    runs.write_hot(table)
+    plain.write_hot(as_events(table))
+    size = {s: s.segments()[0].stat().st_size for s in (runs, plain)}
+    assert size[runs] < 0.5 * size[plain]
+    assert count(runs) == count(plain) == 800
+
+
+def test_hot_segments_of_runs_compact_into_plain_parquet(embedded, make_table) -> None:
+    embedded.write_hot(as_runs(make_table(CHARGE[:2])))
+    embedded.write_hot(make_table(CHARGE[2:]))
+    assert embedded.compact() == 2
+    assert pq.read_table(embedded.segments()[0])["job_id"].to_pylist() == ["j1"] * 4
 
 
 def test_a_key_timeline_finds_rows_in_hot_segments(embedded, make_table) -> None:

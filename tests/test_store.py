@@ -5,12 +5,13 @@ import time
 from datetime import date
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from queries import timeline
 from store.clickhouse import events_ddl
 from store.embedded import EmbeddedStore
-from store.schema import EVENTS_SCHEMA, VIEW_SCHEMA, as_events
+from store.schema import EVENTS_SCHEMA, RUNS_SCHEMA, VIEW_SCHEMA, as_events, as_runs, concat
 
 CHARGE = [
     {
@@ -91,6 +92,35 @@ def test_a_batch_in_another_schema_is_cast_to_the_event_schema(make_table) -> No
     views = make_table(CHARGE).cast(VIEW_SCHEMA)
     assert as_events(views).schema == EVENTS_SCHEMA
     assert as_events(views)["job_id"].to_pylist() == views["job_id"].to_pylist()
+
+
+def test_runs_expand_back_to_the_plain_rows(make_table) -> None:
+    table = make_table(CHARGE)
+    runs = as_runs(table)
+    assert runs.schema == RUNS_SCHEMA
+    assert as_events(runs).equals(table)
+
+
+def test_equal_adjacent_values_are_stored_once_as_runs(make_table) -> None:
+    runs = as_runs(make_table(CHARGE))  # four rows of one job
+    assert len(runs["job_id"].chunk(0).values) == 1
+    assert len(runs["event"].chunk(0)) == 4  # a row's own columns stay plain
+
+
+def test_batches_of_runs_stay_runs_and_a_plain_one_makes_them_plain(make_table) -> None:
+    runs, plain = as_runs(make_table(CHARGE)), make_table(CHARGE)
+    assert concat([runs, runs]).schema == RUNS_SCHEMA
+    mixed = concat([runs, plain])
+    assert mixed.schema == EVENTS_SCHEMA
+    assert mixed.equals(pa.concat_tables([plain, plain]))
+
+
+def test_a_parquet_segment_written_from_runs_holds_the_plain_rows(
+    embedded, make_table
+) -> None:
+    embedded.write(as_runs(make_table(CHARGE)))
+    assert pq.read_table(embedded.segments()[0]).schema.field("job_id").type == pa.string()
+    assert count(embedded) == 4
 
 
 def test_a_day_split_counts_days_before_the_epoch_too(embedded, make_table) -> None:

@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from store.base import Store
-from store.schema import EVENTS_SCHEMA, as_events
+from store.schema import EVENTS_SCHEMA, as_events, concat, is_runs
 
 try:
     from collectors._uid_memory import UidMemory
@@ -183,7 +183,8 @@ class Pipeline:
         if table.num_rows == 0:
             ticket.done.set()
             return ticket
-        table = as_events(table)
+        if not is_runs(table):  # kept run-end encoded: the hot segments store it so
+            table = as_events(table)
         with self._cond:
             if self._stopping:
                 raise WriteFailed("the collector is shutting down")
@@ -192,8 +193,8 @@ class Pipeline:
                 self.stats.throttled += 1
                 raise QueueFull(retry_after=1)
             keep = self._recent.claim(table.column("event_uid"))
-            if not keep.all():
-                table = table.filter(pa.array(keep, type=pa.bool_()))
+            if not keep.all():  # Arrow filters no runs: a resent batch's rows come out plain
+                table = as_events(table).filter(pa.array(keep, type=pa.bool_()))
             ticket.table, ticket.repeats = table, ticket.rows - table.num_rows
             self._pending.append(ticket)
             self._pending_rows += ticket.rows
@@ -226,7 +227,7 @@ class Pipeline:
         try:
             fresh = [t.table for t in tickets if t.table.num_rows]
             if fresh:
-                written = self._store_write(pa.concat_tables(fresh))
+                written = self._store_write(concat(fresh))
         except Exception as exc:  # a sink's error is reported to the senders, never raised
             log.exception("store write failed: %s", exc)
             error = exc
