@@ -748,14 +748,16 @@ static void blake2b16_hex(const uint8_t *in, size_t n, char out[32]) {
 
 /* ------------------------------------------------------------------ output columns */
 
+/* A column's values. Run-end encoded, `runs` holds the row after each value's run (int32)
+ * and `rows` counts values; a row equal to the one before it extends the last run. */
 typedef struct {
-    Buf data, offsets, valid;
+    Buf data, offsets, valid, runs;
     size_t rows;
     int64_t nulls;
 } StrCol;
 
 typedef struct {
-    Buf data, valid;
+    Buf data, valid, runs;
     size_t rows;
     int64_t nulls;
     int width; /* 4 or 8 */
@@ -803,21 +805,82 @@ static int bit_at(const Buf *valid, size_t row) {
     return (valid->data[row / 8] >> (row % 8)) & 1;
 }
 
-/* The value of row `row` of the column appended once more. */
-static int str_again(StrCol *c, size_t row) {
-    const int32_t *off = (const int32_t *)c->offsets.data;
-    int32_t a = off[row], b = off[row + 1];
-    int valid = bit_at(&c->valid, row);
-    /* Reserved first: the copy reads from the buffer it appends to. */
-    if (valid && buf_reserve(&c->data, (size_t)(b - a))) return -1;
-    return str_push(c, c->data.data + a, (size_t)(b - a), valid);
+/* The value that row `row` has: the row itself, or with runs the run holding it. */
+static size_t value_of(const Buf *runs, size_t values, size_t row, int in_runs) {
+    if (!in_runs) return row;
+    const int32_t *end = (const int32_t *)runs->data;
+    size_t lo = 0, hi = values;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((size_t)end[mid] > row) hi = mid; else lo = mid + 1;
+    }
+    return lo;
 }
 
-static int int_again(IntCol *c, size_t row) {
-    int valid = bit_at(&c->valid, row);
-    int64_t v = c->width == 4 ? ((const int32_t *)c->data.data)[row]
-                              : ((const int64_t *)c->data.data)[row];
-    return int_push(c, v, valid);
+/* Opens a run for the value just pushed, which row `row` has. */
+static inline int run_open(Buf *runs, size_t row) {
+    int32_t end = (int32_t)(row + 1);
+    return buf_put(runs, &end, 4);
+}
+
+static inline void run_extend(Buf *runs, size_t values, size_t row) {
+    ((int32_t *)runs->data)[values - 1] = (int32_t)(row + 1);
+}
+
+static inline int str_is_last(const StrCol *c, const char *p, size_t n, int valid) {
+    size_t i = c->rows - 1;
+    if (bit_at(&c->valid, i) != valid) return 0;
+    const int32_t *off = (const int32_t *)c->offsets.data;
+    return !valid || ((size_t)(off[i + 1] - off[i]) == n && memcmp(c->data.data + off[i], p, n) == 0);
+}
+
+/* Row `row` of the column: a value of its own, or with runs (`in_runs`) one more row of
+ * the last run where the value is the same. */
+static inline int str_put(StrCol *c, const char *p, size_t n, int valid, size_t row,
+                          int in_runs) {
+    if (!in_runs) return str_push(c, p, n, valid);
+    if (c->rows && str_is_last(c, p, n, valid)) {
+        run_extend(&c->runs, c->rows, row);
+        return 0;
+    }
+    return str_push(c, p, n, valid) || run_open(&c->runs, row) ? -1 : 0;
+}
+
+static inline int int_put(IntCol *c, int64_t v, int valid, size_t row, int in_runs) {
+    if (!in_runs) return int_push(c, v, valid);
+    if (c->rows) {
+        size_t i = c->rows - 1;
+        int64_t last = c->width == 4 ? ((const int32_t *)c->data.data)[i]
+                                     : ((const int64_t *)c->data.data)[i];
+        if (bit_at(&c->valid, i) == valid && (!valid || last == v)) {
+            run_extend(&c->runs, c->rows, row);
+            return 0;
+        }
+    }
+    return int_push(c, v, valid) || run_open(&c->runs, row) ? -1 : 0;
+}
+
+/* Row `row` of the column takes the value row `from` has. */
+static int str_again(StrCol *c, size_t from, size_t row, int in_runs) {
+    size_t v = value_of(&c->runs, c->rows, from, in_runs);
+    if (in_runs && v == c->rows - 1) {
+        run_extend(&c->runs, c->rows, row);
+        return 0;
+    }
+    const int32_t *off = (const int32_t *)c->offsets.data;
+    int32_t a = off[v], b = off[v + 1];
+    int valid = bit_at(&c->valid, v);
+    /* Reserved first: the copy reads from the buffer it appends to. */
+    if (valid && buf_reserve(&c->data, (size_t)(b - a))) return -1;
+    return str_put(c, c->data.data + a, (size_t)(b - a), valid, row, in_runs);
+}
+
+static int int_again(IntCol *c, size_t from, size_t row, int in_runs) {
+    size_t v = value_of(&c->runs, c->rows, from, in_runs);
+    int valid = bit_at(&c->valid, v);
+    int64_t value = c->width == 4 ? ((const int32_t *)c->data.data)[v]
+                                  : ((const int64_t *)c->data.data)[v];
+    return int_put(c, value, valid, row, in_runs);
 }
 
 /* The output: event_uid, ts, event, 11 string fields, 3 int fields, execution_id, attrs. */
@@ -831,20 +894,23 @@ typedef struct {
     IntCol ints[N_INT_FIELDS];
     IntCol ts;
     size_t rows;
-    size_t event_rows; /* rows of span events, which repeat most of their span's row */
+    /* Run-end encode the columns a span's rows share (all but uid, ts and event): set for
+     * a request whose spans carry their steps as span events. */
+    int in_runs;
 } Out;
 
 static void str_col_free(StrCol *c) {
     buf_free(&c->data);
     buf_free(&c->offsets);
     buf_free(&c->valid);
+    buf_free(&c->runs);
 }
 
 static void out_free(Out *o) {
     for (int i = 0; i < N_STRCOLS_FIXED; i++) str_col_free(&o->fixed[i]);
     for (int i = 0; i < N_STRING_FIELDS; i++) str_col_free(&o->strings[i]);
     for (int i = 0; i < N_INT_FIELDS; i++) {
-        buf_free(&o->ints[i].data); buf_free(&o->ints[i].valid);
+        buf_free(&o->ints[i].data); buf_free(&o->ints[i].valid); buf_free(&o->ints[i].runs);
     }
     buf_free(&o->ts.data);
     buf_free(&o->ts.valid);
@@ -1008,9 +1074,14 @@ static void hex(const Str s, char *out) {
 
 /* ------------------------------------------------------------------ output marks */
 
+#define N_STRCOLS (N_STRCOLS_FIXED + N_STRING_FIELDS)
+#define N_INTCOLS (N_INT_FIELDS + 1)
+
 typedef struct {
-    size_t rows, lens[N_STRCOLS_FIXED + N_STRING_FIELDS][3], ilens[N_INT_FIELDS + 1][2];
-    int64_t nulls[N_STRCOLS_FIXED + N_STRING_FIELDS], inulls[N_INT_FIELDS + 1];
+    size_t rows, values[N_STRCOLS], ivalues[N_INTCOLS];
+    size_t lens[N_STRCOLS][2], ilens[N_INTCOLS], runs[N_STRCOLS], iruns[N_INTCOLS];
+    int64_t nulls[N_STRCOLS], inulls[N_INTCOLS];
+    int32_t last_end[N_STRCOLS], ilast_end[N_INTCOLS]; /* a run a later row may extend */
 } Mark;
 
 static StrCol *str_col(Out *o, int i) {
@@ -1025,7 +1096,7 @@ static IntCol *int_col(Out *o, int i) { return i < N_INT_FIELDS ? &o->ints[i] : 
  * next request reserves as much, scaled to its own body, instead of doubling its way
  * there (each doubling a copy, and fresh pages to fault in). Threads share the hints
  * without a lock; a hint read while another thread stores one is only a worse guess. */
-#define N_OUT_BUFS (3 * (N_STRCOLS_FIXED + N_STRING_FIELDS) + 2 * (N_INT_FIELDS + 1))
+#define N_OUT_BUFS (4 * N_STRCOLS + 3 * N_INTCOLS)
 enum { H_RES_ATTRS, H_SPAN_ATTRS, H_EVENT_ATTRS, H_EVENTS, H_SPANS, H_ARENA, N_PARSED_HINTS };
 
 typedef struct {
@@ -1035,13 +1106,14 @@ typedef struct {
 } Hints;
 
 static Buf *out_buf(Out *o, int k) {
-    int strings = N_STRCOLS_FIXED + N_STRING_FIELDS;
-    if (k < 3 * strings) {
-        StrCol *c = str_col(o, k / 3);
-        return k % 3 == 0 ? &c->data : k % 3 == 1 ? &c->offsets : &c->valid;
+    if (k < 4 * N_STRCOLS) {
+        StrCol *c = str_col(o, k / 4);
+        Buf *bufs[4] = {&c->data, &c->offsets, &c->valid, &c->runs};
+        return bufs[k % 4];
     }
-    IntCol *c = int_col(o, (k - 3 * strings) / 2);
-    return (k - 3 * strings) % 2 == 0 ? &c->data : &c->valid;
+    IntCol *c = int_col(o, (k - 4 * N_STRCOLS) / 3);
+    Buf *bufs[3] = {&c->data, &c->valid, &c->runs};
+    return bufs[(k - 4 * N_STRCOLS) % 3];
 }
 
 static size_t hint_get(const size_t *slot) { return __atomic_load_n(slot, __ATOMIC_RELAXED); }
@@ -1074,40 +1146,55 @@ static void truncate_bits(Buf *valid, size_t rows) {
     if (rows % 8) valid->data[rows / 8] &= (char)((1 << (rows % 8)) - 1);
 }
 
+static int32_t last_end(const Buf *runs) {
+    return runs->len ? ((const int32_t *)runs->data)[runs->len / 4 - 1] : 0;
+}
+
 static void mark(Out *o, Mark *m) {
     m->rows = o->rows;
-    for (int i = 0; i < N_STRCOLS_FIXED + N_STRING_FIELDS; i++) {
+    for (int i = 0; i < N_STRCOLS; i++) {
         StrCol *c = str_col(o, i);
+        m->values[i] = c->rows;
         m->lens[i][0] = c->data.len;
         m->lens[i][1] = c->offsets.len;
-        m->lens[i][2] = c->valid.len;
+        m->runs[i] = c->runs.len;
+        m->last_end[i] = last_end(&c->runs);
         m->nulls[i] = c->nulls;
     }
-    for (int i = 0; i < N_INT_FIELDS + 1; i++) {
+    for (int i = 0; i < N_INTCOLS; i++) {
         IntCol *c = int_col(o, i);
-        m->ilens[i][0] = c->data.len;
-        m->ilens[i][1] = c->valid.len;
+        m->ivalues[i] = c->rows;
+        m->ilens[i] = c->data.len;
+        m->iruns[i] = c->runs.len;
+        m->ilast_end[i] = last_end(&c->runs);
         m->inulls[i] = c->nulls;
     }
+}
+
+static void runs_rollback(Buf *runs, size_t len, int32_t end) {
+    runs->len = len;
+    if (len) ((int32_t *)runs->data)[len / 4 - 1] = end;
 }
 
 /* Undo every row written since `m`: a span is stored whole or left to the reference. */
 static void rollback(Out *o, const Mark *m) {
     o->rows = m->rows;
-    for (int i = 0; i < N_STRCOLS_FIXED + N_STRING_FIELDS; i++) {
+    for (int i = 0; i < N_STRCOLS; i++) {
         StrCol *c = str_col(o, i);
         c->data.len = m->lens[i][0];
         c->offsets.len = m->lens[i][1];
         c->nulls = m->nulls[i];
-        c->rows = m->rows;
-        truncate_bits(&c->valid, m->rows);
+        c->rows = m->values[i];
+        truncate_bits(&c->valid, m->values[i]);
+        runs_rollback(&c->runs, m->runs[i], m->last_end[i]);
     }
-    for (int i = 0; i < N_INT_FIELDS + 1; i++) {
+    for (int i = 0; i < N_INTCOLS; i++) {
         IntCol *c = int_col(o, i);
-        c->data.len = m->ilens[i][0];
+        c->data.len = m->ilens[i];
         c->nulls = m->inulls[i];
-        c->rows = m->rows;
-        truncate_bits(&c->valid, m->rows);
+        c->rows = m->ivalues[i];
+        truncate_bits(&c->valid, m->ivalues[i]);
+        runs_rollback(&c->runs, m->iruns[i], m->ilast_end[i]);
     }
 }
 
@@ -1193,32 +1280,35 @@ static int emit(Ctx *x, Record *r, long kind, uint64_t time_ns, const char *uid)
     if (any && buf_put(json, "}", 1)) return NOMEM;
 
     Out *o = x->out;
+    size_t row = o->rows;
+    int in_runs = o->in_runs;
     if (push_head(o, uid, time_ns, event, event_len)) return NOMEM;
     for (int f = F_FIRST_STRING; f < F_FIRST_INT; f++) {
         StrCol *col = &o->strings[f - F_FIRST_STRING];
         const Attr *a = best[f] >= 0 ? r->e[best[f]] : NULL;
         int rc;
         if (!a || a->type == V_NONE) {
-            rc = str_push(col, NULL, 0, 0);
+            rc = str_put(col, NULL, 0, 0, row, in_runs);
         } else if (a->type == V_STR) {
-            rc = str_push(col, (const char *)a->s.p, a->s.n, 1);
+            rc = str_put(col, (const char *)a->s.p, a->s.n, 1, row, in_runs);
         } else {
             char digits[24];
-            rc = str_push(col, digits, itoa64(a->i, digits), 1);
+            rc = str_put(col, digits, itoa64(a->i, digits), 1, row, in_runs);
         }
         if (rc) return NOMEM;
     }
     for (int f = F_FIRST_INT; f < N_FIELDS; f++) {
         const Attr *a = best[f] >= 0 ? r->e[best[f]] : NULL;
         int valid = a && a->type == V_INT;
-        if (int_push(&o->ints[f - F_FIRST_INT], valid ? a->i : 0, valid)) return NOMEM;
+        if (int_put(&o->ints[f - F_FIRST_INT], valid ? a->i : 0, valid, row, in_runs))
+            return NOMEM;
     }
     const Attr *e = execution >= 0 ? r->e[execution] : NULL;
     int valid = e && e->type == V_STR;
-    if (str_push(&o->fixed[C_EXECUTION], valid ? (const char *)e->s.p : NULL,
-                 valid ? e->s.n : 0, valid))
+    if (str_put(&o->fixed[C_EXECUTION], valid ? (const char *)e->s.p : NULL,
+                valid ? e->s.n : 0, valid, row, in_runs))
         return NOMEM;
-    if (str_push(&o->fixed[C_ATTRS], json->data, json->len, any)) return NOMEM;
+    if (str_put(&o->fixed[C_ATTRS], json->data, json->len, any, row, in_runs)) return NOMEM;
     o->rows++;
     return 0;
 }
@@ -1233,17 +1323,21 @@ static int emit_again(Ctx *x, size_t row, long kind, uint64_t time_ns, const cha
     if (!(kind & N_KIND)) return ODD;
     size_t event_len;
     const char *event = kind_name(c, kind, &event_len);
+    int in_runs = o->in_runs;
     if (!(kind & N_NO_JOB_ID)) {
         const StrCol *job = &o->strings[F_JOB_ID - F_FIRST_STRING];
+        size_t v = value_of(&job->runs, job->rows, row, in_runs);
         const int32_t *off = (const int32_t *)job->offsets.data;
-        if (!bit_at(&job->valid, row) || off[row + 1] == off[row]) return ODD;
+        if (!bit_at(&job->valid, v) || off[v + 1] == off[v]) return ODD;
     }
+    size_t now = o->rows;
     if (push_head(o, uid, time_ns, event, event_len)) return NOMEM;
     for (int i = 0; i < N_STRING_FIELDS; i++)
-        if (str_again(&o->strings[i], row)) return NOMEM;
+        if (str_again(&o->strings[i], row, now, in_runs)) return NOMEM;
     for (int i = 0; i < N_INT_FIELDS; i++)
-        if (int_again(&o->ints[i], row)) return NOMEM;
-    if (str_again(&o->fixed[C_EXECUTION], row) || str_again(&o->fixed[C_ATTRS], row))
+        if (int_again(&o->ints[i], row, now, in_runs)) return NOMEM;
+    if (str_again(&o->fixed[C_EXECUTION], row, now, in_runs) ||
+        str_again(&o->fixed[C_ATTRS], row, now, in_runs))
         return NOMEM;
     o->rows++;
     return 0;
@@ -1454,7 +1548,6 @@ static int decode_span(Ctx *x, const Parsed *q, const Span *sp, const Record *ba
         if (!rc && bare) bare_row = (long)x->out->rows - 1;
     }
     if (rc) rollback(x->out, &before);
-    else x->out->event_rows += x->out->rows - before.rows - 1;
     return rc;
 }
 
@@ -1540,6 +1633,15 @@ static void parsed_remember(const Parsed *q, Hints *h) {
     hint_set(&h->parsed[H_ARENA], q->arena.len);
 }
 
+/* Whether steps as span events make half the rows or more: a request worth run-end
+ * encoding, since each such row repeats most of its span's row. */
+static int mostly_steps(const Parsed *q) {
+    size_t steps = 0;
+    for (size_t i = 0; i < q->n_events; i++)
+        if (q->events[i].kind & N_KIND) steps++;
+    return steps && steps >= q->n_spans;
+}
+
 static int decode_request(const Config *c, Str body, Out *out, Result *res, Hints *h) {
     Parsed q;
     memset(&q, 0, sizeof q);
@@ -1559,6 +1661,7 @@ static int decode_request(const Config *c, Str body, Out *out, Result *res, Hint
     x.arena = &q.arena;
     int rc = (!x.span_rec || !x.rec || !base) ? NOMEM : parse_request(c, &q, body);
     if (!rc) parsed_remember(&q, h);
+    if (!rc) out->in_runs = mostly_steps(&q);
     if (!rc) rc = step_parents(c, &q, &executions);
     for (size_t r = 0; !rc && r < q.n_resources; r++) {
         const Resource *resource = &q.resources[r];
@@ -1732,10 +1835,13 @@ struct ArrowArray {
 /* uid, ts, event, the string fields, the integer fields, execution_id, attrs, source */
 #define N_COLUMNS (3 + N_STRING_FIELDS + N_INT_FIELDS + 3)
 
-typedef struct {
+typedef struct Column {
     struct ArrowArray array;
     const void *buffers[3];
     char *owned[3];
+    /* Run-end encoded: the run ends and the values, the array's two children. */
+    struct Column *parts;
+    struct ArrowArray *children[2];
 } Column;
 
 typedef struct {
@@ -1747,6 +1853,10 @@ typedef struct {
 static void release_column(struct ArrowArray *array) {
     Column *c = array->private_data;
     for (int i = 0; i < 3; i++) free(c->owned[i]);
+    if (c->parts)
+        for (int i = 0; i < 2; i++)
+            if (c->parts[i].array.release) c->parts[i].array.release(&c->parts[i].array);
+    free(c->parts);
     array->release = NULL;
 }
 
@@ -1767,12 +1877,14 @@ static char *take_buf(Buf *b) {
     return data;
 }
 
+/* `valid` may be NULL: no validity buffer, for a column without nulls. */
 static int column_of(Column *c, size_t rows, int64_t nulls, Buf *valid, Buf *second,
                      Buf *third) {
     Buf *bufs[3] = {valid, second, third};
     int n = third ? 3 : 2;
     memset(c, 0, sizeof *c);
     for (int i = 0; i < n; i++) {
+        if (!bufs[i]) continue;
         c->owned[i] = take_buf(bufs[i]);
         if (!c->owned[i]) {
             for (int j = 0; j < i; j++) free(c->owned[j]);
@@ -1787,18 +1899,39 @@ static int column_of(Column *c, size_t rows, int64_t nulls, Buf *valid, Buf *sec
     return 0;
 }
 
-static int str_export(Column *c, StrCol *col, size_t rows) {
-    return column_of(c, rows, col->nulls, &col->valid, &col->offsets, &col->data);
+/* A run-end encoded column of `rows` rows: its values' runs end at `runs`. The values
+ * are exported by the caller into c->parts[1]. */
+static int runs_of(Column *c, size_t rows, Buf *runs, size_t values) {
+    memset(c, 0, sizeof *c);
+    c->parts = calloc(2, sizeof(Column));
+    if (!c->parts || column_of(&c->parts[0], values, 0, NULL, runs, NULL)) return NOMEM;
+    c->children[0] = &c->parts[0].array;
+    c->children[1] = &c->parts[1].array;
+    c->array = (struct ArrowArray){
+        .length = (int64_t)rows, .n_buffers = 0, .n_children = 2, .buffers = c->buffers,
+        .children = c->children, .release = release_column, .private_data = c,
+    };
+    return 0;
 }
 
-static int int_export(Column *c, IntCol *col, size_t rows) {
-    return column_of(c, rows, col->nulls, &col->valid, &col->data, NULL);
+static int str_export(Column *c, StrCol *col, size_t rows, int in_runs) {
+    if (!in_runs) return column_of(c, rows, col->nulls, &col->valid, &col->offsets, &col->data);
+    if (runs_of(c, rows, &col->runs, col->rows)) return NOMEM;
+    return column_of(&c->parts[1], col->rows, col->nulls, &col->valid, &col->offsets,
+                     &col->data);
 }
 
-/* `source` on every row: the request's one value, repeated. */
-static int source_column(StrCol *col, const char *source, size_t n, size_t rows) {
+static int int_export(Column *c, IntCol *col, size_t rows, int in_runs) {
+    if (!in_runs) return column_of(c, rows, col->nulls, &col->valid, &col->data, NULL);
+    if (runs_of(c, rows, &col->runs, col->rows)) return NOMEM;
+    return column_of(&c->parts[1], col->rows, col->nulls, &col->valid, &col->data, NULL);
+}
+
+/* `source` on every row: the request's one value, repeated (one run of it). */
+static int source_column(StrCol *col, const char *source, size_t n, size_t rows,
+                         int in_runs) {
     for (size_t r = 0; r < rows; r++)
-        if (str_push(col, source, n, 1)) return NOMEM;
+        if (str_put(col, source, n, 1, r, in_runs)) return NOMEM;
     return 0;
 }
 
@@ -1815,20 +1948,28 @@ static PyObject *export_columns(Out *out, StrCol *source) {
     struct ArrowArray *array = calloc(1, sizeof *array);
     int rc = !all || !array ? NOMEM : 0;
     int k = 0;
-    if (!rc) rc = str_export(&all->column[k++], &out->fixed[C_UID], rows);
-    if (!rc) rc = int_export(&all->column[k++], &out->ts, rows);
-    if (!rc) rc = str_export(&all->column[k++], &out->fixed[C_EVENT], rows);
+    int runs = out->in_runs;
+    if (!rc) rc = str_export(&all->column[k++], &out->fixed[C_UID], rows, 0);
+    if (!rc) rc = int_export(&all->column[k++], &out->ts, rows, 0);
+    if (!rc) rc = str_export(&all->column[k++], &out->fixed[C_EVENT], rows, 0);
     for (int i = 0; !rc && i < N_STRING_FIELDS; i++)
-        rc = str_export(&all->column[k++], &out->strings[i], rows);
+        rc = str_export(&all->column[k++], &out->strings[i], rows, runs);
     for (int i = 0; !rc && i < N_INT_FIELDS; i++)
-        rc = int_export(&all->column[k++], &out->ints[i], rows);
-    if (!rc) rc = str_export(&all->column[k++], &out->fixed[C_EXECUTION], rows);
-    if (!rc) rc = str_export(&all->column[k++], &out->fixed[C_ATTRS], rows);
-    if (!rc) rc = str_export(&all->column[k++], source, rows);
+        rc = int_export(&all->column[k++], &out->ints[i], rows, runs);
+    if (!rc) rc = str_export(&all->column[k++], &out->fixed[C_EXECUTION], rows, runs);
+    if (!rc) rc = str_export(&all->column[k++], &out->fixed[C_ATTRS], rows, runs);
+    if (!rc) rc = str_export(&all->column[k++], source, rows, runs);
     if (rc) {
         if (all)
-            for (int i = 0; i < k; i++)
-                if (all->column[i].array.release) release_column(&all->column[i].array);
+            for (int i = 0; i < k; i++) {
+                Column *c = &all->column[i];
+                if (c->array.release) release_column(&c->array);
+                else if (c->parts) {  /* failed half way: its parts alone were made */
+                    for (int j = 0; j < 2; j++)
+                        if (c->parts[j].array.release) release_column(&c->parts[j].array);
+                    free(c->parts);
+                }
+            }
         free(all);
         free(array);
         return PyErr_NoMemory();
@@ -1845,13 +1986,13 @@ static PyObject *export_columns(Out *out, StrCol *source) {
 }
 
 PyDoc_STRVAR(decode_doc,
-"decode(body, source) -> (rows, columns, fallback, ignored, event_rows) or None\n\n"
+"decode(body, source) -> (rows, columns, fallback, ignored, runs) or None\n\n"
 "columns: an Arrow C data interface capsule (\"arrow_array\") of a struct array of\n"
 "event_uid, ts, event, the string fields, the integer fields, execution_id, attrs and\n"
 "source; fallback: (resource, scope, span) indices of the spans the reference decoder\n"
-"must read; ignored: spans that are not job events; event_rows: rows of span events\n"
-"(lifecycle steps), which repeat most of their span's row. None when the whole request\n"
-"is for the reference decoder.");
+"must read; ignored: spans that are not job events; runs: whether the columns but\n"
+"event_uid, ts and event are run-end encoded (a request of spans with steps as span\n"
+"events). None when the whole request is for the reference decoder.");
 
 static PyObject *decoder_decode(DecoderObject *self, PyObject *args) {
     if (!self->ready) {
@@ -1879,7 +2020,7 @@ static PyObject *decoder_decode(DecoderObject *self, PyObject *args) {
     if (!rc) {
         out_remember(&out, &self->hints);
         hint_set(&self->hints.body, (size_t)view.len);
-        rc = source_column(&source_col, source, (size_t)source_len, out.rows);
+        rc = source_column(&source_col, source, (size_t)source_len, out.rows, out.in_runs);
     }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
@@ -1889,7 +2030,8 @@ static PyObject *decoder_decode(DecoderObject *self, PyObject *args) {
     } else if (rc) {
         result = Py_NewRef(Py_None);
     } else {
-        size_t rows = out.rows, event_rows = out.event_rows;
+        size_t rows = out.rows;
+        int runs = out.in_runs;
         PyObject *columns = export_columns(&out, &source_col);
         PyObject *fallback = PyList_New((Py_ssize_t)(res.n_fallback / 3));
         int failed = !columns || !fallback;
@@ -1899,8 +2041,8 @@ static PyObject *decoder_decode(DecoderObject *self, PyObject *args) {
             if (!t) failed = 1; else PyList_SET_ITEM(fallback, (Py_ssize_t)i, t);
         }
         if (!failed)
-            result = Py_BuildValue("(nOOin)", (Py_ssize_t)rows, columns, fallback, res.ignored,
-                                   (Py_ssize_t)event_rows);
+            result = Py_BuildValue("(nOOiO)", (Py_ssize_t)rows, columns, fallback, res.ignored,
+                                   runs ? Py_True : Py_False);
         Py_XDECREF(columns);
         Py_XDECREF(fallback);
     }

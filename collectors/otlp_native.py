@@ -35,8 +35,10 @@ from store.schema import (
     EVENTS_SCHEMA,
     EXECUTION_STEPS,
     INT_FIELDS,
+    RUNS_SCHEMA,
     STRING_FIELDS,
     as_runs,
+    is_runs,
 )
 
 try:
@@ -56,15 +58,12 @@ _KEY_FLAGS = {
 _JOB_ID_KEY, _ATTEMPT_KEY, _OPERATION_KEY = 1 << 10, 1 << 11, (1 << 12, 1 << 13)
 _KIND, _STEP, _NO_JOB_ID = 1 << 8, 1 << 9, 1 << 10
 _NO_JOB_ID_KINDS = ("enqueue_deduped", "worker_start", "worker_stop")
-# Run-end encoding pays for itself (bytes written, against its own CPU) once about one
-# row in two comes from a span event; spans without steps give none.
-EVENT_ROWS_FOR_RUNS = 2
-# The order of the columns the extension hands over (a struct array), and their types.
-_NATIVE_SCHEMA = pa.schema([
-    EVENTS_SCHEMA.field(name)
-    for name in ("event_uid", "ts", "event", *STRING_FIELDS, *INT_FIELDS, "execution_id",
+# The order of the columns the extension hands over (a struct array), and their types:
+# plain, or with the columns a span's rows share run-end encoded.
+_NATIVE_ORDER = ("event_uid", "ts", "event", *STRING_FIELDS, *INT_FIELDS, "execution_id",
                  "attrs", "source")
-])
+_NATIVE_SCHEMA = pa.schema([EVENTS_SCHEMA.field(name) for name in _NATIVE_ORDER])
+_NATIVE_RUNS_SCHEMA = pa.schema([RUNS_SCHEMA.field(name) for name in _NATIVE_ORDER])
 
 
 def available() -> bool:
@@ -128,8 +127,8 @@ class NativeTraceDecoder:
 
         The rows are in EVENTS_SCHEMA, or in RUNS_SCHEMA where half of them or more come
         from span events (lifecycle steps), which repeat most of their span's row: that
-        halves what a hot segment writes. `store.schema.as_events` gives either as plain
-        columns.
+        halves what a hot segment writes, and the extension writes a span's shared values
+        once. `store.schema.as_events` gives either as plain columns.
 
         `parse` gives the protobuf message (or raises for a body that is not one); it is
         called only when some span needs the Python path, since parsing costs as much as
@@ -139,37 +138,36 @@ class NativeTraceDecoder:
         if result is None:
             rows, rejected, ignored = decode_traces_rows(parse(), self.normaliser, source)
             return rows_table(rows), rejected, ignored
-        count, columns, fallback, ignored, event_rows = result
-        table = _columns_table(count, columns)
-        rejected: list[Rejected] = []
-        if fallback:
-            rows, rejected, more = decode_traces_rows(
-                parse(), self.normaliser, source, only=frozenset(fallback)
-            )
-            table, ignored = pa.concat_tables([table, rows_table(rows)]), ignored + more
-        # Spans with steps as span events: most of each row repeats the span's own row.
-        if event_rows * EVENT_ROWS_FOR_RUNS >= table.num_rows:
-            table = as_runs(table)
-        return table, rejected, ignored
+        count, columns, fallback, ignored, runs = result
+        table = _columns_table(count, columns, runs)
+        if not fallback:
+            return table, [], ignored
+        rows, rejected, more = decode_traces_rows(
+            parse(), self.normaliser, source, only=frozenset(fallback)
+        )
+        more_rows = as_runs(rows_table(rows)) if is_runs(table) else rows_table(rows)
+        return pa.concat_tables([table, more_rows]), rejected, ignored + more
 
 
 class _NativeColumns:
     """The extension's columns, offered to pyarrow through the Arrow PyCapsule interface."""
 
-    __slots__ = ("capsule",)
+    __slots__ = ("capsule", "schema")
 
-    def __init__(self, capsule: object) -> None:
-        self.capsule = capsule
+    def __init__(self, capsule: object, schema: pa.Schema) -> None:
+        self.capsule, self.schema = capsule, schema
 
     def __arrow_c_array__(self, requested_schema: object = None) -> tuple[object, object]:
-        return _NATIVE_SCHEMA.__arrow_c_schema__(), self.capsule
+        return self.schema.__arrow_c_schema__(), self.capsule
 
 
-def _columns_table(rows: int, columns: object) -> pa.Table:
-    """The rows the extension wrote, without a copy, as a table in EVENTS_SCHEMA."""
+def _columns_table(rows: int, columns: object, runs: bool) -> pa.Table:
+    """The rows the extension wrote, without a copy, as a table in EVENTS_SCHEMA (or
+    RUNS_SCHEMA, for `runs`)."""
     if rows == 0:
         return EVENTS_SCHEMA.empty_table()
-    batch = pa.record_batch(_NativeColumns(columns))
+    schema = _NATIVE_RUNS_SCHEMA if runs else _NATIVE_SCHEMA
+    batch = pa.record_batch(_NativeColumns(columns, schema))
     return pa.Table.from_batches([batch]).select(EVENTS_SCHEMA.names)
 
 
