@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from store import hot_segments
 from store.durable import place, temporary_for, write_parquet
@@ -79,21 +80,23 @@ class SegmentWriter:
         if not (is_runs(table) if self.hot else table.schema == VIEW_SCHEMA):
             table = as_events(table)
         # Day numbers from the integer µs: a division, where formatting every ts as text
-        # cost as much as writing the segment.
-        micros = table["ts"].cast(pa.int64()).to_numpy()
-        days = np.floor_divide(micros, _MICROS_PER_DAY)
-        first, last = (int(days.min()), int(days.max()))
+        # cost as much as writing the segment; per row only when the batch spans days.
+        bounds = pc.min_max(table["ts"])
+        first, last = (bounds["min"].value // _MICROS_PER_DAY,
+                       bounds["max"].value // _MICROS_PER_DAY)
         if first == last:
             self._write_segment(_day_name(first), table)
             return table.num_rows
         table = as_events(table)  # Arrow filters neither string views nor runs
+        days = np.floor_divide(table["ts"].cast(pa.int64()).to_numpy(), _MICROS_PER_DAY)
         for day in np.unique(days).tolist():
             self._write_segment(_day_name(day), table.filter(pa.array(days == day)))
         return table.num_rows
 
     def _write_segment(self, day: str, table: pa.Table) -> Path:
         folder = self.events_dir / f"day={day}"
-        folder.mkdir(parents=True, exist_ok=True)
+        if not folder.is_dir():  # a look, where mkdir of an existing folder raises
+            folder.mkdir(parents=True, exist_ok=True)
         final = folder / _segment_name(hot_segments.SUFFIX if self.hot else ".parquet")
         if self.hot:
             self._write_hot(table, final)
