@@ -721,6 +721,8 @@ static void b2_compress(uint64_t h[8], const uint8_t block[128], uint64_t t, int
     for (int i = 0; i < 8; i++) h[i] ^= v[i] ^ v[i + 8];
 }
 
+static void hex16(const uint64_t h0, const uint64_t h1, char out[32]);
+
 /* The 16-byte BLAKE2b digest of `n` bytes, as 32 hex digits (content_uid in normalise.py). */
 static void blake2b16_hex(const uint8_t *in, size_t n, char out[32]) {
     uint64_t h[8];
@@ -738,12 +740,82 @@ static void blake2b16_hex(const uint8_t *in, size_t n, char out[32]) {
     memcpy(block, in, n);
     t += n;
     b2_compress(h, block, t, 1);
+    hex16(h[0], h[1], out);
+}
+
+static void hex16(const uint64_t h0, const uint64_t h1, char out[32]) {
     static const char hexd[] = "0123456789abcdef";
     for (int i = 0; i < 16; i++) {
-        uint8_t byte = (uint8_t)(h[i / 8] >> (8 * (i % 8)));
+        uint8_t byte = (uint8_t)((i < 8 ? h0 : h1) >> (8 * (i % 8)));
         out[2 * i] = hexd[byte >> 4];
         out[2 * i + 1] = hexd[byte & 15];
     }
+}
+
+/* Four digests at once, one message a lane: a span's rows have four or so uids of one
+ * block each, and the lanes of a vector unit hash them in the time of little more than
+ * one (GCC's vector extensions; with target clones, AVX2 or AVX-512 where the machine
+ * has them). Each message is at most one block. */
+typedef uint64_t u64x4 __attribute__((vector_size(32)));
+
+#define ROTR4(x, n) (((x) >> (n)) | ((x) << (64 - (n))))
+#define B2_G4(a, b, c, d, x, y)                                                   \
+    do {                                                                          \
+        v[a] = v[a] + v[b] + (x); v[d] = ROTR4(v[d] ^ v[a], 32);                  \
+        v[c] = v[c] + v[d];       v[b] = ROTR4(v[b] ^ v[c], 24);                  \
+        v[a] = v[a] + v[b] + (y); v[d] = ROTR4(v[d] ^ v[a], 16);                  \
+        v[c] = v[c] + v[d];       v[b] = ROTR4(v[b] ^ v[c], 63);                  \
+    } while (0)
+
+#if defined(__GNUC__) && __GNUC__ >= 11 && !defined(__clang__) && defined(__x86_64__) && \
+    defined(__linux__)
+#define B2_CLONES __attribute__((target_clones("arch=x86-64-v4", "avx2", "default")))
+#else
+#define B2_CLONES
+#endif
+
+B2_CLONES
+static void blake2b16_hex_x4(const uint8_t *const in[4], const size_t n[4], char out[4][32]) {
+    uint64_t words[4][16];
+    memset(words, 0, sizeof words);
+    for (int lane = 0; lane < 4; lane++) memcpy(words[lane], in[lane], n[lane]);
+    u64x4 m[16], v[16], h[8];
+    for (int w = 0; w < 16; w++) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        m[w] = (u64x4){words[0][w], words[1][w], words[2][w], words[3][w]};
+#else
+        uint64_t lanes[4];
+        for (int lane = 0; lane < 4; lane++) {
+            const uint8_t *b = (const uint8_t *)&words[lane][w];
+            uint64_t x = 0;
+            for (int j = 7; j >= 0; j--) x = (x << 8) | b[j];
+            lanes[lane] = x;
+        }
+        m[w] = (u64x4){lanes[0], lanes[1], lanes[2], lanes[3]};
+#endif
+    }
+    for (int i = 0; i < 8; i++) {
+        uint64_t first = B2_IV[i] ^ (i == 0 ? 0x01010000ULL ^ 16 : 0);
+        h[i] = (u64x4){first, first, first, first};
+        v[i] = h[i];
+        v[i + 8] = (u64x4){B2_IV[i], B2_IV[i], B2_IV[i], B2_IV[i]};
+    }
+    v[12] ^= (u64x4){n[0], n[1], n[2], n[3]};
+    v[14] = ~v[14]; /* every lane's only block is its last */
+#pragma GCC unroll 12
+    for (int r = 0; r < 12; r++) {
+        const uint8_t *s = B2_SIGMA[r];
+        B2_G4(0, 4, 8, 12, m[s[0]], m[s[1]]);
+        B2_G4(1, 5, 9, 13, m[s[2]], m[s[3]]);
+        B2_G4(2, 6, 10, 14, m[s[4]], m[s[5]]);
+        B2_G4(3, 7, 11, 15, m[s[6]], m[s[7]]);
+        B2_G4(0, 5, 10, 15, m[s[8]], m[s[9]]);
+        B2_G4(1, 6, 11, 12, m[s[10]], m[s[11]]);
+        B2_G4(2, 7, 8, 13, m[s[12]], m[s[13]]);
+        B2_G4(3, 4, 9, 14, m[s[14]], m[s[15]]);
+    }
+    u64x4 h0 = h[0] ^ v[0] ^ v[8], h1 = h[1] ^ v[1] ^ v[9];
+    for (int lane = 0; lane < 4; lane++) hex16(h0[lane], h1[lane], out[lane]);
 }
 
 /* ------------------------------------------------------------------ output columns */
@@ -754,6 +826,10 @@ typedef struct {
     Buf data, offsets, valid, runs;
     size_t rows;
     int64_t nulls;
+    /* Where the last value came from (an attribute) and in which span: the same source
+     * in the same span is the same value, known without comparing bytes. */
+    const void *last_from;
+    size_t last_span;
 } StrCol;
 
 typedef struct {
@@ -839,11 +915,26 @@ static inline int str_is_last(const StrCol *c, const char *p, size_t n, int vali
 static inline int str_put(StrCol *c, const char *p, size_t n, int valid, size_t row,
                           int in_runs) {
     if (!in_runs) return str_push(c, p, n, valid);
+    c->last_from = NULL;
     if (c->rows && str_is_last(c, p, n, valid)) {
         run_extend(&c->runs, c->rows, row);
         return 0;
     }
     return str_push(c, p, n, valid) || run_open(&c->runs, row) ? -1 : 0;
+}
+
+/* str_put of a value taken from `from` (an attribute, unchanged while span `span` is
+ * decoded). */
+static inline int str_put_from(StrCol *c, const void *from, size_t span, const char *p,
+                               size_t n, int valid, size_t row, int in_runs) {
+    if (in_runs && c->rows && from == c->last_from && span == c->last_span) {
+        run_extend(&c->runs, c->rows, row);
+        return 0;
+    }
+    if (str_put(c, p, n, valid, row, in_runs)) return -1;
+    c->last_from = from;
+    c->last_span = span;
+    return 0;
 }
 
 static inline int int_put(IntCol *c, int64_t v, int valid, size_t row, int in_runs) {
@@ -897,6 +988,7 @@ typedef struct {
     /* Run-end encode the columns a span's rows share (all but uid, ts and event): set for
      * a request whose spans carry their steps as span events. */
     int in_runs;
+    size_t span; /* counts the spans decoded, from 1 */
 } Out;
 
 static void str_col_free(StrCol *c) {
@@ -1202,7 +1294,7 @@ typedef struct {
     const Config *c;
     Out *out;
     Buf *arena; /* JSON fragments of this request */
-    Buf scratch, json, uid_in;
+    Buf scratch, json, uid_in, uids;
     struct Record *span_rec, *rec;
     Attr worker; /* host:pid of the current resource */
 } Ctx;
@@ -1290,10 +1382,10 @@ static int emit(Ctx *x, Record *r, long kind, uint64_t time_ns, const char *uid)
         if (!a || a->type == V_NONE) {
             rc = str_put(col, NULL, 0, 0, row, in_runs);
         } else if (a->type == V_STR) {
-            rc = str_put(col, (const char *)a->s.p, a->s.n, 1, row, in_runs);
+            rc = str_put_from(col, a, o->span, (const char *)a->s.p, a->s.n, 1, row, in_runs);
         } else {
             char digits[24];
-            rc = str_put(col, digits, itoa64(a->i, digits), 1, row, in_runs);
+            rc = str_put_from(col, a, o->span, digits, itoa64(a->i, digits), 1, row, in_runs);
         }
         if (rc) return NOMEM;
     }
@@ -1305,8 +1397,9 @@ static int emit(Ctx *x, Record *r, long kind, uint64_t time_ns, const char *uid)
     }
     const Attr *e = execution >= 0 ? r->e[execution] : NULL;
     int valid = e && e->type == V_STR;
-    if (str_put(&o->fixed[C_EXECUTION], valid ? (const char *)e->s.p : NULL,
-                valid ? e->s.n : 0, valid, row, in_runs))
+    if (valid ? str_put_from(&o->fixed[C_EXECUTION], e, o->span, (const char *)e->s.p,
+                             e->s.n, 1, row, in_runs)
+              : str_put(&o->fixed[C_EXECUTION], NULL, 0, 0, row, in_runs))
         return NOMEM;
     if (str_put(&o->fixed[C_ATTRS], json->data, json->len, any, row, in_runs)) return NOMEM;
     o->rows++;
@@ -1423,14 +1516,66 @@ static int uid_prefix(Ctx *x, Str trace_hex, Str span_hex, size_t *length) {
     return 0;
 }
 
-/* The uid of the span's row `index` (-1 for the span's own), after uid_prefix(). */
-static int span_uid(Ctx *x, size_t prefix, long index, char uid[32]) {
-    char digits[24];
-    size_t n = itoa64(index, digits);
-    Buf *in = &x->uid_in;
-    in->len = prefix;
-    if (buf_put(in, digits, n) || buf_put(in, "\x1f", 1)) return NOMEM;
-    blake2b16_hex((const uint8_t *)in->data, in->len, uid);
+/* Up to four one-block messages (the uid prefix, then each lane's tail) hashed at once. */
+typedef struct {
+    char tail[4][24];
+    size_t tail_n[4];
+    char *out[4];
+    int n;
+} UidLanes;
+
+static void uid_lanes_hash(UidLanes *l, const char *prefix, size_t prefix_n) {
+    if (!l->n) return;
+    if (l->n == 1) { /* a span without steps: one uid, hashed alone */
+        uint8_t block[128];
+        memcpy(block, prefix, prefix_n);
+        memcpy(block + prefix_n, l->tail[0], l->tail_n[0]);
+        blake2b16_hex(block, prefix_n + l->tail_n[0], l->out[0]);
+        l->n = 0;
+        return;
+    }
+    uint8_t blocks[4][128];
+    const uint8_t *in[4];
+    size_t lengths[4];
+    char digests[4][32];
+    for (int lane = 0; lane < 4; lane++) {
+        int from = lane < l->n ? lane : 0; /* spare lanes hash a copy of the first */
+        memcpy(blocks[lane], prefix, prefix_n);
+        memcpy(blocks[lane] + prefix_n, l->tail[from], l->tail_n[from]);
+        in[lane] = blocks[lane];
+        lengths[lane] = prefix_n + l->tail_n[from];
+    }
+    blake2b16_hex_x4(in, lengths, digests);
+    for (int lane = 0; lane < l->n; lane++) memcpy(l->out[lane], digests[lane], 32);
+    l->n = 0;
+}
+
+/* The uids of the span's rows, into x->uids: slot index + 1 for the row of event `index`
+ * (-1: the span's own row), for the events that are steps. After uid_prefix(). */
+static int span_uids(Ctx *x, size_t prefix, const Parsed *q, const Span *sp) {
+    size_t slots = sp->e1 - sp->e0 + 1;
+    Buf *in = &x->uid_in, *uids = &x->uids;
+    uids->len = 0;
+    if (buf_reserve(uids, 32 * slots)) return NOMEM;
+    uids->len = 32 * slots;
+    UidLanes lanes = {.n = 0};
+    for (long index = -1; index < (long)(slots - 1); index++) {
+        if (index >= 0 && !(q->events[sp->e0 + (size_t)index].kind & N_KIND)) continue;
+        char *uid = uids->data + 32 * (size_t)(index + 1);
+        char *tail = lanes.tail[lanes.n];
+        size_t n = itoa64(index, tail);
+        tail[n++] = '\x1f';
+        if (prefix + n > 128) { /* more than a block: one at a time */
+            in->len = prefix;
+            if (buf_put(in, tail, n)) return NOMEM;
+            blake2b16_hex((const uint8_t *)in->data, in->len, uid);
+            continue;
+        }
+        lanes.tail_n[lanes.n] = n;
+        lanes.out[lanes.n++] = uid;
+        if (lanes.n == 4) uid_lanes_hash(&lanes, in->data, prefix);
+    }
+    uid_lanes_hash(&lanes, in->data, prefix);
     return 0;
 }
 
@@ -1499,7 +1644,8 @@ static int decode_span(Ctx *x, const Parsed *q, const Span *sp, const Record *ba
     if (uid_prefix(x, trace_s, span_s, &prefix)) return NOMEM;
     Mark before;
     mark(x->out, &before);
-    char uid[32];
+    x->out->span++; /* what a column took from this span's attributes is known by source */
+    if (span_uids(x, prefix, q, sp)) return NOMEM;
     long bare_row = -1; /* the row of this span's last event without attributes */
     for (long index = -1; !rc && index < (long)(sp->e1 - sp->e0); index++) {
         const Event *ev = index >= 0 ? &q->events[sp->e0 + (size_t)index] : NULL;
@@ -1510,10 +1656,10 @@ static int decode_span(Ctx *x, const Parsed *q, const Span *sp, const Record *ba
             if (!(kind & N_KIND)) continue;
             time_ns = ev->time;
         }
+        const char *uid = x->uids.data + 32 * (size_t)(index + 1);
         int bare = ev && ev->a0 == ev->a1;
         if (bare && bare_row >= 0) {
-            rc = span_uid(x, prefix, index, uid);
-            if (!rc) rc = emit_again(x, (size_t)bare_row, kind, time_ns, uid);
+            rc = emit_again(x, (size_t)bare_row, kind, time_ns, uid);
             continue;
         }
         record_copy(rec, span_rec);
@@ -1543,7 +1689,6 @@ static int decode_span(Ctx *x, const Parsed *q, const Span *sp, const Record *ba
         if (!rc && record_find(rec, K_SPAN) < 0) rc = record_set(rec, &span_a);
         if (!rc && execution.p && record_find(rec, K_EXECUTION) < 0)
             rc = record_set(rec, &execution_a);
-        if (!rc) rc = span_uid(x, prefix, index, uid);
         if (!rc) rc = emit(x, rec, kind, time_ns, uid);
         if (!rc && bare) bare_row = (long)x->out->rows - 1;
     }
@@ -1680,6 +1825,7 @@ static int decode_request(const Config *c, Str body, Out *out, Result *res, Hint
     buf_free(&x.scratch);
     buf_free(&x.json);
     buf_free(&x.uid_in);
+    buf_free(&x.uids);
     free(x.span_rec);
     free(x.rec);
     free(base);

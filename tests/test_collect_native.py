@@ -233,6 +233,24 @@ def test_step_events_without_attributes_give_the_reference_rows_natively() -> No
     assert fallback == []
 
 
+@pytest.mark.parametrize("steps", [1, 3, 4, 5, 9])
+def test_the_uids_of_a_span_with_any_number_of_steps_are_the_reference_uids(steps: int) -> None:
+    # A span's uids are hashed four at a time: full groups, and groups with lanes to spare.
+    events = [(name, T + i) for i, name in enumerate(["side_effect", "commit", "ack"] * 3)]
+    request = _job_span("process", events[:steps], _job("messaging.message.id", "m-1"))
+    native, reference = _native_and_reference(request)
+    assert native[0].equals(reference[0])  # each row with its own uid
+    assert native[0].num_rows == steps + 1
+
+
+def test_uids_longer_than_one_hash_block_are_the_reference_uids() -> None:
+    request = _job_span("process", [("ack", T)], _job("messaging.message.id", "m-1"))
+    request.resource_spans[0].scope_spans[0].spans[0].trace_id = b"\x07" * 64
+    native, reference = _native_and_reference(request)
+    assert native[0].equals(reference[0])
+    assert native[0].num_rows == 2
+
+
 def test_a_later_step_that_needs_the_job_id_a_span_lacks_gets_the_reference_answer() -> None:
     request = _job_span("worker_start", [("worker_stop", T), ("ack", T + 1)])
     native, reference = _native_and_reference(request)
