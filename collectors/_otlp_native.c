@@ -885,6 +885,8 @@ static int bit_at(const Buf *valid, size_t row) {
 static size_t value_of(const Buf *runs, size_t values, size_t row, int in_runs) {
     if (!in_runs) return row;
     const int32_t *end = (const int32_t *)runs->data;
+    if (values == 1 || (values > 1 && (size_t)end[values - 2] <= row))
+        return values - 1; /* the last run: a span's rows are asked for while it is written */
     size_t lo = 0, hi = values;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -1017,19 +1019,35 @@ static void out_free(Out *o) {
 typedef struct Record {
     const Attr *e[MAX_ENTRIES];
     int n;
+    /* At least the entries' key-hash bits (1 << hash % 64) and flags: a key or a flag
+     * missing here is missing from the record, found without a scan. */
+    uint64_t hashes;
+    long flags;
 } Record;
+
+static void record_clear(Record *r) {
+    r->n = 0;
+    r->hashes = 0;
+    r->flags = 0;
+}
 
 /* {**record, key: value}: a key already there keeps its place and takes the new value. */
 static int record_set(Record *r, const Attr *a) {
-    for (int i = 0; i < r->n; i++) {
-        if (r->e[i]->hash == a->hash && r->e[i]->key.n == a->key.n &&
-            memcmp(r->e[i]->key.p, a->key.p, a->key.n) == 0) {
-            r->e[i] = a;
-            return 0;
+    uint64_t bit = 1ULL << (a->hash % 64);
+    if (r->hashes & bit) {
+        for (int i = 0; i < r->n; i++) {
+            if (r->e[i]->hash == a->hash && r->e[i]->key.n == a->key.n &&
+                memcmp(r->e[i]->key.p, a->key.p, a->key.n) == 0) {
+                r->e[i] = a;
+                r->flags |= a->flags;
+                return 0;
+            }
         }
     }
     if (r->n == MAX_ENTRIES) return ODD;
     r->e[r->n++] = a;
+    r->hashes |= bit;
+    r->flags |= a->flags;
     return 0;
 }
 
@@ -1037,9 +1055,12 @@ static int record_set(Record *r, const Attr *a) {
 static void record_copy(Record *to, const Record *from) {
     memcpy(to->e, from->e, (size_t)from->n * sizeof(const Attr *));
     to->n = from->n;
+    to->hashes = from->hashes;
+    to->flags = from->flags;
 }
 
 static int record_find(const Record *r, long flag) {
+    if (!(r->flags & flag)) return -1;
     for (int i = 0; i < r->n; i++)
         if (r->e[i]->flags & flag) return i;
     return -1;
@@ -1700,7 +1721,7 @@ static int decode_span(Ctx *x, const Parsed *q, const Span *sp, const Record *ba
 static int resource_base(Ctx *x, const Parsed *q, const Resource *res, Record *base,
                          Buf *identity) {
     const Config *c = x->c;
-    base->n = 0;
+    record_clear(base);
     for (size_t i = res->a0; i < res->a1; i++) {
         const Attr *a = &q->res_attrs[i];
         if (a->type > V_INT) return ODD;
