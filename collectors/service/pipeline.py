@@ -153,6 +153,7 @@ class Pipeline:
         self._pending: deque[Ticket] = deque()
         self._pending_rows = 0
         self._cond = threading.Condition()
+        self._claims = threading.Lock()  # taken before _cond where both are
         self._recent = RecentUids()
         # Hot segments where the store has them: a group commit is small and compaction
         # soon rewrites it, so the cheapest durable form wins (store/hot_segments.py).
@@ -185,20 +186,24 @@ class Pipeline:
             return ticket
         if not is_runs(table):  # kept run-end encoded: the hot segments store it so
             table = as_events(table)
-        with self._cond:
-            if self._stopping:
-                raise WriteFailed("the collector is shutting down")
-            # One oversized batch is still let in when the queue is empty, or it never could be.
-            if self._pending_rows and self._pending_rows + table.num_rows > self.queue_rows:
-                self.stats.throttled += 1
-                raise QueueFull(retry_after=1)
+        # Claiming and queueing under a lock of their own: the writer, which takes the
+        # queue's lock to take batches and to answer them, never waits for a claim.
+        with self._claims:
+            with self._cond:
+                if self._stopping:
+                    raise WriteFailed("the collector is shutting down")
+                # One oversized batch is let in when the queue is empty, or it never could be.
+                if self._pending_rows and self._pending_rows + table.num_rows > self.queue_rows:
+                    self.stats.throttled += 1
+                    raise QueueFull(retry_after=1)
             keep = self._recent.claim(table.column("event_uid"))
             if not keep.all():  # Arrow filters no runs: a resent batch's rows come out plain
                 table = as_events(table).filter(pa.array(keep, type=pa.bool_()))
             ticket.table, ticket.repeats = table, ticket.rows - table.num_rows
-            self._pending.append(ticket)
-            self._pending_rows += ticket.rows
-            self._cond.notify()
+            with self._cond:
+                self._pending.append(ticket)
+                self._pending_rows += ticket.rows
+                self._cond.notify()
         return ticket
 
     def _take(self) -> list[Ticket]:
@@ -232,11 +237,12 @@ class Pipeline:
             log.exception("store write failed: %s", exc)
             error = exc
         elapsed_ms = (time.perf_counter() - started) * 1000
-        with self._cond:
-            if error is not None:
+        if error is not None:
+            with self._claims, self._cond:  # no batch is claimed or queued meanwhile
                 tickets = tickets + self._fail_repeaters()
                 for ticket in tickets:
                     self._recent.release(ticket.table.column("event_uid"))  # the retry gets in
+        with self._cond:
             for ticket in tickets:
                 self._pending_rows -= ticket.rows
             stats = self.stats
