@@ -218,7 +218,27 @@ static PyObject *uid_claim(UidMemoryObject *self, PyObject *args) {
     char *out = PyBytes_AS_STRING(mask);
     int bad = 0, nomem = 0;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t start = 0; !bad && start < c.count; start += BLOCK) {
+    /* A column the current generation has room for: nothing is dropped while it is
+     * claimed, so each uid is added right after its lookups, while its slot is cached. */
+    int fits = self->current.slots && self->current.count + (size_t)c.count <= self->per_generation;
+    Py_ssize_t added = 0; /* the uids before it are claimed */
+    for (Py_ssize_t start = 0; fits && !bad && start < c.count; start += BLOCK) {
+        Py_ssize_t end = start + BLOCK < c.count ? start + BLOCK : c.count;
+        added = start;
+        for (Py_ssize_t i = start; i < end; i++) {
+            const uint8_t *p;
+            size_t n;
+            if (column_get(&c, i, &p, &n)) { bad = 1; break; }
+            keys[i] = key_of(p, n);
+            prefetch(&self->current, keys[i]);
+            prefetch(&self->previous, keys[i]);
+        }
+        for (Py_ssize_t i = start; !bad && i < end; i++)
+            out[i] = !contains(&self->previous, keys[i]) && insert(&self->current, keys[i]);
+    }
+    for (Py_ssize_t i = 0; fits && bad && i < added; i++) /* nothing claimed after all */
+        if (out[i]) forget(&self->current, keys[i]);
+    for (Py_ssize_t start = 0; !fits && !bad && start < c.count; start += BLOCK) {
         Py_ssize_t end = start + BLOCK < c.count ? start + BLOCK : c.count;
         for (Py_ssize_t i = start; i < end; i++) {
             const uint8_t *p;
@@ -232,7 +252,7 @@ static PyObject *uid_claim(UidMemoryObject *self, PyObject *args) {
             out[i] = !(contains(&self->current, keys[i]) || contains(&self->previous, keys[i]));
     }
     /* Then the fresh ones go in; one already in is a repeat within the column. */
-    for (Py_ssize_t i = 0; !bad && !nomem && i < c.count; i++) {
+    for (Py_ssize_t i = 0; !fits && !bad && !nomem && i < c.count; i++) {
         if (!out[i]) continue;
         if (self->current.count >= self->per_generation) {
             if (roll(self)) { nomem = 1; break; }

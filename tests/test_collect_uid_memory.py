@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -79,3 +80,15 @@ def test_both_memories_give_the_same_answers(native: bool) -> None:
     _claim(recent, ["a", "b"])
     recent.release(pa.array(["b"]))
     assert _claim(recent, ["a", "b", "c", "c"]) == [False, True, True, False]
+
+
+def test_a_column_with_offsets_outside_its_data_claims_none_of_its_uids() -> None:
+    memory = UidMemory(1000)
+    uids = [f"{i:032x}" for i in range(1, 101)]
+    data = "".join(uids).encode()
+    offsets = np.arange(0, 32 * 101, 32, dtype=np.int32)
+    offsets[80] = len(data) + 1  # the 80th uid ends past the data
+    with pytest.raises(ValueError, match="outside the data"):
+        memory.claim(offsets.tobytes(), data, 0, 100)
+    good = np.arange(0, 32 * 101, 32, dtype=np.int32)
+    assert all(np.frombuffer(memory.claim(good.tobytes(), data, 0, 100), dtype=np.bool_))
