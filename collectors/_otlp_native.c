@@ -688,6 +688,23 @@ static const uint8_t B2_SIGMA[12][16] = {
         v[c] = v[c] + v[d];       v[b] = ROTR64(v[b] ^ v[c], 63);                 \
     } while (0)
 
+/* BLAKE2b's twelve rounds over v[16] and the message words m[16], with the G of one word
+ * width (a word, or a vector of them). Unrolled, the message words each round takes are
+ * fixed and stay in registers. */
+#define B2_ROUNDS(G)                                                              \
+    _Pragma("GCC unroll 12")                                                      \
+    for (int r = 0; r < 12; r++) {                                                \
+        const uint8_t *s = B2_SIGMA[r];                                           \
+        G(0, 4, 8, 12, m[s[0]], m[s[1]]);                                         \
+        G(1, 5, 9, 13, m[s[2]], m[s[3]]);                                         \
+        G(2, 6, 10, 14, m[s[4]], m[s[5]]);                                        \
+        G(3, 7, 11, 15, m[s[6]], m[s[7]]);                                        \
+        G(0, 5, 10, 15, m[s[8]], m[s[9]]);                                        \
+        G(1, 6, 11, 12, m[s[10]], m[s[11]]);                                      \
+        G(2, 7, 8, 13, m[s[12]], m[s[13]]);                                       \
+        G(3, 4, 9, 14, m[s[14]], m[s[15]]);                                       \
+    }
+
 static void b2_compress(uint64_t h[8], const uint8_t block[128], uint64_t t, int last) {
     uint64_t v[16], m[16];
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -705,23 +722,19 @@ static void b2_compress(uint64_t h[8], const uint8_t block[128], uint64_t t, int
     }
     v[12] ^= t;
     if (last) v[14] = ~v[14];
-    /* Unrolled, the message words each round takes are fixed and stay in registers. */
-#pragma GCC unroll 12
-    for (int r = 0; r < 12; r++) {
-        const uint8_t *s = B2_SIGMA[r];
-        B2_G(0, 4, 8, 12, m[s[0]], m[s[1]]);
-        B2_G(1, 5, 9, 13, m[s[2]], m[s[3]]);
-        B2_G(2, 6, 10, 14, m[s[4]], m[s[5]]);
-        B2_G(3, 7, 11, 15, m[s[6]], m[s[7]]);
-        B2_G(0, 5, 10, 15, m[s[8]], m[s[9]]);
-        B2_G(1, 6, 11, 12, m[s[10]], m[s[11]]);
-        B2_G(2, 7, 8, 13, m[s[12]], m[s[13]]);
-        B2_G(3, 4, 9, 14, m[s[14]], m[s[15]]);
-    }
+    B2_ROUNDS(B2_G);
     for (int i = 0; i < 8; i++) h[i] ^= v[i] ^ v[i + 8];
 }
 
-static void hex16(const uint64_t h0, const uint64_t h1, char out[32]);
+/* A digest's first 16 bytes (h0, h1 little-endian) as 32 hex digits. */
+static void hex16(const uint64_t h0, const uint64_t h1, char out[32]) {
+    static const char hexd[] = "0123456789abcdef";
+    for (int i = 0; i < 16; i++) {
+        uint8_t byte = (uint8_t)((i < 8 ? h0 : h1) >> (8 * (i % 8)));
+        out[2 * i] = hexd[byte >> 4];
+        out[2 * i + 1] = hexd[byte & 15];
+    }
+}
 
 /* The 16-byte BLAKE2b digest of `n` bytes, as 32 hex digits (content_uid in normalise.py). */
 static void blake2b16_hex(const uint8_t *in, size_t n, char out[32]) {
@@ -743,29 +756,11 @@ static void blake2b16_hex(const uint8_t *in, size_t n, char out[32]) {
     hex16(h[0], h[1], out);
 }
 
-static void hex16(const uint64_t h0, const uint64_t h1, char out[32]) {
-    static const char hexd[] = "0123456789abcdef";
-    for (int i = 0; i < 16; i++) {
-        uint8_t byte = (uint8_t)((i < 8 ? h0 : h1) >> (8 * (i % 8)));
-        out[2 * i] = hexd[byte >> 4];
-        out[2 * i + 1] = hexd[byte & 15];
-    }
-}
-
 /* Four digests at once, one message a lane: a span's rows have four or so uids of one
  * block each, and the lanes of a vector unit hash them in the time of little more than
  * one (GCC's vector extensions; with target clones, AVX2 or AVX-512 where the machine
  * has them). Each message is at most one block. */
 typedef uint64_t u64x4 __attribute__((vector_size(32)));
-
-#define ROTR4(x, n) (((x) >> (n)) | ((x) << (64 - (n))))
-#define B2_G4(a, b, c, d, x, y)                                                   \
-    do {                                                                          \
-        v[a] = v[a] + v[b] + (x); v[d] = ROTR4(v[d] ^ v[a], 32);                  \
-        v[c] = v[c] + v[d];       v[b] = ROTR4(v[b] ^ v[c], 24);                  \
-        v[a] = v[a] + v[b] + (y); v[d] = ROTR4(v[d] ^ v[a], 16);                  \
-        v[c] = v[c] + v[d];       v[b] = ROTR4(v[b] ^ v[c], 63);                  \
-    } while (0)
 
 #if defined(__GNUC__) && __GNUC__ >= 11 && !defined(__clang__) && defined(__x86_64__) && \
     defined(__linux__)
@@ -802,18 +797,7 @@ static void blake2b16_hex_x4(const uint8_t *const in[4], const size_t n[4], char
     }
     v[12] ^= (u64x4){n[0], n[1], n[2], n[3]};
     v[14] = ~v[14]; /* every lane's only block is its last */
-#pragma GCC unroll 12
-    for (int r = 0; r < 12; r++) {
-        const uint8_t *s = B2_SIGMA[r];
-        B2_G4(0, 4, 8, 12, m[s[0]], m[s[1]]);
-        B2_G4(1, 5, 9, 13, m[s[2]], m[s[3]]);
-        B2_G4(2, 6, 10, 14, m[s[4]], m[s[5]]);
-        B2_G4(3, 7, 11, 15, m[s[6]], m[s[7]]);
-        B2_G4(0, 5, 10, 15, m[s[8]], m[s[9]]);
-        B2_G4(1, 6, 11, 12, m[s[10]], m[s[11]]);
-        B2_G4(2, 7, 8, 13, m[s[12]], m[s[13]]);
-        B2_G4(3, 4, 9, 14, m[s[14]], m[s[15]]);
-    }
+    B2_ROUNDS(B2_G); /* the scalar G: its operators work lane by lane on vectors */
     u64x4 h0 = h[0] ^ v[0] ^ v[8], h1 = h[1] ^ v[1] ^ v[9];
     for (int lane = 0; lane < 4; lane++) hex16(h0[lane], h1[lane], out[lane]);
 }

@@ -200,6 +200,21 @@ static int column_get(const Column *c, Py_ssize_t i, const uint8_t **p, size_t *
     return 0;
 }
 
+/* The keys of uids start..end of the column, their slots fetched ahead; -1 when one's
+ * offsets lie outside the data. */
+static int block_keys(const UidMemoryObject *self, const Column *c, Key *keys,
+                      Py_ssize_t start, Py_ssize_t end) {
+    for (Py_ssize_t i = start; i < end; i++) {
+        const uint8_t *p;
+        size_t n;
+        if (column_get(c, i, &p, &n)) return -1;
+        keys[i] = key_of(p, n);
+        prefetch(&self->current, keys[i]);
+        prefetch(&self->previous, keys[i]);
+    }
+    return 0;
+}
+
 /* Claims each uid of the column: 1 where it was neither remembered nor earlier in the
  * column (it is remembered now), 0 for a repeat. Every uid is looked up before any is
  * added, so a column longer than the memory is still checked against all it held. Runs
@@ -225,14 +240,7 @@ static PyObject *uid_claim(UidMemoryObject *self, PyObject *args) {
     for (Py_ssize_t start = 0; fits && !bad && start < c.count; start += BLOCK) {
         Py_ssize_t end = start + BLOCK < c.count ? start + BLOCK : c.count;
         added = start;
-        for (Py_ssize_t i = start; i < end; i++) {
-            const uint8_t *p;
-            size_t n;
-            if (column_get(&c, i, &p, &n)) { bad = 1; break; }
-            keys[i] = key_of(p, n);
-            prefetch(&self->current, keys[i]);
-            prefetch(&self->previous, keys[i]);
-        }
+        bad = block_keys(self, &c, keys, start, end);
         for (Py_ssize_t i = start; !bad && i < end; i++)
             out[i] = !contains(&self->previous, keys[i]) && insert(&self->current, keys[i]);
     }
@@ -240,14 +248,7 @@ static PyObject *uid_claim(UidMemoryObject *self, PyObject *args) {
         if (out[i]) forget(&self->current, keys[i]);
     for (Py_ssize_t start = 0; !fits && !bad && start < c.count; start += BLOCK) {
         Py_ssize_t end = start + BLOCK < c.count ? start + BLOCK : c.count;
-        for (Py_ssize_t i = start; i < end; i++) {
-            const uint8_t *p;
-            size_t n;
-            if (column_get(&c, i, &p, &n)) { bad = 1; break; }
-            keys[i] = key_of(p, n);
-            prefetch(&self->current, keys[i]);
-            prefetch(&self->previous, keys[i]);
-        }
+        bad = block_keys(self, &c, keys, start, end);
         for (Py_ssize_t i = start; !bad && i < end; i++)
             out[i] = !(contains(&self->current, keys[i]) || contains(&self->previous, keys[i]));
     }
