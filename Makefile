@@ -7,7 +7,8 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint bench install browser clean
 
-$(STAMP): pyproject.toml
+# The C extensions are built by the install: a changed source installs (builds) again.
+$(STAMP): pyproject.toml setup.py $(wildcard collectors/*.c)
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'

@@ -1,20 +1,26 @@
 """Native OTLP decoding and uid memory: optional, the Python paths serve without a compiler."""
 
+import hashlib
+from pathlib import Path
+
 from setuptools import Extension, setup
 
-setup(
-    ext_modules=[
-        Extension(
-            "collectors._otlp_native",
-            ["collectors/_otlp_native.c"],
-            extra_compile_args=["-O3"],
-            optional=True,
-        ),
-        Extension(
-            "collectors._uid_memory",
-            ["collectors/_uid_memory.c"],
-            extra_compile_args=["-O3"],
-            optional=True,
-        ),
-    ]
-)
+HERE = Path(__file__).parent
+
+
+def native(name: str) -> Extension:
+    """`collectors.<name>` from `collectors/<name>.c`, carrying the digest of that source:
+    a test compares it with the source beside it, so a build left over from an earlier
+    source is caught, not tested in its place."""
+    source = f"collectors/{name}.c"
+    digest = hashlib.sha256((HERE / source).read_bytes()).hexdigest()[:16]
+    return Extension(
+        f"collectors.{name}",
+        [source],
+        extra_compile_args=["-O3"],
+        define_macros=[("SOURCE_DIGEST", f'"{digest}"')],
+        optional=True,
+    )
+
+
+setup(ext_modules=[native("_otlp_native"), native("_uid_memory")])

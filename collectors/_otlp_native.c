@@ -13,6 +13,9 @@
  * are defined once, in collectors/mapping.py and store/schema.py.
  */
 #define PY_SSIZE_T_CLEAN
+#ifndef SOURCE_DIGEST /* setup.py defines it: the first 16 hex digits of this file's sha256 */
+#define SOURCE_DIGEST "unknown"
+#endif
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
@@ -2230,7 +2233,8 @@ PyMODINIT_FUNC PyInit__otlp_native(void) {
     if (PyType_Ready(&DecoderType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (!m) return NULL;
-    if (PyModule_AddObjectRef(m, "Decoder", (PyObject *)&DecoderType) < 0) {
+    if (PyModule_AddObjectRef(m, "Decoder", (PyObject *)&DecoderType) < 0 ||
+        PyModule_AddStringConstant(m, "SOURCE_DIGEST", SOURCE_DIGEST) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -12,6 +12,9 @@
  * dropped, so the memory always holds the last capacity/2 to capacity uids.
  */
 #define PY_SSIZE_T_CLEAN
+#ifndef SOURCE_DIGEST /* setup.py defines it: the first 16 hex digits of this file's sha256 */
+#define SOURCE_DIGEST "unknown"
+#endif
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
@@ -356,7 +359,8 @@ PyMODINIT_FUNC PyInit__uid_memory(void) {
     if (PyType_Ready(&UidMemoryType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (!m) return NULL;
-    if (PyModule_AddObjectRef(m, "UidMemory", (PyObject *)&UidMemoryType) < 0) {
+    if (PyModule_AddObjectRef(m, "UidMemory", (PyObject *)&UidMemoryType) < 0 ||
+        PyModule_AddStringConstant(m, "SOURCE_DIGEST", SOURCE_DIGEST) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -4,6 +4,7 @@ a collector running in a thread or a subprocess, and small HTTP calls."""
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
 import socket
 import subprocess
@@ -227,3 +228,9 @@ class SlowStore:
 
     def close(self) -> None:
         self.inner.close()
+
+
+def source_digest(module: Any, source: str) -> str:
+    """What setup.py builds into a native module: the sha256 (16 hex digits) of the C
+    source in the module's folder."""
+    return hashlib.sha256((Path(module.__file__).parent / source).read_bytes()).hexdigest()[:16]

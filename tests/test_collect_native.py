@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
+from collect_support import source_digest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from test_collect_decode import MAPPING, _mixed_request
 
 from benchmarks.collector import trace_request
-from collectors import otlp_native
+from collectors import _otlp_native, otlp_native
 from collectors.arrow_batch import rows_to_table
 from collectors.mapping import DEFAULT_MAPPING, FieldMapping
 from collectors.normalise import Normaliser
@@ -42,6 +43,11 @@ def test_the_native_decoder_is_built_here() -> None:
     # The install compiles it wherever a C compiler is present, as on every machine we test.
     assert otlp_native.available()
     assert NativeTraceDecoder(Normaliser()).native is not None
+
+
+def test_the_native_decoder_is_built_from_the_source_beside_it() -> None:
+    # A failed build is silent (the extension is optional) and leaves the last one in place.
+    assert _otlp_native.SOURCE_DIGEST == source_digest(_otlp_native, "_otlp_native.c")
 
 
 @pytest.mark.parametrize("seed", range(6))

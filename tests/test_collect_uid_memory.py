@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+from collect_support import source_digest
 
+from collectors import _uid_memory
 from collectors.service.pipeline import RecentUids, UidMemory
 
 HEX = [f"{i:032x}" for i in range(1, 9)]
@@ -17,6 +19,10 @@ def _claim(recent: RecentUids, uids: list[str]) -> list[bool]:
 
 def test_the_native_memory_is_built_here() -> None:
     assert UidMemory is not None
+
+
+def test_the_native_memory_is_built_from_the_source_beside_it() -> None:
+    assert _uid_memory.SOURCE_DIGEST == source_digest(_uid_memory, "_uid_memory.c")
 
 
 def test_uids_never_written_are_claim() -> None:
