@@ -762,7 +762,7 @@ static void blake2b16_hex(const uint8_t *in, size_t n, char out[32]) {
 /* Four digests at once, one message a lane: a span's rows have four or so uids of one
  * block each, and the lanes of a vector unit hash them in the time of little more than
  * one (GCC's vector extensions; with target clones, AVX2 or AVX-512 where the machine
- * has them). Each message is at most one block. */
+ * has them). Each message is one block, zero-padded, of n[lane] bytes. */
 typedef uint64_t u64x4 __attribute__((vector_size(32)));
 
 #if defined(__GNUC__) && __GNUC__ >= 11 && !defined(__clang__) && defined(__x86_64__) && \
@@ -773,10 +773,8 @@ typedef uint64_t u64x4 __attribute__((vector_size(32)));
 #endif
 
 B2_CLONES
-static void blake2b16_hex_x4(const uint8_t *const in[4], const size_t n[4], char out[4][32]) {
-    uint64_t words[4][16];
-    memset(words, 0, sizeof words);
-    for (int lane = 0; lane < 4; lane++) memcpy(words[lane], in[lane], n[lane]);
+static void blake2b16_hex_x4(const uint64_t words[4][16], const size_t n[4],
+                             char out[4][32]) {
     u64x4 m[16], v[16], h[8];
     for (int w = 0; w < 16; w++) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -1542,18 +1540,17 @@ static void uid_lanes_hash(UidLanes *l, const char *prefix, size_t prefix_n) {
         l->n = 0;
         return;
     }
-    uint8_t blocks[4][128];
-    const uint8_t *in[4];
+    uint64_t blocks[4][16];
     size_t lengths[4];
     char digests[4][32];
+    memset(blocks, 0, sizeof blocks);
     for (int lane = 0; lane < 4; lane++) {
         int from = lane < l->n ? lane : 0; /* spare lanes hash a copy of the first */
         memcpy(blocks[lane], prefix, prefix_n);
-        memcpy(blocks[lane] + prefix_n, l->tail[from], l->tail_n[from]);
-        in[lane] = blocks[lane];
+        memcpy((uint8_t *)blocks[lane] + prefix_n, l->tail[from], l->tail_n[from]);
         lengths[lane] = prefix_n + l->tail_n[from];
     }
-    blake2b16_hex_x4(in, lengths, digests);
+    blake2b16_hex_x4((const uint64_t (*)[16])blocks, lengths, digests);
     for (int lane = 0; lane < l->n; lane++) memcpy(l->out[lane], digests[lane], 32);
     l->n = 0;
 }
@@ -2053,39 +2050,48 @@ static int column_of(Column *c, size_t rows, int64_t nulls, Buf *valid, Buf *sec
     return 0;
 }
 
-/* A run-end encoded column of `rows` rows: its values' runs end at `runs`. The values
- * are exported by the caller into c->parts[1]. */
-static int runs_of(Column *c, size_t rows, Buf *runs, size_t values) {
+/* A run-end encoded column of `rows` rows, its values' runs ending at `runs`: the
+ * Column its values are to be exported into (c->parts[1]), or NULL. Released whole from
+ * the start, so a failure from here on frees what was made. */
+static Column *runs_of(Column *c, size_t rows, Buf *runs, size_t values) {
     memset(c, 0, sizeof *c);
     c->parts = calloc(2, sizeof(Column));
-    if (!c->parts || column_of(&c->parts[0], values, 0, NULL, runs, NULL)) return NOMEM;
+    if (!c->parts) return NULL;
     c->children[0] = &c->parts[0].array;
     c->children[1] = &c->parts[1].array;
     c->array = (struct ArrowArray){
         .length = (int64_t)rows, .n_buffers = 0, .n_children = 2, .buffers = c->buffers,
         .children = c->children, .release = release_column, .private_data = c,
     };
-    return 0;
+    return column_of(&c->parts[0], values, 0, NULL, runs, NULL) ? NULL : &c->parts[1];
 }
 
 static int str_export(Column *c, StrCol *col, size_t rows, int in_runs) {
-    if (!in_runs) return column_of(c, rows, col->nulls, &col->valid, &col->offsets, &col->data);
-    if (runs_of(c, rows, &col->runs, col->rows)) return NOMEM;
-    return column_of(&c->parts[1], col->rows, col->nulls, &col->valid, &col->offsets,
-                     &col->data);
+    if (in_runs) {
+        c = runs_of(c, rows, &col->runs, col->rows);
+        if (!c) return NOMEM;
+        rows = col->rows; /* the values, one a run */
+    }
+    return column_of(c, rows, col->nulls, &col->valid, &col->offsets, &col->data);
 }
 
 static int int_export(Column *c, IntCol *col, size_t rows, int in_runs) {
-    if (!in_runs) return column_of(c, rows, col->nulls, &col->valid, &col->data, NULL);
-    if (runs_of(c, rows, &col->runs, col->rows)) return NOMEM;
-    return column_of(&c->parts[1], col->rows, col->nulls, &col->valid, &col->data, NULL);
+    if (in_runs) {
+        c = runs_of(c, rows, &col->runs, col->rows);
+        if (!c) return NOMEM;
+        rows = col->rows; /* the values, one a run */
+    }
+    return column_of(c, rows, col->nulls, &col->valid, &col->data, NULL);
 }
 
-/* `source` on every row: the request's one value, repeated (one run of it). */
+/* `source` on every row: the request's one value, repeated, or with runs one run of it. */
 static int source_column(StrCol *col, const char *source, size_t n, size_t rows,
                          int in_runs) {
+    if (in_runs)
+        return rows && (str_push(col, source, n, 1) || run_open(&col->runs, rows - 1)) ? NOMEM
+                                                                                      : 0;
     for (size_t r = 0; r < rows; r++)
-        if (str_put(col, source, n, 1, r, in_runs)) return NOMEM;
+        if (str_push(col, source, n, 1)) return NOMEM;
     return 0;
 }
 
@@ -2115,15 +2121,8 @@ static PyObject *export_columns(Out *out, StrCol *source) {
     if (!rc) rc = str_export(&all->column[k++], source, rows, runs);
     if (rc) {
         if (all)
-            for (int i = 0; i < k; i++) {
-                Column *c = &all->column[i];
-                if (c->array.release) release_column(&c->array);
-                else if (c->parts) {  /* failed half way: its parts alone were made */
-                    for (int j = 0; j < 2; j++)
-                        if (c->parts[j].array.release) release_column(&c->parts[j].array);
-                    free(c->parts);
-                }
-            }
+            for (int i = 0; i < k; i++)
+                if (all->column[i].array.release) release_column(&all->column[i].array);
         free(all);
         free(array);
         return PyErr_NoMemory();
