@@ -1,7 +1,7 @@
 """Collector throughput: spans/s end to end over OTLP/HTTP protobuf, against the rate at
 which protobuf alone can parse the same bodies, and peak memory when overloaded.
 
-    python -m benchmarks.collector --spans 100000 [--clients 4] [--steps 3] [--decode-workers 0]
+    python -m benchmarks.collector --spans 100000 [--clients 4] [--steps 3] [--rounds 3]
 
 Each span is a job execution span: ~10 attributes and 3 span events, by default all
 lifecycle steps (lock_acquire, side_effect, ack), so one span gives 4 canonical rows;
@@ -18,6 +18,7 @@ import argparse
 import http.client
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -195,6 +196,23 @@ def send_all(port: int, bodies: list[bytes], clients: int, pace: float = 0.0) ->
     return counts
 
 
+def end_to_end(
+    folder: Path, bodies: list[bytes], warm: list[bytes], args: argparse.Namespace
+) -> tuple[float, float]:
+    """Spans/s of one run on a fresh collector, and the collector's peak RSS in MB."""
+    collector = Collector(folder, 200_000, args.decode_workers)
+    try:
+        # Warm-up batches first, unmeasured: the first batches also pay for the heap
+        # growing and the first spare files being made.
+        send_all(collector.port, warm, args.clients)
+        started = time.perf_counter()
+        counts = send_all(collector.port, bodies, args.clients)
+        elapsed = time.perf_counter() - started
+        return counts["ok"] * args.batch / elapsed, collector.peak_rss_mb()
+    finally:
+        collector.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--spans", type=int, default=100_000, help="spans to send end to end")
@@ -204,6 +222,9 @@ def main() -> None:
                         help="span events per span that are lifecycle steps (rows)")
     parser.add_argument("--decode-workers", type=int, default=0,
                         help="decoding processes (0: the receiving threads decode)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="end-to-end runs, each on a fresh collector between two "
+                             "decode-only measurements")
     parser.add_argument("--overload-seconds", type=float, default=6.0)
     args = parser.parse_args()
 
@@ -211,36 +232,36 @@ def main() -> None:
     started = time.perf_counter()
     bodies = [trace_request(b, args.batch, steps=args.steps).SerializeToString()
               for b in range(batches)]
+    warm = [trace_request(10**6 + b, args.batch, steps=args.steps).SerializeToString()
+            for b in range(max(8, batches // 10))]
     print(f"built {batches} bodies of {args.batch} spans "
           f"({sum(map(len, bodies)) / batches / 1024:.0f} KiB each) "
           f"in {time.perf_counter() - started:.1f}s")
-    before = decode_rate(bodies, args.batch)
-    print(f"decode only (ParseFromString), before the run: {before:,.0f} spans/s")
 
     with tempfile.TemporaryDirectory() as folder:
-        collector = Collector(Path(folder) / "store", 200_000, args.decode_workers)
-        try:
-            # A tenth of the run first, unmeasured: the first batches also pay for the
-            # heap growing and the first spare files being made.
-            warm = [trace_request(10**6 + b, args.batch, steps=args.steps).SerializeToString()
-                    for b in range(max(8, batches // 10))]
-            send_all(collector.port, warm, args.clients)
-            started = time.perf_counter()
-            counts = send_all(collector.port, bodies, args.clients)
-            elapsed = time.perf_counter() - started
-            rate = counts["ok"] * args.batch / elapsed
-            print(f"end to end: {rate:,.0f} spans/s ({rate * (1 + args.steps):,.0f} rows/s), "
-                  f"{counts['ok']} batches acknowledged in {elapsed:.1f}s, "
-                  f"decode workers {args.decode_workers}, clients {args.clients}")
-            print(f"peak RSS after the run: {collector.peak_rss_mb():.0f} MB")
-        finally:
-            collector.stop()
-        # Measured again once the collector is gone: the machine's speed can drift within
-        # a run, so the ratio is taken against the mean of the two.
-        after = decode_rate(bodies, args.batch)
-        parse = (before + after) / 2
-        print(f"decode only (ParseFromString), after the run: {after:,.0f} spans/s")
-        print(f"ratio to decode-only: {rate / parse:.3f}x (against their mean, {parse:,.0f})")
+        # The machine's speed drifts by tens of percent within minutes, so each run's
+        # ratio is taken against the decode-only rates measured just before and after it,
+        # and the rounds' median is the figure.
+        parse = [decode_rate(bodies, args.batch)]
+        print(f"decode only (ParseFromString): {parse[0]:,.0f} spans/s")
+        rates, ratios, rss = [], [], 0.0
+        for round_ in range(1, args.rounds + 1):
+            rate, peak = end_to_end(Path(folder) / f"store-{round_}", bodies, warm, args)
+            parse.append(decode_rate(bodies, args.batch))
+            ratio = rate / ((parse[-2] + parse[-1]) / 2)
+            rates.append(rate)
+            ratios.append(ratio)
+            rss = max(rss, peak)
+            print(f"round {round_}: end to end {rate:,.0f} spans/s "
+                  f"({rate * (1 + args.steps):,.0f} rows/s, {batches} batches, "
+                  f"{args.clients} clients, decode workers {args.decode_workers}); "
+                  f"decode only after it {parse[-1]:,.0f} spans/s; ratio {ratio:.3f}x")
+        rate = statistics.median(rates)
+        print(f"end to end: {rate:,.0f} spans/s, median of {args.rounds} "
+              f"(range {min(rates):,.0f}-{max(rates):,.0f})")
+        print(f"ratio to decode-only: {statistics.median(ratios):.3f}x, median of "
+              f"{args.rounds} (range {min(ratios):.3f}-{max(ratios):.3f}x)")
+        print(f"peak RSS after the runs: {rss:.0f} MB")
 
         # Overload: twice the sustainable rate from 16 clients, a queue of 20 batches.
         collector = Collector(Path(folder) / "overload", 20 * args.batch * (1 + args.steps),
