@@ -1,4 +1,5 @@
-"""OTLP/HTTP (`/v1/traces`, `/v1/logs`), a JSON-lines POST (`/v1/jsonlines`) and `/healthz`.
+"""OTLP/HTTP (`/v1/traces`, `/v1/logs`), a JSON-lines POST (`/v1/jsonlines`), `/healthz`
+and `/metrics` (Prometheus).
 
 Built on the standard library's ThreadingHTTPServer rather than an ASGI stack: every
 request blocks until its batch is durable (a group-commit wait), which one thread per
@@ -30,6 +31,7 @@ from collectors.service.bodies import (
     unwrap,
 )
 from collectors.service.collector import Collector
+from collectors.service.metrics import CollectorMetrics
 from collectors.service.pipeline import QueueFull, WriteFailed
 
 log = logging.getLogger("dupescope.collect")
@@ -73,6 +75,7 @@ class Handler(BaseHTTPRequestHandler):
     # client's delayed ACK (~40 ms per request on a keep-alive connection).
     disable_nagle_algorithm = True
     collector: Collector  # set on the subclass the server builds
+    metrics: CollectorMetrics  # likewise
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         log.debug("%s " + format, self.address_string(), *args)
@@ -106,8 +109,11 @@ class Handler(BaseHTTPRequestHandler):
     # ---- requests ------------------------------------------------------------------
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
-        if self.path.split("?", 1)[0] in ("/healthz", "/stats"):
+        path = self.path.split("?", 1)[0]
+        if path in ("/healthz", "/stats"):
             self._send(200, orjson.dumps(self.collector.health()), "application/json")
+        elif path == "/metrics":
+            self._send(200, self.metrics.page(), self.metrics.content_type)
         else:
             self._error(404, f"no such path {self.path}", protobuf=False)
 
@@ -208,7 +214,10 @@ class HttpReceiver:
     """The HTTP server on its own thread; `port` is the bound one (useful with port 0)."""
 
     def __init__(self, collector: Collector, host: str = "127.0.0.1", port: int = 4318) -> None:
-        handler = type("BoundHandler", (Handler,), {"collector": collector})
+        handler = type(
+            "BoundHandler", (Handler,),
+            {"collector": collector, "metrics": CollectorMetrics(collector)},
+        )
         self.server = _Server((host, port), handler)
         self.host, self.port = self.server.server_address[:2]
         self._thread = threading.Thread(

@@ -11,6 +11,7 @@ The queue is bounded in rows: when it is full a receiver is told to retry later 
 
 from __future__ import annotations
 
+import bisect
 import logging
 import threading
 import time
@@ -143,6 +144,29 @@ class Stats:
         return data
 
 
+#: Upper bounds, in seconds, of the buckets group commits' durations are counted in.
+WRITE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+@dataclass
+class Durations:
+    """How long group commits took, counted into fixed buckets (a Prometheus histogram):
+    percentiles can be read off it, and it stays the same size however long the collector
+    runs."""
+
+    bounds: tuple[float, ...] = WRITE_BUCKETS
+    #: Commits per bucket, not cumulative; the last one is those above every bound.
+    counts: list[int] = field(default_factory=lambda: [0] * (len(WRITE_BUCKETS) + 1))
+    total_seconds: float = 0.0
+
+    def add(self, seconds: float) -> None:
+        self.counts[bisect.bisect_left(self.bounds, seconds)] += 1  # a bound is inclusive
+        self.total_seconds += seconds
+
+    def copy(self) -> Durations:
+        return Durations(self.bounds, list(self.counts), self.total_seconds)
+
+
 class Pipeline:
     """The bounded queue plus its single writer thread."""
 
@@ -150,6 +174,7 @@ class Pipeline:
         self.store = store
         self.queue_rows = queue_rows
         self.stats = Stats()
+        self._durations = Durations()
         self._pending: deque[Ticket] = deque()
         self._pending_rows = 0
         self._cond = threading.Condition()
@@ -253,6 +278,7 @@ class Pipeline:
                 stats.last_write_ms = round(elapsed_ms, 3)
                 stats.max_write_ms = max(stats.max_write_ms, stats.last_write_ms)
                 stats.total_write_ms += elapsed_ms
+                self._durations.add(elapsed_ms / 1000)
             else:
                 stats.write_errors += 1
         for ticket in tickets:
@@ -278,6 +304,11 @@ class Pipeline:
             data["queue_batches"] = len(self._pending)
             data["queue_capacity"] = self.queue_rows
         return data
+
+    def durations(self) -> Durations:
+        """The successful group commits' durations so far (a copy)."""
+        with self._cond:
+            return self._durations.copy()
 
     def close(self, timeout: float = 30.0) -> None:
         """Write what is pending, then stop the writer."""

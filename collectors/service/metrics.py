@@ -1,0 +1,90 @@
+"""The collector's own counters in Prometheus' text format, served as `GET /metrics`.
+
+The same numbers as `/healthz`, named and typed as a Prometheus scrape expects them:
+totals as counters, the queue as gauges, and the group commits' durations as a
+histogram, so that write latency percentiles and rates can be graphed and alerted on.
+They are read from the collector at each scrape, in a registry of this collector's own
+(several collectors in one process, as in tests, never share one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.metrics_core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+
+if TYPE_CHECKING:
+    from collectors.service.collector import Collector
+
+PREFIX = "dupescope_collector"
+
+#: /healthz counter -> (metric name without prefix and `_total`, help text).
+COUNTERS = {
+    "received": ("received_rows", "Rows decoded from requests and handed to the writer."),
+    "rejected": ("rejected_records", "Records refused as invalid (partial_success)."),
+    "ignored": ("ignored_spans", "Spans that are not job events, read past."),
+    "deduplicated": ("deduplicated_rows", "Rows dropped as repeats of rows already taken."),
+    "written": ("written_rows", "Rows made durable in the store."),
+    "write_errors": ("write_errors", "Group commits the store failed (senders retry)."),
+    "throttled": ("throttled_requests", "Requests answered 429 / RESOURCE_EXHAUSTED."),
+    "bad_requests": ("bad_requests", "Requests refused with a 4xx other than 401 and 429."),
+}
+
+#: /healthz gauge -> (metric name without prefix, help text).
+GAUGES = {
+    "queue_depth": ("queue_rows", "Rows waiting for the writer."),
+    "queue_batches": ("queue_batches", "Batches waiting for the writer."),
+    "queue_capacity": ("queue_capacity_rows", "Rows the queue holds before answering 429."),
+    "uptime_s": ("uptime_seconds", "Seconds since the collector started."),
+}
+
+
+class _Scrape:
+    """Reads one collector's numbers each time the registry is collected."""
+
+    def __init__(self, collector: Collector) -> None:
+        self.collector = collector
+
+    def collect(self) -> Iterator[Metric]:
+        health = self.collector.health()
+        for key, (name, text) in COUNTERS.items():
+            yield CounterMetricFamily(f"{PREFIX}_{name}", text, value=health[key])
+        for key, (name, text) in GAUGES.items():
+            yield GaugeMetricFamily(f"{PREFIX}_{name}", text, value=health[key])
+        info = GaugeMetricFamily(
+            f"{PREFIX}_info", "The store this collector writes to.", labels=["store"]
+        )
+        info.add_metric([health["store"]], 1)
+        yield info
+        durations = self.collector.pipeline.durations()
+        cumulative, buckets = 0, []
+        for bound, count in zip(durations.bounds, durations.counts, strict=False):
+            cumulative += count
+            buckets.append((repr(bound), cumulative))
+        buckets.append(("+Inf", sum(durations.counts)))
+        yield HistogramMetricFamily(
+            f"{PREFIX}_write_seconds",
+            "How long each group commit took, from taking its batches to durable.",
+            buckets=buckets,
+            sum_value=durations.total_seconds,
+        )
+
+
+class CollectorMetrics:
+    """The `/metrics` page of one collector."""
+
+    content_type = CONTENT_TYPE_LATEST
+
+    def __init__(self, collector: Collector) -> None:
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(_Scrape(collector))  # type: ignore[arg-type]
+
+    def page(self) -> bytes:
+        return generate_latest(self.registry)
