@@ -87,6 +87,18 @@ STORE_HELP = (
     help="Merge a day once it has gathered this many segments.",
 )
 @click.option(
+    "--tls-cert",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="PEM certificate (chain): both receivers then speak TLS only. Needs --tls-key.",
+)
+@click.option(
+    "--tls-key",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="PEM private key of --tls-cert.",
+)
+@click.option(
     "--log-level",
     default="INFO",
     show_default=True,
@@ -106,6 +118,8 @@ def collect(
     mapping: str | None,
     compact_every: float,
     compact_min_segments: int,
+    tls_cert: Path | None,
+    tls_key: Path | None,
     log_level: str,
 ) -> None:
     """Run the collector. It answers a sender only once its batch is durable."""
@@ -113,6 +127,9 @@ def collect(
     from collectors.service.run import CollectConfig, serve
 
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    if (tls_cert is None) != (tls_key is None):
+        raise click.UsageError("--tls-cert and --tls-key go together")
+    from collectors.service.tls import TlsFiles
     try:
         field_mapping = FieldMapping.load(mapping) if mapping else DEFAULT_MAPPING
     except MappingError as exc:
@@ -136,6 +153,7 @@ def collect(
         mapping=field_mapping,
         compact_every=compact_every,
         compact_min_segments=compact_min_segments,
+        tls=TlsFiles(tls_cert, tls_key) if tls_cert and tls_key else None,
     )
     try:
         serve(store, config, store_url)

@@ -37,8 +37,14 @@ class GrpcReceiver:
     """A grpcio server with both OTLP services; `port` is the bound one."""
 
     def __init__(
-        self, collector: Collector, host: str = "127.0.0.1", port: int = 4317, threads: int = 8
+        self,
+        collector: Collector,
+        host: str = "127.0.0.1",
+        port: int = 4317,
+        threads: int = 8,
+        credentials: grpc.ServerCredentials | None = None,
     ) -> None:
+        """With `credentials`, the port speaks TLS only."""
         self.collector = collector
         limit = collector.max_body_bytes
         self.server = grpc.server(
@@ -63,7 +69,12 @@ class GrpcReceiver:
             for kind, service in SERVICES.items()
         ]
         self.server.add_generic_rpc_handlers(handlers)
-        self.port = self.server.add_insecure_port(f"{host}:{port}")
+        address = f"{host}:{port}"
+        self.port = (
+            self.server.add_secure_port(address, credentials)
+            if credentials is not None
+            else self.server.add_insecure_port(address)
+        )
         self.host = host
 
     def _export(self, kind: str) -> Any:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hmac
 import logging
+import socket
+import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -33,6 +35,7 @@ from collectors.service.bodies import (
 from collectors.service.collector import Collector
 from collectors.service.metrics import CollectorMetrics
 from collectors.service.pipeline import QueueFull, WriteFailed
+from collectors.service.tls import HANDSHAKE_TIMEOUT
 
 log = logging.getLogger("dupescope.collect")
 
@@ -105,6 +108,18 @@ class Handler(BaseHTTPRequestHandler):
         else:
             body = json_format.MessageToJson(rpc, indent=None).encode()
             self._send(status, body, "application/json", **headers)
+
+    def handle(self) -> None:
+        if isinstance(self.connection, ssl.SSLSocket):
+            # Here rather than at accept: a slow or plaintext client holds up only itself.
+            try:
+                self.connection.settimeout(HANDSHAKE_TIMEOUT)
+                self.connection.do_handshake()
+                self.connection.settimeout(None)
+            except (ssl.SSLError, OSError) as exc:
+                log.info("TLS handshake with %s failed: %s", self.address_string(), exc)
+                return
+        super().handle()
 
     # ---- requests ------------------------------------------------------------------
 
@@ -208,17 +223,34 @@ class _Server(ThreadingHTTPServer):
     # reconnect at once; admission control, not the backlog, is what bounds the load.
     request_queue_size = 256
     daemon_threads = True
+    tls: ssl.SSLContext | None = None
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        connection, address = super().get_request()
+        if self.tls is not None:  # the handshake is the connection's thread's (Handler.handle)
+            connection = self.tls.wrap_socket(
+                connection, server_side=True, do_handshake_on_connect=False
+            )
+        return connection, address
 
 
 class HttpReceiver:
-    """The HTTP server on its own thread; `port` is the bound one (useful with port 0)."""
+    """The HTTP server on its own thread; `port` is the bound one (useful with port 0).
+    With `tls`, it speaks HTTPS only."""
 
-    def __init__(self, collector: Collector, host: str = "127.0.0.1", port: int = 4318) -> None:
+    def __init__(
+        self,
+        collector: Collector,
+        host: str = "127.0.0.1",
+        port: int = 4318,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         handler = type(
             "BoundHandler", (Handler,),
             {"collector": collector, "metrics": CollectorMetrics(collector)},
         )
         self.server = _Server((host, port), handler)
+        self.server.tls = tls
         self.host, self.port = self.server.server_address[:2]
         self._thread = threading.Thread(
             target=self.server.serve_forever, name="dupescope-http", daemon=True

@@ -22,6 +22,7 @@ from collectors.service.compaction import Compactor
 from collectors.service.grpc_receiver import GrpcReceiver
 from collectors.service.http_receiver import HttpReceiver
 from collectors.service.tail import Tailer
+from collectors.service.tls import TlsFiles
 from store.base import Store
 
 log = logging.getLogger("dupescope.collect")
@@ -43,6 +44,7 @@ class CollectConfig:
     mapping: FieldMapping = DEFAULT_MAPPING
     compact_every: float = 60.0  # seconds; 0 turns background compaction off
     compact_min_segments: int = 16
+    tls: TlsFiles | None = None  # both receivers speak TLS only
 
 
 def default_state_path(store: Store, store_url: str | None) -> Path:
@@ -57,6 +59,11 @@ class RunningCollector:
     """Everything `collect` started; `stop()` undoes it in order."""
 
     def __init__(self, store: Store, config: CollectConfig, store_url: str | None = None):
+        self.tls = config.tls
+        # Loaded before anything starts: a certificate and key that do not match stop the
+        # collector here, whichever receivers are on.
+        context = config.tls.server_context() if config.tls else None
+        credentials = config.tls.grpc_credentials() if config.tls else None
         self.collector = Collector(
             store,
             mapping=config.mapping,
@@ -66,12 +73,14 @@ class RunningCollector:
             token=config.token,
         )
         self.http = (
-            HttpReceiver(self.collector, config.host, config.http_port).start()
+            HttpReceiver(self.collector, config.host, config.http_port, tls=context).start()
             if config.http_port is not None
             else None
         )
         self.grpc = (
-            GrpcReceiver(self.collector, config.host, config.grpc_port).start()
+            GrpcReceiver(
+                self.collector, config.host, config.grpc_port, credentials=credentials
+            ).start()
             if config.grpc_port is not None
             else None
         )
@@ -91,6 +100,8 @@ class RunningCollector:
             parts.append(f"http={self.http.host}:{self.http.port}")
         if self.grpc:
             parts.append(f"grpc={self.grpc.host}:{self.grpc.port}")
+        if self.tls and (self.http or self.grpc):
+            parts.append("tls=on")
         if self.tailer:
             parts.append(f"tail={len(self.tailer.paths)} file(s)")
         parts.append(f"store={self.collector.store.describe()}")
