@@ -61,18 +61,48 @@ static uint64_t mix(uint64_t x) {
     return x;
 }
 
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+/* 16 lowercase hex digits as their value, eight bytes at a time where a digit at a time
+ * was a third of a claim's instructions; 0 in *ok for any other byte. A byte below 0x80
+ * plus at most 0x50 carries into no other, so each range test holds lane by lane. */
+static uint64_t unhex16(const uint8_t *p, int *ok) {
+    uint64_t value = 0;
+    for (int half = 0; half < 2; half++) {
+        uint64_t w;
+        memcpy(&w, p + 8 * half, 8);
+        uint64_t digit = (w + ONES * 0x50) & ~(w + ONES * 0x46); /* 0x30 <= c <= 0x39 */
+        uint64_t letter = (w + ONES * 0x1F) & ~(w + ONES * 0x19); /* 0x61 <= c <= 0x66 */
+        *ok &= !(w & HIGHS) && ((digit | letter) & HIGHS) == HIGHS;
+        uint64_t v = (w & (ONES * 0x0F)) + ((w >> 6) & ONES) * 9; /* a nibble a byte */
+        v = ((v << 4) | (v >> 8)) & 0x00FF00FF00FF00FFULL;      /* two digits a byte */
+        v = (v | (v >> 8)) & 0x0000FFFF0000FFFFULL;
+        v = (v | (v >> 16)) & 0xFFFFFFFFULL;                     /* in memory order */
+        value = (value << 32) | __builtin_bswap32((uint32_t)v);
+    }
+    return value;
+}
+#else
+static uint64_t unhex16(const uint8_t *p, int *ok) {
+    uint64_t value = 0;
+    uint8_t bad = 0;
+    for (size_t i = 0; i < 16; i++) {
+        bad |= HEX[p[i]];
+        value = (value << 4) | (HEX[p[i]] & 15);
+    }
+    *ok &= !(bad & 16);
+    return value;
+}
+#endif
+
 static Key key_of(const uint8_t *p, size_t n) {
     Key k = {0, 0};
     int hex = n == 32;
     if (hex) {
-        uint8_t bad = 0;
-        for (size_t i = 0; i < 16; i++) {
-            uint8_t a = HEX[p[i]], b = HEX[p[16 + i]];
-            bad |= a | b;
-            k.hi = (k.hi << 4) | (a & 15);
-            k.lo = (k.lo << 4) | (b & 15);
-        }
-        hex = !(bad & 16);
+        k.hi = unhex16(p, &hex);
+        k.lo = unhex16(p + 16, &hex);
     }
     if (!hex) {
         k.hi = mix(fnv(p, n, 1469598103934665603ULL)) | 1; /* odd: never a zero key */

@@ -47,6 +47,13 @@ def test_uids_of_any_form_are_told_apart() -> None:
         False, True, False, True]
 
 
+def test_hex_uids_that_differ_in_one_digit_are_told_apart() -> None:
+    base = "0123456789abcdef" * 2
+    variants = [base[:i] + d + base[i + 1:] for i in range(32) for d in "0123456789abcdef"]
+    unique = sorted(set(variants))  # each position's own digit gives the base again
+    assert all(_claim(RecentUids(), unique))
+
+
 def test_a_sliced_column_is_read_from_its_offset() -> None:
     recent = RecentUids()
     recent.claim(pa.chunked_array([pa.array(HEX).slice(4, 2)]))
