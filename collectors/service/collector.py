@@ -108,9 +108,14 @@ class Collector:
         self.pipeline.count(bad_requests=1)
 
     def health(self) -> dict[str, Any]:
+        """Counters and state; `status` is "failing" while the latest group commit failed
+        (until one succeeds), with `last_error` and `failing_since` saying what and when."""
         data = self.pipeline.snapshot()
+        failure = self.pipeline.failure()
         data.update(
-            status="ok",
+            status="failing" if failure else "ok",
+            last_error=failure[1] if failure else None,
+            failing_since=round(failure[0], 3) if failure else None,
             store=self.store.describe(),
             uptime_s=round(time.time() - self.started, 1),
             decode_workers=self.decoder.workers,

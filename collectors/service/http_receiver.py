@@ -126,7 +126,10 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
         path = self.path.split("?", 1)[0]
         if path in ("/healthz", "/stats"):
-            self._send(200, orjson.dumps(self.collector.health()), "application/json")
+            health = self.collector.health()
+            # A probe reads the code: 503 while the store cannot be written. /stats is 200.
+            status = 503 if path == "/healthz" and health["status"] != "ok" else 200
+            self._send(status, orjson.dumps(health), "application/json")
         elif path == "/metrics":
             self._send(200, self.metrics.page(), self.metrics.content_type)
         else:

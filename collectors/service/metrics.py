@@ -63,6 +63,11 @@ class _Scrape:
         )
         info.add_metric([health["store"]], 1)
         yield info
+        yield GaugeMetricFamily(
+            f"{PREFIX}_store_failing",
+            "1 while the latest group commit failed (senders are answered 503), else 0.",
+            value=int(health["status"] != "ok"),
+        )
         durations = self.collector.pipeline.durations()
         cumulative, buckets = 0, []
         for bound, count in zip(durations.bounds, durations.counts, strict=False):

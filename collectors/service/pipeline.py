@@ -175,6 +175,9 @@ class Pipeline:
         self.queue_rows = queue_rows
         self.stats = Stats()
         self._durations = Durations()
+        # (since when, what) while the latest group commit failed: a store that cannot be
+        # written is what a health check has to show.
+        self._failure: tuple[float, str] | None = None
         self._pending: deque[Ticket] = deque()
         self._pending_rows = 0
         self._cond = threading.Condition()
@@ -279,8 +282,11 @@ class Pipeline:
                 stats.max_write_ms = max(stats.max_write_ms, stats.last_write_ms)
                 stats.total_write_ms += elapsed_ms
                 self._durations.add(elapsed_ms / 1000)
+                self._failure = None
             else:
                 stats.write_errors += 1
+                since = self._failure[0] if self._failure else time.time()
+                self._failure = (since, f"{type(error).__name__}: {error}")
         for ticket in tickets:
             ticket.error = error
             ticket.written = ticket.rows if error is None else 0
@@ -304,6 +310,12 @@ class Pipeline:
             data["queue_batches"] = len(self._pending)
             data["queue_capacity"] = self.queue_rows
         return data
+
+    def failure(self) -> tuple[float, str] | None:
+        """Since when (Unix seconds) and with what error the group commits have been
+        failing, or None when the latest one succeeded."""
+        with self._cond:
+            return self._failure
 
     def durations(self) -> Durations:
         """The successful group commits' durations so far (a copy)."""
