@@ -32,6 +32,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from collectors.service.run import CollectConfig, RunningCollector
 from store.base import Store
+from store.embedded import EmbeddedStore
 
 ROOT = Path(__file__).resolve().parents[1]
 RESOURCE = Resource.create(
@@ -234,3 +235,20 @@ def source_digest(module: Any, source: str) -> str:
     """What setup.py builds into a native module: the sha256 (16 hex digits) of the C
     source in the module's folder."""
     return hashlib.sha256((Path(module.__file__).parent / source).read_bytes()).hexdigest()[:16]
+
+
+class FullDisk(EmbeddedStore):
+    """An embedded store whose collector writes fail while `full` is set."""
+
+    full = True
+
+    def write_hot(self, table: pa.Table) -> int:
+        if self.full:
+            raise OSError("No space left on device")
+        return super().write_hot(table)
+
+
+def send_spans(port: int, count: int = 2) -> int:
+    """POST `count` job spans as OTLP protobuf; the answer's status."""
+    body = encode_spans(job_spans(count)).SerializeToString()
+    return post(f"http://127.0.0.1:{port}/v1/traces", body, "application/x-protobuf")[0]

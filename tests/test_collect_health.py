@@ -9,24 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import pyarrow as pa
-from collect_support import job_spans, post, running
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-
-from store.embedded import EmbeddedStore
-
-PB = "application/x-protobuf"
-
-
-class FullDisk(EmbeddedStore):
-    """An embedded store whose collector writes fail while `full` is set."""
-
-    full = True
-
-    def write_hot(self, table: pa.Table) -> int:
-        if self.full:
-            raise OSError("No space left on device")
-        return super().write_hot(table)
+from collect_support import FullDisk, running, send_spans
 
 
 def _get(url: str) -> tuple[int, Any]:
@@ -37,14 +20,9 @@ def _get(url: str) -> tuple[int, Any]:
         return error.code, error.read()
 
 
-def _send(port: int) -> int:
-    body = encode_spans(job_spans(2)).SerializeToString()
-    return post(f"http://127.0.0.1:{port}/v1/traces", body, PB)[0]
-
-
 def test_healthz_answers_503_naming_the_error_while_writes_fail(tmp_path: Path) -> None:
     with running(FullDisk(tmp_path / "store")) as collector:
-        assert _send(collector.http.port) == 503
+        assert send_spans(collector.http.port) == 503
         status, body = _get(f"http://127.0.0.1:{collector.http.port}/healthz")
     health = orjson.loads(body)
     assert status == 503
@@ -56,9 +34,9 @@ def test_healthz_answers_503_naming_the_error_while_writes_fail(tmp_path: Path) 
 def test_a_write_that_succeeds_makes_healthz_ok_again(tmp_path: Path) -> None:
     store = FullDisk(tmp_path / "store")
     with running(store) as collector:
-        assert _send(collector.http.port) == 503
+        assert send_spans(collector.http.port) == 503
         store.full = False
-        assert _send(collector.http.port) == 200
+        assert send_spans(collector.http.port) == 200
         status, body = _get(f"http://127.0.0.1:{collector.http.port}/healthz")
     assert status == 200
     assert orjson.loads(body)["last_error"] is None
@@ -66,7 +44,7 @@ def test_a_write_that_succeeds_makes_healthz_ok_again(tmp_path: Path) -> None:
 
 def test_stats_answers_200_while_writes_fail(tmp_path: Path) -> None:
     with running(FullDisk(tmp_path / "store")) as collector:
-        _send(collector.http.port)
+        send_spans(collector.http.port)
         status, body = _get(f"http://127.0.0.1:{collector.http.port}/stats")
     assert status == 200
     assert orjson.loads(body)["write_errors"] == 1
@@ -77,5 +55,5 @@ def test_metrics_show_the_store_failing(tmp_path: Path) -> None:
     with running(store) as collector:
         url = f"http://127.0.0.1:{collector.http.port}/metrics"
         assert b"dupescope_collector_store_failing 0.0" in _get(url)[1]
-        _send(collector.http.port)
+        send_spans(collector.http.port)
         assert b"dupescope_collector_store_failing 1.0" in _get(url)[1]

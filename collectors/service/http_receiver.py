@@ -33,6 +33,7 @@ from collectors.service.bodies import (
     unwrap,
 )
 from collectors.service.collector import Collector
+from collectors.service.log_limit import SummarisedLog
 from collectors.service.metrics import CollectorMetrics
 from collectors.service.pipeline import QueueFull, WriteFailed
 from collectors.service.tls import HANDSHAKE_TIMEOUT
@@ -79,6 +80,7 @@ class Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     collector: Collector  # set on the subclass the server builds
     metrics: CollectorMetrics  # likewise
+    floods: SummarisedLog  # likewise: 429s and 5xx, which come many at a time
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         log.debug("%s " + format, self.address_string(), *args)
@@ -99,7 +101,8 @@ class Handler(BaseHTTPRequestHandler):
     def _error(self, status: int, message: str, protobuf: bool, **headers: str) -> None:
         """A google.rpc.Status, as protobuf or JSON to match what the client sent."""
         if status >= 500 or status == 429:
-            log.warning("%s %s: %s", status, self.path, message)
+            if not self.floods.warn(status, "%s %s: %s", status, self.path, message):
+                log.debug("%s %s: %s", status, self.path, message)
         else:
             log.info("%s %s: %s", status, self.path, message)
         rpc = status_pb2.Status(code=_GRPC_CODES.get(status, code_pb2.UNKNOWN), message=message)
@@ -250,7 +253,8 @@ class HttpReceiver:
     ) -> None:
         handler = type(
             "BoundHandler", (Handler,),
-            {"collector": collector, "metrics": CollectorMetrics(collector)},
+            {"collector": collector, "metrics": CollectorMetrics(collector),
+             "floods": SummarisedLog(log)},
         )
         self.server = _Server((host, port), handler)
         self.server.tls = tls

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from collectors.service.log_limit import SummarisedLog
 from store.base import Store
 from store.schema import EVENTS_SCHEMA, as_events, concat, is_runs
 
@@ -178,6 +179,7 @@ class Pipeline:
         # (since when, what) while the latest group commit failed: a store that cannot be
         # written is what a health check has to show.
         self._failure: tuple[float, str] | None = None
+        self._failures_log = SummarisedLog(log)  # one line per failed write would flood it
         self._pending: deque[Ticket] = deque()
         self._pending_rows = 0
         self._cond = threading.Condition()
@@ -262,7 +264,8 @@ class Pipeline:
             if fresh:
                 written = self._store_write(concat(fresh))
         except Exception as exc:  # a sink's error is reported to the senders, never raised
-            log.exception("store write failed: %s", exc)
+            if not self._failures_log.warn("write", "store write failed: %s", exc, exc_info=True):
+                log.debug("store write failed: %s", exc)
             error = exc
         elapsed_ms = (time.perf_counter() - started) * 1000
         if error is not None:

@@ -1,0 +1,60 @@
+"""Flooding warnings (429s under overload, failed writes while the disk is full) are
+logged once per interval each, the next line saying how many were held back."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+from collect_support import FullDisk, running, send_spans
+
+from collectors.service.log_limit import SummarisedLog
+
+LOG = logging.getLogger("dupescope.tests.floods")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _messages(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == LOG.name]
+
+
+def test_the_first_warning_of_a_kind_is_logged_at_once(caplog) -> None:
+    caplog.set_level(logging.WARNING)
+    assert SummarisedLog(LOG, every=10, clock=Clock()).warn(429, "queue full on %s", "a")
+    assert _messages(caplog) == ["queue full on a"]
+
+
+def test_repeats_within_the_interval_are_counted_into_the_next_line(caplog) -> None:
+    caplog.set_level(logging.WARNING)
+    clock = Clock()
+    floods = SummarisedLog(LOG, every=10, clock=clock)
+    logged = [floods.warn(429, "queue full") for _ in range(4)]
+    clock.now += 10
+    logged.append(floods.warn(429, "queue full"))
+    assert logged == [True, False, False, False, True]
+    assert _messages(caplog) == [
+        "queue full", "queue full (and 3 more like it in the last 10 s)"]
+
+
+def test_each_kind_has_its_own_interval(caplog) -> None:
+    caplog.set_level(logging.WARNING)
+    floods = SummarisedLog(LOG, every=10, clock=Clock())
+    assert floods.warn(429, "queue full") and floods.warn(503, "store failed")
+    assert not floods.warn(429, "queue full")
+
+
+def test_a_full_disk_logs_one_warning_for_many_failed_writes(tmp_path: Path, caplog) -> None:
+    caplog.set_level(logging.WARNING, logger="dupescope.collect")
+    with running(FullDisk(tmp_path / "store")) as collector:
+        for _ in range(3):
+            assert send_spans(collector.http.port) == 503
+    failed = [r for r in caplog.records if r.getMessage().startswith("store write failed")]
+    assert len(failed) == 1 and failed[0].exc_info is not None
