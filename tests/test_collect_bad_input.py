@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import random
 import threading
+import zlib
 from pathlib import Path
 
 import grpc
@@ -46,6 +47,12 @@ def _corpus() -> list[tuple[str, str, bytes, dict[str, str], int]]:
         ("huge attribute value", "/v1/traces", huge, {"ct": JSON}, 413),
         ("gzip bomb", "/v1/traces", gzip.compress(b"\0" * 40_000_000), {"ce": "gzip"}, 413),
         ("not gzip", "/v1/traces", b"plain bytes", {"ce": "gzip"}, 400),
+        ("deflate bomb", "/v1/traces", zlib.compress(b"\0" * 40_000_000), {"ce": "deflate"},
+         413),
+        ("not deflate", "/v1/traces", b"plain bytes", {"ce": "deflate"}, 400),
+        ("truncated deflate", "/v1/traces", zlib.compress(valid)[:-9], {"ce": "deflate"}, 400),
+        ("bytes after deflate", "/v1/traces", zlib.compress(valid) + b"x", {"ce": "deflate"},
+         400),
         ("unknown encoding", "/v1/traces", valid, {"ce": "br"}, 415),
         ("text/html", "/v1/traces", b"<html>", {"ct": "text/html"}, 415),
         ("no content type", "/v1/traces", valid, {"ct": ""}, 415),

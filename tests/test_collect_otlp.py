@@ -83,6 +83,18 @@ def test_exported_logs_equal_file_ingest(tmp_path: Path, protocol: int) -> None:
     assert rows(store).equals(rows(reference))
 
 
+def test_exported_spans_with_deflate_equal_file_ingest(tmp_path: Path) -> None:
+    spans = job_spans(20)
+    reference = _from_file(tmp_path, spans=spans)
+    store = EmbeddedStore(tmp_path / "store")
+    with running(store) as collector:
+        url = f"http://127.0.0.1:{collector.http.port}/v1/traces"
+        exporter = HttpSpans(endpoint=url, compression=HttpCompression.Deflate, timeout=10)
+        assert exporter.export(spans) == SpanExportResult.SUCCESS
+        exporter.shutdown()
+    assert rows(store).equals(rows(reference))
+
+
 def test_resending_a_batch_adds_no_rows(tmp_path: Path) -> None:
     spans = job_spans(10)
     store = EmbeddedStore(tmp_path / "store")

@@ -1,14 +1,16 @@
 """Request bodies -> canonical Arrow batches, or a clear reason why not.
 
-This is the one place that knows the OTLP/HTTP body rules (content types, gzip, size
-limits, the JSON variant) and turns them into typed errors the receivers map to 400, 413
-and 415. It is pure (bytes in, table out), so it can run in a decoding worker process.
+This is the one place that knows the OTLP/HTTP body rules (content types, gzip and
+deflate, size limits, the JSON variant) and turns them into typed errors the receivers map
+to 400, 413 and 415. It is pure (bytes in, table out), so it can run in a decoding worker
+process.
 """
 
 from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 import pyarrow as pa
@@ -65,22 +67,35 @@ def gunzip(body: bytes, limit: int) -> bytes:
     """Inflate at most `limit` bytes: a small gzip bomb costs us `limit`, never more."""
     out = bytearray()
     data = body
-    while data:
-        inflater = zlib.decompressobj(wbits=31)
-        try:
-            out += inflater.decompress(data, limit + 1 - len(out))
-        except zlib.error as exc:
-            raise BodyError(400, f"invalid gzip body: {exc}") from exc
-        if len(out) > limit:
-            raise BodyError(413, f"body is larger than {limit} bytes once decompressed")
-        if not inflater.eof:
-            raise BodyError(400, "truncated gzip body")
-        data = inflater.unused_data
+    while data:  # gzip members may follow one another
+        data = _inflate_into(out, data, limit, zlib.decompressobj(wbits=31), "gzip")
     return bytes(out)
 
 
+def inflate(body: bytes, limit: int) -> bytes:
+    """`Content-Encoding: deflate` (a zlib stream, as RFC 9110 has it and OpenTelemetry's
+    Python exporter sends it), at most `limit` bytes, like gunzip."""
+    out = bytearray()
+    if _inflate_into(out, body, limit, zlib.decompressobj(wbits=15), "deflate"):
+        raise BodyError(400, "bytes after the end of the deflate body")
+    return bytes(out)
+
+
+def _inflate_into(out: bytearray, data: bytes, limit: int, inflater: Any, name: str) -> bytes:
+    """One compressed stream of `data` appended to `out`; the bytes after it."""
+    try:
+        out += inflater.decompress(data, limit + 1 - len(out))
+    except zlib.error as exc:
+        raise BodyError(400, f"invalid {name} body: {exc}") from exc
+    if len(out) > limit:
+        raise BodyError(413, f"body is larger than {limit} bytes once decompressed")
+    if not inflater.eof:
+        raise BodyError(400, f"truncated {name} body")
+    return inflater.unused_data
+
+
 def unwrap(body: bytes, encoding: str | None, limit: int) -> bytes:
-    """Apply Content-Encoding (identity or gzip) under the size limit."""
+    """Apply Content-Encoding (identity, gzip or deflate) under the size limit."""
     encoding = (encoding or "identity").strip().lower()
     if len(body) > limit:
         raise BodyError(413, f"body is larger than {limit} bytes")
@@ -88,7 +103,11 @@ def unwrap(body: bytes, encoding: str | None, limit: int) -> bytes:
         return body
     if encoding in ("gzip", "x-gzip"):
         return gunzip(body, limit)
-    raise BodyError(415, f"unsupported Content-Encoding {encoding!r} (use gzip or none)")
+    if encoding == "deflate":
+        return inflate(body, limit)
+    raise BodyError(
+        415, f"unsupported Content-Encoding {encoding!r} (use gzip, deflate or none)"
+    )
 
 
 def summarise(rejected: list[Rejected], what: str) -> tuple[int, str]:
