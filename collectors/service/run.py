@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import gc
+import ipaddress
 import logging
 import signal
 import sys
@@ -55,6 +56,26 @@ def default_state_path(store: Store, store_url: str | None) -> Path:
     return Path(".dupescope-tail-state.json")
 
 
+def exposure_warnings(config: CollectConfig) -> list[str]:
+    """What an operator should hear about receivers that listen beyond this machine."""
+    if config.http_port is None and config.grpc_port is None:
+        return []
+    try:
+        loopback = ipaddress.ip_address(config.host).is_loopback
+    except ValueError:  # a name
+        loopback = config.host == "localhost"
+    if loopback:
+        return []
+    warnings = []
+    if config.token is None:
+        warnings.append(f"listening on {config.host} without --token: anyone who reaches "
+                        "the ports can write events")
+    if config.tls is None:
+        warnings.append(f"listening on {config.host} without --tls-cert: events (and any "
+                        "token) cross the network in the clear")
+    return warnings
+
+
 class RunningCollector:
     """Everything `collect` started; `stop()` undoes it in order."""
 
@@ -64,6 +85,8 @@ class RunningCollector:
         # collector here, whichever receivers are on.
         context = config.tls.server_context() if config.tls else None
         credentials = config.tls.grpc_credentials() if config.tls else None
+        for warning in exposure_warnings(config):
+            log.warning(warning)
         self.collector = Collector(
             store,
             mapping=config.mapping,
