@@ -32,7 +32,13 @@ STORE_HELP = (
     show_default=True,
     help="OTLP/gRPC (0: any free port, -1: off).",
 )
-@click.option("--tail", "tail", multiple=True, help="A log file to follow (repeatable).")
+@click.option(
+    "--tail",
+    "tail",
+    multiple=True,
+    help="A log file to follow (repeatable); a quoted pattern ('logs/*.jsonl') also "
+    "follows the files that match it later.",
+)
 @click.option(
     "--state",
     type=click.Path(dir_okay=False, path_type=Path),

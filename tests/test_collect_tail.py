@@ -10,6 +10,7 @@ from pathlib import Path
 import orjson
 from collect_support import raw_count, running
 
+from collectors.service.tail import Tailer
 from store.embedded import EmbeddedStore
 
 
@@ -63,6 +64,34 @@ def test_tail_follows_appends_rotation_and_restarts(tmp_path: Path) -> None:
     assert raw_count(store) == 21
     job_ids = store.execute("SELECT count(DISTINCT job_id) AS n FROM events")["n"][0]
     assert job_ids == 21
+
+
+def test_a_pattern_follows_files_that_appear_later(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "mail.jsonl").write_bytes(_lines("mail", 3))
+    (logs / "notes.txt").write_bytes(b"not a match\n")
+    store = EmbeddedStore(tmp_path / "store")
+    pattern = str(logs / "*.jsonl")
+    with running(store, tail=[pattern], state=tmp_path / "state.json", http_port=None,
+                 grpc_port=None) as collector:
+        _wait_for(store, 3)
+        (logs / "billing.jsonl").write_bytes(_lines("billing", 4))
+        _wait_for(store, 7)
+        _append(logs / "mail.jsonl", _lines("late", 2))
+        _wait_for(store, 9)
+        health = collector.collector.health()
+    assert health["received"] == 9 and health["rejected"] == 0
+
+
+def test_a_pattern_matches_files_not_folders_nor_names_given_already(tmp_path: Path) -> None:
+    (tmp_path / "a.log").write_bytes(b"")
+    (tmp_path / "b.log").write_bytes(b"")
+    (tmp_path / "c.log").mkdir()
+    given = [str(tmp_path / "b.log"), str(tmp_path / "*.log")]
+    with running(EmbeddedStore(tmp_path / "store"), http_port=None, grpc_port=None) as c:
+        tailer = Tailer(c.collector, given, tmp_path / "state.json")
+        assert tailer.current_paths() == [str(tmp_path / "b.log"), str(tmp_path / "a.log")]
 
 
 def test_tail_state_defaults_to_the_store_folder(tmp_path: Path) -> None:

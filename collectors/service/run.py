@@ -125,8 +125,10 @@ class RunningCollector:
             parts.append(f"grpc={self.grpc.host}:{self.grpc.port}")
         if self.tls and (self.http or self.grpc):
             parts.append("tls=on")
-        if self.tailer:
+        if self.tailer and self.tailer.paths:
             parts.append(f"tail={len(self.tailer.paths)} file(s)")
+        if self.tailer and self.tailer.patterns:
+            parts.append(f"tail-patterns={len(self.tailer.patterns)}")
         parts.append(f"store={self.collector.store.describe()}")
         return " ".join(parts)
 

@@ -1,5 +1,11 @@
 """`--tail FILE...`: follow growing log files, across rotation and collector restarts.
 
+A path with `*`, `?` or `[` in it is a pattern (quote it from the shell): it is expanded
+again at each poll, so files that appear later (a new service's log) are followed from
+their start. A pattern should not also match the names rotated files get (`app.log*`
+would), or a rotated file is read again as a file of its own; its lines would collapse
+(see below), but only after being read and stored twice.
+
 Each file's position is kept as (inode, offset) in a JSON state file and advanced only
 after the rows read up to that offset are durable, so a restart resumes exactly where
 the acknowledged data ends: nothing is lost, and nothing is read twice (and a line read
@@ -10,6 +16,7 @@ new file is read from its start. A file that shrank was truncated: read from the
 
 from __future__ import annotations
 
+import glob
 import logging
 import os
 import threading
@@ -57,6 +64,10 @@ class TailState:
         os.replace(temporary, self.path)
 
 
+def _is_pattern(path: str) -> bool:
+    return any(c in path for c in "*?[")
+
+
 def _find_by_inode(folder: Path, inode: int) -> Path | None:
     """Where a rotated file went (app.log -> app.log.1): same folder, same inode."""
     try:
@@ -75,7 +86,9 @@ class Tailer:
         self, collector: Collector, paths: list[str], state_path: Path, interval: float = 0.25
     ) -> None:
         self.collector = collector
-        self.paths = [str(Path(p).absolute()) for p in paths]
+        given = [str(Path(p).absolute()) for p in paths]
+        self.patterns = [p for p in given if _is_pattern(p)]
+        self.paths = [p for p in given if not _is_pattern(p)]
         self.state = TailState(state_path)
         self.interval = interval
         self._stop = threading.Event()
@@ -89,9 +102,17 @@ class Tailer:
         self._stop.set()
         self._thread.join(10)
 
+    def current_paths(self) -> list[str]:
+        """The files given by name, then the regular files the patterns match now."""
+        matched = {
+            path for pattern in self.patterns for path in glob.glob(pattern)
+            if os.path.isfile(path)
+        }
+        return self.paths + sorted(matched - set(self.paths))
+
     def _run(self) -> None:
         while not self._stop.is_set():
-            for path in self.paths:
+            for path in self.current_paths():
                 try:
                     self.poll(path)
                 except (QueueFull, WriteFailed) as exc:
