@@ -18,6 +18,7 @@ import argparse
 import http.client
 import os
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -211,6 +212,7 @@ def end_to_end(
         return counts["ok"] * args.batch / elapsed, collector.peak_rss_mb()
     finally:
         collector.stop()
+        shutil.rmtree(folder, ignore_errors=True)  # each run starts on an equal disk
 
 
 def main() -> None:
