@@ -6,8 +6,10 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import grpc
 import pytest
-from collect_support import FullDisk, running, send_spans
+from collect_support import FullDisk, job_spans, running, send_spans
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
 from collectors.service.log_limit import SummarisedLog
 
@@ -58,3 +60,20 @@ def test_a_full_disk_logs_one_warning_for_many_failed_writes(tmp_path: Path, cap
             assert send_spans(collector.http.port) == 503
     failed = [r for r in caplog.records if r.getMessage().startswith("store write failed")]
     assert len(failed) == 1 and failed[0].exc_info is not None
+
+
+def test_grpc_refusals_are_logged_once_for_many(tmp_path: Path, caplog) -> None:
+    caplog.set_level(logging.WARNING, logger="dupescope.collect")
+    with running(FullDisk(tmp_path / "store")) as collector:
+        channel = grpc.insecure_channel(f"127.0.0.1:{collector.grpc.port}")
+        export = channel.unary_unary(
+            "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+            request_serializer=lambda body: body, response_deserializer=lambda body: body,
+        )
+        for _ in range(3):
+            with pytest.raises(grpc.RpcError) as refused:
+                export(encode_spans(job_spans(2)).SerializeToString(), timeout=10)
+            assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+        channel.close()
+    refusals = [r.getMessage() for r in caplog.records if "gRPC UNAVAILABLE" in r.getMessage()]
+    assert len(refusals) == 1 and "No space left on device" in refusals[0]

@@ -23,6 +23,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from collectors.service.bodies import BodyError
 from collectors.service.collector import Collector
 from collectors.service.http_receiver import otlp_response
+from collectors.service.log_limit import SummarisedLog
 from collectors.service.pipeline import QueueFull, WriteFailed
 
 log = logging.getLogger("dupescope.collect")
@@ -46,6 +47,7 @@ class GrpcReceiver:
     ) -> None:
         """With `credentials`, the port speaks TLS only."""
         self.collector = collector
+        self.floods = SummarisedLog(log)  # refusals come many at a time under overload
         limit = collector.max_body_bytes
         self.server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="dupescope-grpc"),
@@ -92,16 +94,22 @@ class GrpcReceiver:
                 collector.bad_request()
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
             except QueueFull as exc:
+                self._refused("RESOURCE_EXHAUSTED", kind, exc)
                 info = RetryInfo(retry_delay=Duration(seconds=exc.retry_after))
                 context.set_trailing_metadata(
                     (("google.rpc.retryinfo-bin", info.SerializeToString()),)
                 )
                 context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
             except WriteFailed as exc:
+                self._refused("UNAVAILABLE", kind, exc)
                 context.abort(grpc.StatusCode.UNAVAILABLE, f"not stored: {exc}")
             return otlp_response(kind, result)
 
         return export
+
+    def _refused(self, code: str, kind: str, exc: Exception) -> None:
+        if not self.floods.warn(code, "gRPC %s %s: %s", code, kind, exc):
+            log.debug("gRPC %s %s: %s", code, kind, exc)
 
     def start(self) -> GrpcReceiver:
         self.server.start()
