@@ -16,6 +16,8 @@
 #define SOURCE_DIGEST "unknown"
 #endif
 #include <Python.h>
+#include <structmember.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -33,6 +35,7 @@ typedef struct {
     PyObject_HEAD
     Generation current, previous;
     size_t per_generation;
+    Py_ssize_t rolls; /* generations begun after the first: the caller times them */
 } UidMemoryObject;
 
 /* Lowercase hex digit -> its value, anything else -> 16. */
@@ -189,6 +192,7 @@ static int roll(UidMemoryObject *self) {
     }
     self->previous = self->current;
     self->current = next;
+    self->rolls++;
     return 0;
 }
 
@@ -342,6 +346,7 @@ static int uid_init(UidMemoryObject *self, PyObject *args, PyObject *kwargs) {
     free(self->previous.slots);
     memset(&self->previous, 0, sizeof self->previous);
     self->per_generation = (size_t)capacity / 2;
+    self->rolls = 0;
     /* Both tables now, the previous one empty: made at the first roll instead, its pages
      * were faulted in and cleared while every claim waited (~20 ms for 16 MB). */
     if (generation_init(&self->current, self->per_generation) ||
@@ -367,6 +372,12 @@ static PyMethodDef uid_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+static PyMemberDef uid_members[] = {
+    {"rolls", T_PYSSIZET, offsetof(UidMemoryObject, rolls), READONLY,
+     "How many times the current generation became the previous one."},
+    {NULL, 0, 0, 0, NULL},
+};
+
 static PyTypeObject UidMemoryType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "collectors._uid_memory.UidMemory",
@@ -377,6 +388,7 @@ static PyTypeObject UidMemoryType = {
     .tp_init = (initproc)uid_init,
     .tp_dealloc = (destructor)uid_dealloc,
     .tp_methods = uid_methods,
+    .tp_members = uid_members,
 };
 
 static struct PyModuleDef module_def = {

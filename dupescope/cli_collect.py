@@ -66,6 +66,14 @@ STORE_HELP = (
     help="Events waiting for the writer before senders get 429 / RESOURCE_EXHAUSTED.",
 )
 @click.option(
+    "--recent-uids",
+    type=click.IntRange(min=2),
+    default=1_000_000,
+    show_default=True,
+    help="Event uids remembered to skip resent batches (16 bytes each, twice over); "
+    "/healthz shows how many seconds that reaches back (dedupe_window_s).",
+)
+@click.option(
     "--decode-workers",
     type=click.IntRange(min=0),
     default=0,
@@ -120,6 +128,7 @@ def collect(
     token: str | None,
     max_body_bytes: int,
     queue_size: int,
+    recent_uids: int,
     decode_workers: int,
     mapping: str | None,
     compact_every: float,
@@ -155,6 +164,7 @@ def collect(
         token=token,
         max_body_bytes=max_body_bytes,
         queue_rows=queue_size,
+        recent_uids=recent_uids,
         decode_workers=decode_workers,
         mapping=field_mapping,
         compact_every=compact_every,

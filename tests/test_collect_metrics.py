@@ -86,6 +86,13 @@ def test_each_group_commit_is_counted_in_the_write_histogram(tmp_path: Path) -> 
     assert buckets == sorted(buckets) and buckets[-1] == 3  # cumulative, +Inf last
 
 
+def test_metrics_show_the_uid_memory_and_how_far_back_it_reaches(tmp_path: Path) -> None:
+    with running(EmbeddedStore(tmp_path / "store"), recent_uids=1000) as collector:
+        _, values = _scrape(collector.http.port)
+    assert values["dupescope_collector_recent_uids"] == 1000
+    assert values["dupescope_collector_dedupe_window_seconds"] >= 0
+
+
 def test_a_commit_counts_in_the_first_bucket_at_or_above_its_duration() -> None:
     durations = Durations(bounds=(0.001, 0.01))
     durations.counts = [0, 0, 0]

@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-from collect_support import source_digest
+from collect_support import get_json, running, send_spans, source_digest
 
 from collectors import _uid_memory
 from collectors.service.pipeline import RecentUids, UidMemory
+from store.embedded import EmbeddedStore
 
 HEX = [f"{i:032x}" for i in range(1, 9)]
 
@@ -105,3 +106,43 @@ def test_a_column_with_offsets_outside_its_data_claims_none_of_its_uids() -> Non
         memory.claim(offsets.tobytes(), data, 0, 100)
     good = np.arange(0, 32 * 101, 32, dtype=np.int32)
     assert all(np.frombuffer(memory.claim(good.tobytes(), data, 0, 100), dtype=np.bool_))
+
+
+class Clock:
+    def __init__(self, now: float = 0.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _uids(start: int, count: int) -> list[str]:
+    return [f"{i:032x}" for i in range(start, start + count)]
+
+
+def test_the_window_reaches_back_to_the_start_until_a_generation_is_dropped() -> None:
+    clock = Clock(100.0)
+    recent = RecentUids(capacity=8, clock=clock)
+    _claim(recent, _uids(1, 4))
+    clock.now = 130.0
+    assert recent.window_seconds() == 30.0
+
+
+def test_the_window_reaches_back_to_when_the_previous_generation_began() -> None:
+    clock = Clock()
+    recent = RecentUids(capacity=8, clock=clock)  # generations of 4 uids
+    for at, first in ((10.0, 1), (20.0, 5), (30.0, 9)):
+        clock.now = at
+        _claim(recent, _uids(first, 4))
+    clock.now = 45.0
+    assert recent.window_seconds() == 25.0  # the generation begun at 20 is still held
+    assert _claim(recent, _uids(5, 4)) == [False] * 4  # claimed at 20: repeats
+    assert _claim(recent, _uids(1, 4)) == [True] * 4  # claimed at 10: forgotten
+
+
+def test_healthz_shows_the_memory_and_how_far_back_it_reaches(tmp_path) -> None:
+    with running(EmbeddedStore(tmp_path / "store"), recent_uids=1000) as collector:
+        assert send_spans(collector.http.port) == 200
+        health = get_json(f"http://127.0.0.1:{collector.http.port}/healthz")
+    assert health["recent_uids"] == 1000
+    assert health["dedupe_window_s"] >= 0

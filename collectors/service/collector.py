@@ -17,7 +17,7 @@ from typing import Any
 from collectors.mapping import DEFAULT_MAPPING, FieldMapping
 from collectors.service.bodies import DecodeResult
 from collectors.service.decoding import Decoder, DecoderUnavailable
-from collectors.service.pipeline import Pipeline, QueueFull, WriteFailed
+from collectors.service.pipeline import RECENT_UIDS, Pipeline, QueueFull, WriteFailed
 from store.base import Store
 
 DEFAULT_MAX_BODY = 16 * 1024 * 1024
@@ -54,6 +54,7 @@ class Collector:
         *,
         mapping: FieldMapping = DEFAULT_MAPPING,
         queue_rows: int = DEFAULT_QUEUE_ROWS,
+        recent_uids: int = RECENT_UIDS,
         max_body_bytes: int = DEFAULT_MAX_BODY,
         decode_workers: int = 0,
         max_decoding: int | None = None,
@@ -62,7 +63,7 @@ class Collector:
         self.store = store
         self.max_body_bytes = max_body_bytes
         self.token = token
-        self.pipeline = Pipeline(store, queue_rows=queue_rows)
+        self.pipeline = Pipeline(store, queue_rows=queue_rows, recent_uids=recent_uids)
         self.decoder = Decoder(mapping, decode_workers)
         # Bodies decoded at once: enough to keep every decoder busy, few enough that
         # memory stays bounded however many clients send; the rest wait briefly, then 429.

@@ -43,6 +43,7 @@ GAUGES = {
     "queue_batches": ("queue_batches", "Batches waiting for the writer."),
     "queue_capacity": ("queue_capacity_rows", "Rows the queue holds before answering 429."),
     "uptime_s": ("uptime_seconds", "Seconds since the collector started."),
+    "recent_uids": ("recent_uids", "Event uids remembered to skip resent batches."),
 }
 
 
@@ -58,6 +59,13 @@ class _Scrape:
             yield CounterMetricFamily(f"{PREFIX}_{name}", text, value=health[key])
         for key, (name, text) in GAUGES.items():
             yield GaugeMetricFamily(f"{PREFIX}_{name}", text, value=health[key])
+        if health["dedupe_window_s"] is not None:
+            yield GaugeMetricFamily(
+                f"{PREFIX}_dedupe_window_seconds",
+                "How far back the uid memory reaches: resends older than this are written "
+                "again (readers still count them once).",
+                value=health["dedupe_window_s"],
+            )
         info = GaugeMetricFamily(
             f"{PREFIX}_info", "The store this collector writes to.", labels=["store"]
         )

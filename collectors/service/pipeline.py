@@ -16,6 +16,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,11 +83,35 @@ class RecentUids:
     the sender's retry is written.
     """
 
-    def __init__(self, capacity: int = RECENT_UIDS) -> None:
+    def __init__(
+        self, capacity: int = RECENT_UIDS, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.capacity = capacity
         self._native = UidMemory(capacity) if UidMemory is not None else None
         self._uids: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
+        self._clock = clock
+        self._started = clock()
+        self._rolls = 0
+        self._roll_times: deque[float] = deque(maxlen=2)  # when the last two generations began
+
+    def window_seconds(self) -> float | None:
+        """How far back the memory reaches now: a resend of anything claimed since then
+        is a repeat (the previous generation began then). At a high rate it is short,
+        and a larger capacity lengthens it. None for the Python memory, which counts
+        uids, not generations."""
+        if self._native is None:
+            return None
+        with self._lock:
+            since = self._roll_times[0] if len(self._roll_times) == 2 else self._started
+            return self._clock() - since
+
+    def _note_rolls(self) -> None:
+        rolls = self._native.rolls
+        if rolls != self._rolls:
+            now = self._clock()
+            self._roll_times.extend([now] * min(rolls - self._rolls, 2))
+            self._rolls = rolls
 
     def claim(self, uids: pa.ChunkedArray | pa.Array) -> np.ndarray:
         """True for each uid neither remembered nor earlier in `uids`; those are now
@@ -97,6 +122,7 @@ class RecentUids:
                 return self._claim_in_python(column)
             offsets, data = column.buffers()[1:3]
             mask = self._native.claim(offsets, data or b"", column.offset, len(column))
+            self._note_rolls()
             return np.frombuffer(mask, dtype=np.bool_)
 
     def release(self, uids: pa.ChunkedArray | pa.Array) -> None:
@@ -171,7 +197,9 @@ class Durations:
 class Pipeline:
     """The bounded queue plus its single writer thread."""
 
-    def __init__(self, store: Store, *, queue_rows: int = 200_000) -> None:
+    def __init__(
+        self, store: Store, *, queue_rows: int = 200_000, recent_uids: int = RECENT_UIDS
+    ) -> None:
         self.store = store
         self.queue_rows = queue_rows
         self.stats = Stats()
@@ -184,7 +212,7 @@ class Pipeline:
         self._pending_rows = 0
         self._cond = threading.Condition()
         self._claims = threading.Lock()  # taken before _cond where both are
-        self._recent = RecentUids()
+        self._recent = RecentUids(recent_uids)
         # Hot segments where the store has them: a group commit is small and compaction
         # soon rewrites it, so the cheapest durable form wins (store/hot_segments.py).
         self._store_write = getattr(store, "write_hot", store.write)
@@ -312,6 +340,9 @@ class Pipeline:
             data["queue_depth"] = self._pending_rows
             data["queue_batches"] = len(self._pending)
             data["queue_capacity"] = self.queue_rows
+        data["recent_uids"] = self._recent.capacity
+        window = self._recent.window_seconds()
+        data["dedupe_window_s"] = None if window is None else round(window, 3)
         return data
 
     def failure(self) -> tuple[float, str] | None:

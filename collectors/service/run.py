@@ -22,6 +22,7 @@ from collectors.service.collector import DEFAULT_MAX_BODY, DEFAULT_QUEUE_ROWS, C
 from collectors.service.compaction import Compactor
 from collectors.service.grpc_receiver import GrpcReceiver
 from collectors.service.http_receiver import HttpReceiver
+from collectors.service.pipeline import RECENT_UIDS
 from collectors.service.tail import Tailer
 from collectors.service.tls import TlsFiles
 from store.base import Store
@@ -41,6 +42,7 @@ class CollectConfig:
     token: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY
     queue_rows: int = DEFAULT_QUEUE_ROWS
+    recent_uids: int = RECENT_UIDS
     decode_workers: int = 0
     mapping: FieldMapping = DEFAULT_MAPPING
     compact_every: float = 60.0  # seconds; 0 turns background compaction off
@@ -91,6 +93,7 @@ class RunningCollector:
             store,
             mapping=config.mapping,
             queue_rows=config.queue_rows,
+            recent_uids=config.recent_uids,
             max_body_bytes=config.max_body_bytes,
             decode_workers=config.decode_workers,
             token=config.token,
