@@ -23,7 +23,7 @@ STORE_HELP = (
     type=click.IntRange(-1, 65535),
     default=4318,
     show_default=True,
-    help="OTLP/HTTP, JSON-lines POST and /healthz (0: any free port, -1: off).",
+    help="OTLP/HTTP, JSON-lines POST, /healthz and /metrics (0: any free port, -1: off).",
 )
 @click.option(
     "--grpc-port",
@@ -56,7 +56,7 @@ STORE_HELP = (
     type=click.IntRange(min=1024),
     default=16 * 1024 * 1024,
     show_default=True,
-    help="Largest request body, also after gunzip (413 above).",
+    help="Largest request body, also once decompressed (413 above).",
 )
 @click.option(
     "--queue-size",
@@ -70,7 +70,7 @@ STORE_HELP = (
     type=click.IntRange(min=2),
     default=1_000_000,
     show_default=True,
-    help="Event uids remembered to skip resent batches (16 bytes each, twice over); "
+    help="Event uids remembered to skip resent batches (32 bytes of memory each); "
     "/healthz shows how many seconds that reaches back (dedupe_window_s).",
 )
 @click.option(
