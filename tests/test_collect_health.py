@@ -3,13 +3,18 @@ written, and 200 again once a write succeeds; `/stats` and `/metrics` keep answe
 
 from __future__ import annotations
 
+import logging
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 import orjson
-from collect_support import FullDisk, running, send_spans
+from collect_support import FullDisk, job_spans, post, running, send_spans
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+PB = "application/x-protobuf"
 
 
 def _get(url: str) -> tuple[int, Any]:
@@ -57,3 +62,42 @@ def test_metrics_show_the_store_failing(tmp_path: Path) -> None:
         assert b"dupescope_collector_store_failing 0.0" in _get(url)[1]
         send_spans(collector.http.port)
         assert b"dupescope_collector_store_failing 1.0" in _get(url)[1]
+
+
+def test_a_resend_of_stored_rows_does_not_make_a_failing_store_ok(tmp_path: Path) -> None:
+    store = FullDisk(tmp_path / "store")
+    store.full = False
+    with running(store) as collector:
+        url = f"http://127.0.0.1:{collector.http.port}/v1/traces"
+        stored = encode_spans(job_spans(2)).SerializeToString()
+        assert post(url, stored, PB)[0] == 200
+        store.full = True
+        assert send_spans(collector.http.port) == 503
+        assert post(url, stored, PB)[0] == 200  # all repeats: nothing reaches the store
+        status, body = _get(f"http://127.0.0.1:{collector.http.port}/healthz")
+    assert status == 503
+    assert orjson.loads(body)["writes"] == 1
+
+
+def test_a_failure_with_no_later_try_stops_counting_after_the_hold(tmp_path: Path) -> None:
+    with running(FullDisk(tmp_path / "store")) as collector:
+        collector.collector.pipeline.failure_hold = 0.3
+        assert send_spans(collector.http.port) == 503
+        url = f"http://127.0.0.1:{collector.http.port}/healthz"
+        assert _get(url)[0] == 503
+        time.sleep(0.4)  # no batch since: a readiness probe lets traffic try again
+        status, body = _get(url)
+    assert status == 200
+    assert orjson.loads(body)["status"] == "ok"
+
+
+def test_the_recovery_is_logged_with_how_many_writes_failed(tmp_path: Path, caplog) -> None:
+    caplog.set_level(logging.WARNING, logger="dupescope.collect")
+    store = FullDisk(tmp_path / "store")
+    with running(store) as collector:
+        for _ in range(2):
+            assert send_spans(collector.http.port) == 503
+        store.full = False
+        assert send_spans(collector.http.port) == 200
+    recovered = [r.getMessage() for r in caplog.records if "succeed again" in r.getMessage()]
+    assert len(recovered) == 1 and "after 2 failed since" in recovered[0]

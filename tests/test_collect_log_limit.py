@@ -4,6 +4,7 @@ logged once per interval each, the next line saying how many were held back."""
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 import grpc
@@ -37,13 +38,14 @@ def test_the_first_warning_of_a_kind_is_logged_at_once(caplog) -> None:
 def test_repeats_within_the_interval_are_counted_into_the_next_line(caplog) -> None:
     caplog.set_level(logging.WARNING)
     clock = Clock()
-    floods = SummarisedLog(LOG, every=10, clock=clock)
+    held_at = time.mktime((2026, 11, 30, 9, 15, 0, 0, 0, -1))  # local time, as logged
+    floods = SummarisedLog(LOG, every=10, clock=clock, wall=lambda: held_at)
     logged = [floods.warn(429, "queue full") for _ in range(4)]
-    clock.now += 10
+    clock.now += 3600  # however long after them the next one comes
     logged.append(floods.warn(429, "queue full"))
     assert logged == [True, False, False, False, True]
     assert _messages(caplog) == [
-        "queue full", "queue full (and 3 more like it in the last 10 s)"]
+        "queue full", "queue full (and 3 more like it since 09:15:00)"]
 
 
 def test_each_kind_has_its_own_interval(caplog) -> None:

@@ -109,14 +109,15 @@ class Collector:
         self.pipeline.count(bad_requests=1)
 
     def health(self) -> dict[str, Any]:
-        """Counters and state; `status` is "failing" while the latest group commit failed
-        (until one succeeds), with `last_error` and `failing_since` saying what and when."""
+        """Counters and state; `status` is "failing" while the latest store write failed
+        (until one succeeds, or for `Pipeline.failure_hold` seconds without another try),
+        with `last_error` and `failing_since` saying what and since when."""
         data = self.pipeline.snapshot()
         failure = self.pipeline.failure()
         data.update(
             status="failing" if failure else "ok",
-            last_error=failure[1] if failure else None,
-            failing_since=round(failure[0], 3) if failure else None,
+            last_error=failure.error if failure else None,
+            failing_since=round(failure.since, 3) if failure else None,
             store=self.store.describe(),
             uptime_s=round(time.time() - self.started, 1),
             decode_workers=self.decoder.workers,

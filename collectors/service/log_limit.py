@@ -3,7 +3,7 @@
 Under overload every request is answered 429, and while the store cannot be written
 every group commit fails: one log line each would bury the log at hundreds a second.
 The first of a kind is logged at once; the rest within the interval are counted and
-reported with the next one logged.
+reported, with the time of the first of them, in the next line logged of that kind.
 """
 
 from __future__ import annotations
@@ -22,22 +22,25 @@ class SummarisedLog:
         log: logging.Logger,
         every: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
     ) -> None:
-        self.log, self.every, self.clock = log, every, clock
+        self.log, self.every, self.clock, self.wall = log, every, clock, wall
         self._lock = threading.Lock()
-        self._kinds: dict[object, tuple[float, int]] = {}  # kind -> (last logged, held back)
+        # kind -> (when last logged, how many held back since, when the first of them came)
+        self._kinds: dict[object, tuple[float, int, float]] = {}
 
     def warn(self, kind: object, message: str, *args: object, exc_info: bool = False) -> bool:
         """Log `message % args` unless one of `kind` was logged less than `every` seconds
         ago; returns whether it was logged."""
         now = self.clock()
         with self._lock:
-            last, held = self._kinds.get(kind, (None, 0))
+            last, held, first_held = self._kinds.get(kind, (None, 0, 0.0))
             if last is not None and now - last < self.every:
-                self._kinds[kind] = (last, held + 1)
+                self._kinds[kind] = (last, held + 1, first_held if held else self.wall())
                 return False
-            self._kinds[kind] = (now, 0)
+            self._kinds[kind] = (now, 0, 0.0)
         if held:
-            message += f" (and {held} more like it in the last {self.every:g} s)"
+            since = time.strftime("%H:%M:%S", time.localtime(first_held))
+            message += f" (and {held} more like it since {since})"
         self.log.warning(message, *args, exc_info=exc_info)
         return True

@@ -12,6 +12,7 @@ The queue is bounded in rows: when it is full a receiver is told to retry later 
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import logging
 import threading
 import time
@@ -194,8 +195,26 @@ class Durations:
         return Durations(self.bounds, list(self.counts), self.total_seconds)
 
 
+@dataclass
+class Failure:
+    """Store writes failing: since when (Unix seconds), how many, the latest error and
+    when it came (monotonic seconds)."""
+
+    since: float
+    count: int = 0
+    last: float = 0.0
+    error: str = ""
+
+
+def _clock_time(unix: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(unix))
+
+
 class Pipeline:
     """The bounded queue plus its single writer thread."""
+
+    #: Seconds a failed store write keeps the collector reported as failing.
+    failure_hold = 30.0
 
     def __init__(
         self, store: Store, *, queue_rows: int = 200_000, recent_uids: int = RECENT_UIDS
@@ -204,9 +223,9 @@ class Pipeline:
         self.queue_rows = queue_rows
         self.stats = Stats()
         self._durations = Durations()
-        # (since when, what) while the latest group commit failed: a store that cannot be
-        # written is what a health check has to show.
-        self._failure: tuple[float, str] | None = None
+        # While the latest store write failed: a store that cannot be written is what a
+        # health check has to show.
+        self._failure: Failure | None = None
         self._failures_log = SummarisedLog(log)  # one line per failed write would flood it
         self._pending: deque[Ticket] = deque()
         self._pending_rows = 0
@@ -287,9 +306,9 @@ class Pipeline:
         started = time.perf_counter()
         error: BaseException | None = None
         written = 0
+        fresh = [t.table for t in tickets if t.table.num_rows]
         try:
-            fresh = [t.table for t in tickets if t.table.num_rows]
-            if fresh:
+            if fresh:  # else every row was a repeat: nothing reaches the store
                 written = self._store_write(concat(fresh))
         except Exception as exc:  # a sink's error is reported to the senders, never raised
             if not self._failures_log.warn("write", "store write failed: %s", exc, exc_info=True):
@@ -306,18 +325,25 @@ class Pipeline:
                 self._pending_rows -= ticket.rows
             stats = self.stats
             if error is None:
+                stats.deduplicated += sum(t.repeats for t in tickets)
+            if error is None and fresh:  # the store took a write: it works again
                 stats.writes += 1
                 stats.written += written
-                stats.deduplicated += sum(t.repeats for t in tickets)
                 stats.last_write_ms = round(elapsed_ms, 3)
                 stats.max_write_ms = max(stats.max_write_ms, stats.last_write_ms)
                 stats.total_write_ms += elapsed_ms
                 self._durations.add(elapsed_ms / 1000)
+                if self._failure is not None:
+                    log.warning("store writes succeed again, after %d failed since %s",
+                                self._failure.count, _clock_time(self._failure.since))
                 self._failure = None
-            else:
+            elif error is not None:
                 stats.write_errors += 1
-                since = self._failure[0] if self._failure else time.time()
-                self._failure = (since, f"{type(error).__name__}: {error}")
+                failure = self._failure or Failure(since=time.time())
+                failure.count += 1
+                failure.last = time.monotonic()
+                failure.error = f"{type(error).__name__}: {error}"
+                self._failure = failure
         for ticket in tickets:
             ticket.error = error
             ticket.written = ticket.rows if error is None else 0
@@ -345,11 +371,17 @@ class Pipeline:
         data["dedupe_window_s"] = None if window is None else round(window, 3)
         return data
 
-    def failure(self) -> tuple[float, str] | None:
-        """Since when (Unix seconds) and with what error the group commits have been
-        failing, or None when the latest one succeeded."""
+    def failure(self) -> Failure | None:
+        """The failure of the latest store write, while it is less than `failure_hold`
+        seconds old; None once a write succeeded, or after that. The expiry is for
+        readiness probes: a collector taken out of service for failing gets no more
+        batches, so no write could ever succeed and bring it back; after the hold it is
+        ready again, and the next batch tries the store anew."""
         with self._cond:
-            return self._failure
+            failure = self._failure
+            if failure is None or time.monotonic() - failure.last >= self.failure_hold:
+                return None
+            return dataclasses.replace(failure)
 
     def durations(self) -> Durations:
         """The successful group commits' durations so far (a copy)."""
