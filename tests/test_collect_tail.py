@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import orjson
+import pytest
 from collect_support import raw_count, running
 
 from collectors.service.tail import Tailer
@@ -92,6 +93,48 @@ def test_a_pattern_matches_files_not_folders_nor_names_given_already(tmp_path: P
     with running(EmbeddedStore(tmp_path / "store"), http_port=None, grpc_port=None) as c:
         tailer = Tailer(c.collector, given, tmp_path / "state.json")
         assert tailer.current_paths() == [str(tmp_path / "b.log"), str(tmp_path / "a.log")]
+
+
+def test_a_file_whose_name_has_brackets_is_followed_by_that_name(tmp_path: Path) -> None:
+    log = tmp_path / "app[1].log"
+    log.write_bytes(_lines("a", 3))
+    store = EmbeddedStore(tmp_path / "store")
+    with running(store, tail=[str(log)], state=tmp_path / "state.json", http_port=None,
+                 grpc_port=None):
+        _wait_for(store, 3)
+
+
+def test_a_relative_pattern_is_read_in_a_folder_with_brackets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "proj[old]"
+    (folder / "logs").mkdir(parents=True)
+    (folder / "logs" / "a.jsonl").write_bytes(b"")
+    monkeypatch.chdir(folder)
+    with running(EmbeddedStore(tmp_path / "store"), http_port=None, grpc_port=None) as c:
+        tailer = Tailer(c.collector, ["logs/*.jsonl"], tmp_path / "state.json")
+        assert tailer.current_paths() == [str(folder / "logs" / "a.jsonl")]
+
+
+@pytest.mark.parametrize("rotated", ["app.log.1", "a-1.log"], ids=["after", "before"])
+def test_a_rotated_file_a_pattern_also_matches_is_read_once(tmp_path: Path, rotated: str) -> None:
+    """Whether the rotated name is polled after the name it left or before it."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "app.log").write_bytes(_lines("a", 3))
+    store = EmbeddedStore(tmp_path / "store")
+    pattern = str(logs / ("app.log*" if rotated.startswith("app") else "*.log"))
+    with running(store, tail=[pattern], state=tmp_path / "state.json", http_port=None,
+                 grpc_port=None) as collector:
+        _wait_for(store, 3)
+        os.rename(logs / "app.log", logs / rotated)
+        _append(logs / rotated, _lines("b", 2))
+        (logs / "app.log").write_bytes(_lines("c", 4))
+        _wait_for(store, 9)
+        time.sleep(0.6)  # a few more polls: nothing may be read again
+        health = collector.collector.health()
+    assert health["received"] == 9
+    assert raw_count(store) == 9
 
 
 def test_tail_state_defaults_to_the_store_folder(tmp_path: Path) -> None:

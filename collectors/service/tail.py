@@ -1,10 +1,10 @@
 """`--tail FILE...`: follow growing log files, across rotation and collector restarts.
 
-A path with `*`, `?` or `[` in it is a pattern (quote it from the shell): it is expanded
-again at each poll, so files that appear later (a new service's log) are followed from
-their start. A pattern should not also match the names rotated files get (`app.log*`
-would), or a rotated file is read again as a file of its own; its lines would collapse
-(see below), but only after being read and stored twice.
+A path with `*`, `?` or `[` in it, and no file of that very name, is a pattern (quote it
+from the shell): it is expanded again at each poll, so files that appear later (a new
+service's log) are followed from their start. A pattern that also matches the names
+rotated files get (`app.log*`) picks a rotated file up where reading it stopped, known by
+its inode, whichever of the two names is polled first.
 
 Each file's position is kept as (inode, offset) in a JSON state file and advanced only
 after the rows read up to that offset are durable, so a restart resumes exactly where
@@ -20,6 +20,7 @@ import glob
 import logging
 import os
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +32,7 @@ from collectors.service.pipeline import QueueFull, WriteFailed
 log = logging.getLogger("dupescope.collect")
 
 READ_CHUNK = 4 * 1024 * 1024
+MAX_RETIRED = 1024
 
 
 @dataclass
@@ -86,10 +88,25 @@ class Tailer:
         self, collector: Collector, paths: list[str], state_path: Path, interval: float = 0.25
     ) -> None:
         self.collector = collector
-        given = [str(Path(p).absolute()) for p in paths]
-        self.patterns = [p for p in given if _is_pattern(p)]
-        self.paths = [p for p in given if not _is_pattern(p)]
+        self.paths: list[str] = []
+        self.patterns: list[str] = []
+        for given in paths:
+            # A pattern is one as given, and only where no file has that very name; the
+            # folder a relative one is resolved in is escaped, so its brackets match
+            # themselves.
+            if _is_pattern(given) and not os.path.isfile(given):
+                folder = "" if os.path.isabs(given) else glob.escape(os.getcwd())
+                self.patterns.append(os.path.join(folder, given))
+            else:
+                self.paths.append(str(Path(given).absolute()))
+        for pattern in self.patterns:
+            if not glob.glob(pattern):
+                log.info("tail pattern %s matches no file yet", pattern)
         self.state = TailState(state_path)
+        # Where reading stopped in files rotated away, by inode: a pattern that also
+        # matches the rotated name (app.log*, app-*.log) picks the file up there rather
+        # than from its start. Kept in memory only (a bounded number of them).
+        self._retired: OrderedDict[int, int] = OrderedDict()
         self.interval = interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="dupescope-tail", daemon=True)
@@ -133,15 +150,32 @@ class Tailer:
             rotated = _find_by_inode(Path(path).parent, known.inode)
             if rotated is not None:
                 stored += self._read(path, rotated, known)
+                self._retire(known)
             known = None
         if known is None:
-            known = Position(status.st_ino, 0)
+            known = self._moved_here(path, status.st_ino) or Position(
+                status.st_ino, self._retired.pop(status.st_ino, 0)
+            )
             self.state.positions[path] = known
         elif status.st_size < known.offset:
             log.warning("tail %s: file shrank, reading it from the start", path)
             known.offset = 0
         stored += self._read(path, Path(path), known)
         return stored
+
+    def _moved_here(self, path: str, inode: int) -> Position | None:
+        """The position of a file now found at `path` that was followed under another name
+        (a rotated file a pattern matches, polled before the name it left): taken over,
+        so its lines are read once."""
+        for other, position in list(self.state.positions.items()):
+            if other != path and position.inode == inode:
+                return self.state.positions.pop(other)
+        return None
+
+    def _retire(self, position: Position) -> None:
+        self._retired[position.inode] = position.offset
+        while len(self._retired) > MAX_RETIRED:
+            self._retired.popitem(last=False)
 
     def _read(self, name: str, file: Path, position: Position) -> int:
         """Complete lines from `position.offset` on; the offset moves once they are durable."""
