@@ -1196,11 +1196,13 @@ static int render(Buf *arena, Attr *a) {
 static void hex(const Str s, char *out) {
     static const char hexd[] = "0123456789abcdef";
     size_t i = 0;
-    for (; i + 8 <= s.n; i += 8) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    for (; i + 8 <= s.n; i += 8) { /* a loaded word's low byte is the first in memory */
         uint64_t w;
         memcpy(&w, s.p + i, 8);
         hex8(w, out + 2 * i);
     }
+#endif
     for (; i < s.n; i++) {
         out[2 * i] = hexd[s.p[i] >> 4];
         out[2 * i + 1] = hexd[s.p[i] & 15];

@@ -70,7 +70,7 @@ STORE_HELP = (
     type=click.IntRange(min=2),
     default=1_000_000,
     show_default=True,
-    help="Event uids remembered to skip resent batches (32 bytes of memory each); "
+    help="Event uids remembered to skip resent batches (32-64 bytes of memory each); "
     "/healthz shows how many seconds that reaches back (dedupe_window_s).",
 )
 @click.option(

@@ -95,7 +95,6 @@ def test_metrics_show_the_uid_memory_and_how_far_back_it_reaches(tmp_path: Path)
 
 def test_a_commit_counts_in_the_first_bucket_at_or_above_its_duration() -> None:
     durations = Durations(bounds=(0.001, 0.01))
-    durations.counts = [0, 0, 0]
     for seconds in (0.001, 0.0011, 0.5):
         durations.add(seconds)
     assert durations.counts == [1, 1, 1]

@@ -4,9 +4,11 @@ down; a certificate and key that do not match stop the collector at start."""
 
 from __future__ import annotations
 
+import socket
 import ssl
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -83,6 +85,23 @@ def test_plaintext_http_is_refused_and_the_collector_stays_up(
             f"https://127.0.0.1:{port}/healthz", timeout=10, context=trusting
         ) as answer:
             assert answer.status == 200
+
+
+def test_a_client_that_never_handshakes_holds_up_no_other(
+    tmp_path: Path, tls: TlsFiles, ca_file: Path
+) -> None:
+    with running(EmbeddedStore(tmp_path / "store"), tls=tls) as collector:
+        port = collector.http.port
+        silent = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
+        trusting = ssl.create_default_context(cafile=str(ca_file))
+        started = time.monotonic()
+        with urllib.request.urlopen(
+            f"https://127.0.0.1:{port}/healthz", timeout=10, context=trusting
+        ) as answer:
+            assert answer.status == 200
+        assert time.monotonic() - started < 2  # not after the silent ones' 10 s timeout
+        for connection in silent:
+            connection.close()
 
 
 def test_a_key_of_another_certificate_stops_the_start(

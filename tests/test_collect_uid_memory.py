@@ -55,6 +55,17 @@ def test_hex_uids_that_differ_in_one_digit_are_told_apart() -> None:
     assert all(_claim(RecentUids(), unique))
 
 
+def test_characters_next_to_the_hex_digits_are_not_taken_for_them() -> None:
+    """'/' ':' '@' 'G' '`' 'g' and upper case border or look like the digits: a uid with
+    one of them is no hex uid, and no hex uid's key."""
+    base = "0123456789abcdef" * 2
+    odd = [base[:i] + c + base[i + 1:] for i in range(32) for c in "/:@AFG`g"]
+    alike = [base[:i] + d + base[i + 1:] for i in range(32) for d in "09af"]
+    recent = RecentUids()
+    recent.claim(pa.chunked_array([pa.array(sorted(set(alike)))]))
+    assert all(_claim(recent, odd))
+
+
 def test_a_sliced_column_is_read_from_its_offset() -> None:
     recent = RecentUids()
     recent.claim(pa.chunked_array([pa.array(HEX).slice(4, 2)]))

@@ -118,7 +118,7 @@ class Handler(BaseHTTPRequestHandler):
             try:
                 self.connection.settimeout(HANDSHAKE_TIMEOUT)
                 self.connection.do_handshake()
-                self.connection.settimeout(None)
+                self.connection.settimeout(self.timeout)
             except (ssl.SSLError, OSError) as exc:
                 log.info("TLS handshake with %s failed: %s", self.address_string(), exc)
                 return

@@ -79,7 +79,8 @@ class RecentUids:
     """A bounded memory of event_uids already written: resends are skipped, not rewritten.
 
     Holds the last `capacity` / 2 to `capacity` uids. Checked a column at a time by the
-    native `UidMemory` (16 bytes a uid) where it was built, by a Python dict otherwise.
+    native `UidMemory` (two tables of 16-byte slots, each at least `capacity` slots: 32 to
+    64 bytes of memory a uid) where it was built, by a Python dict otherwise.
     A batch claims its uids as it is queued; a write that fails gives its claims back, so
     the sender's retry is written.
     """
@@ -184,8 +185,12 @@ class Durations:
 
     bounds: tuple[float, ...] = WRITE_BUCKETS
     #: Commits per bucket, not cumulative; the last one is those above every bound.
-    counts: list[int] = field(default_factory=lambda: [0] * (len(WRITE_BUCKETS) + 1))
+    counts: list[int] = field(default_factory=list)
     total_seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.counts:
+            self.counts = [0] * (len(self.bounds) + 1)
 
     def add(self, seconds: float) -> None:
         self.counts[bisect.bisect_left(self.bounds, seconds)] += 1  # a bound is inclusive
