@@ -11,7 +11,7 @@ import orjson
 import pytest
 from collect_support import raw_count, running
 
-from collectors.service.tail import Tailer
+from collectors.service.tail import Position, Tailer
 from store.embedded import EmbeddedStore
 
 
@@ -135,6 +135,22 @@ def test_a_rotated_file_a_pattern_also_matches_is_read_once(tmp_path: Path, rota
         health = collector.collector.health()
     assert health["received"] == 9
     assert raw_count(store) == 9
+
+
+def test_a_new_file_is_read_from_its_start_whatever_inode_it_was_given(tmp_path: Path) -> None:
+    """A rotation learnt in an earlier poll says nothing of a later file: inode numbers
+    are given again once free, and trusting an old one would skip the new file's start."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    store = EmbeddedStore(tmp_path / "store")
+    with running(store, http_port=None, grpc_port=None) as collector:
+        tailer = Tailer(collector.collector, [str(logs / "*.jsonl")], tmp_path / "state.json")
+        new = logs / "b.jsonl"
+        new.write_bytes(_lines("b", 4))
+        tailer._retire(Position(new.stat().st_ino, len(_lines("b", 3))))  # as if rotated
+        tailer.cycle()
+        assert tailer.state.positions[str(new)].offset == new.stat().st_size
+    assert raw_count(store) == 4
 
 
 def test_tail_state_defaults_to_the_store_folder(tmp_path: Path) -> None:

@@ -2,9 +2,12 @@
 
 A path with `*`, `?` or `[` in it, and no file of that very name, is a pattern (quote it
 from the shell): it is expanded again at each poll, so files that appear later (a new
-service's log) are followed from their start. A pattern that also matches the names
-rotated files get (`app.log*`) picks a rotated file up where reading it stopped, known by
-its inode, whichever of the two names is polled first.
+service's log) are followed from their start. A pattern that also matches the name a
+file is rotated to (`app.log*`) picks it up where reading it stopped, by its inode, when
+the rotation is seen in one poll; otherwise (after a restart in between, or a chain of
+numbered names) the rotated file is read again, and its lines, stored twice, still count
+once (see below). Reading twice is the safe side: a file's inode number may be given to
+another file later, so it is trusted no longer than one poll.
 
 Each file's position is kept as (inode, offset) in a JSON state file and advanced only
 after the rows read up to that offset are durable, so a restart resumes exactly where
@@ -20,7 +23,6 @@ import glob
 import logging
 import os
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +34,6 @@ from collectors.service.pipeline import QueueFull, WriteFailed
 log = logging.getLogger("dupescope.collect")
 
 READ_CHUNK = 4 * 1024 * 1024
-MAX_RETIRED = 1024
 
 
 @dataclass
@@ -103,10 +104,10 @@ class Tailer:
             if not glob.glob(pattern):
                 log.info("tail pattern %s matches no file yet", pattern)
         self.state = TailState(state_path)
-        # Where reading stopped in files rotated away, by inode: a pattern that also
-        # matches the rotated name (app.log*, app-*.log) picks the file up there rather
-        # than from its start. Kept in memory only (a bounded number of them).
-        self._retired: OrderedDict[int, int] = OrderedDict()
+        # Where reading stopped in files rotated away this cycle, by inode: a pattern that
+        # also matches the rotated name (app.log*) picks the file up there, not from its
+        # start.
+        self._retired: dict[int, int] = {}
         self.interval = interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="dupescope-tail", daemon=True)
@@ -129,14 +130,23 @@ class Tailer:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            for path in self.current_paths():
-                try:
-                    self.poll(path)
-                except (QueueFull, WriteFailed) as exc:
-                    log.info("tail %s: will retry (%s)", path, exc)
-                except Exception:  # a tail's error is logged, never raised into the loop
-                    log.exception("tail %s failed", path)
+            self.cycle()
             self._stop.wait(self.interval)
+
+    def cycle(self) -> None:
+        """One poll of every file. Names followed already go first: a rotation is seen at
+        the name it left before the rotated name, if a pattern matches that too, is read
+        from where reading stopped. What a cycle learns of rotations lasts that cycle only,
+        since a later file may be given the same inode."""
+        self._retired.clear()
+        paths = self.current_paths()
+        for path in sorted(paths, key=lambda p: p not in self.state.positions):
+            try:
+                self.poll(path)
+            except (QueueFull, WriteFailed) as exc:
+                log.info("tail %s: will retry (%s)", path, exc)
+            except Exception:  # a tail's error is logged, never raised into the loop
+                log.exception("tail %s failed", path)
 
     def poll(self, path: str) -> int:
         """Read what is new in `path` (and in its rotated predecessor); returns rows stored."""
@@ -153,9 +163,7 @@ class Tailer:
                 self._retire(known)
             known = None
         if known is None:
-            known = self._moved_here(path, status.st_ino) or Position(
-                status.st_ino, self._retired.pop(status.st_ino, 0)
-            )
+            known = Position(status.st_ino, self._retired.pop(status.st_ino, 0))
             self.state.positions[path] = known
         elif status.st_size < known.offset:
             log.warning("tail %s: file shrank, reading it from the start", path)
@@ -163,19 +171,8 @@ class Tailer:
         stored += self._read(path, Path(path), known)
         return stored
 
-    def _moved_here(self, path: str, inode: int) -> Position | None:
-        """The position of a file now found at `path` that was followed under another name
-        (a rotated file a pattern matches, polled before the name it left): taken over,
-        so its lines are read once."""
-        for other, position in list(self.state.positions.items()):
-            if other != path and position.inode == inode:
-                return self.state.positions.pop(other)
-        return None
-
     def _retire(self, position: Position) -> None:
         self._retired[position.inode] = position.offset
-        while len(self._retired) > MAX_RETIRED:
-            self._retired.popitem(last=False)
 
     def _read(self, name: str, file: Path, position: Position) -> int:
         """Complete lines from `position.offset` on; the offset moves once they are durable."""
