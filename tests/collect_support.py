@@ -238,11 +238,14 @@ def source_digest(module: Any, source: str) -> str:
 
 
 class FullDisk(EmbeddedStore):
-    """An embedded store whose collector writes fail while `full` is set."""
+    """An embedded store whose collector writes fail while `full` is set, each after
+    `delay` seconds."""
 
     full = True
+    delay = 0.0
 
     def write_hot(self, table: pa.Table) -> int:
+        time.sleep(self.delay)
         if self.full:
             raise OSError("No space left on device")
         return super().write_hot(table)

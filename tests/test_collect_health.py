@@ -4,6 +4,7 @@ written, and 200 again once a write succeeds; `/stats` and `/metrics` keep answe
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -11,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from collect_support import FullDisk, job_spans, post, running, send_spans
+from collect_support import FullDisk, SlowStore, job_spans, post, running, send_spans
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+from store.embedded import EmbeddedStore
 
 PB = "application/x-protobuf"
 
@@ -101,3 +104,42 @@ def test_the_recovery_is_logged_with_how_many_writes_failed(tmp_path: Path, capl
         assert send_spans(collector.http.port) == 200
     recovered = [r.getMessage() for r in caplog.records if "succeed again" in r.getMessage()]
     assert len(recovered) == 1 and "after 2 failed since" in recovered[0]
+
+
+def test_a_later_failure_restarts_the_hold(tmp_path: Path) -> None:
+    with running(FullDisk(tmp_path / "store")) as collector:
+        collector.collector.pipeline.failure_hold = 1.0
+        assert send_spans(collector.http.port) == 503
+        time.sleep(0.6)
+        assert send_spans(collector.http.port) == 503
+        time.sleep(0.6)  # 1.2 s after the first failure, 0.6 s after the latest
+        status = _get(f"http://127.0.0.1:{collector.http.port}/healthz")[0]
+    assert status == 503
+
+
+def test_a_failure_stays_reported_while_another_write_is_under_way(tmp_path: Path) -> None:
+    store = FullDisk(tmp_path / "store")
+    with running(store) as collector:
+        collector.collector.pipeline.failure_hold = 0.2
+        assert send_spans(collector.http.port) == 503
+        store.delay = 1.0  # the next write takes a second to fail
+        sender = threading.Thread(target=send_spans, args=(collector.http.port,))
+        sender.start()
+        time.sleep(0.5)  # past the hold, with that write under way
+        status = _get(f"http://127.0.0.1:{collector.http.port}/healthz")[0]
+        sender.join()
+    assert status == 503
+
+
+def test_a_write_that_runs_too_long_is_reported_as_failing(tmp_path: Path) -> None:
+    store = SlowStore(EmbeddedStore(tmp_path / "store"), blocked=True)
+    with running(store) as collector:
+        collector.collector.pipeline.stuck_after = 0.2
+        sender = threading.Thread(target=send_spans, args=(collector.http.port,))
+        sender.start()
+        time.sleep(0.5)
+        status, body = _get(f"http://127.0.0.1:{collector.http.port}/healthz")
+        store.gate.set()
+        sender.join()
+    assert status == 503
+    assert "a store write has run for" in orjson.loads(body)["last_error"]

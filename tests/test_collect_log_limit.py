@@ -48,6 +48,18 @@ def test_repeats_within_the_interval_are_counted_into_the_next_line(caplog) -> N
         "queue full", "queue full (and 3 more like it since 09:15:00)"]
 
 
+def test_the_summary_says_when_the_first_held_back_one_came(caplog) -> None:
+    caplog.set_level(logging.WARNING)
+    clock, walls = Clock(), iter([time.mktime((2026, 11, 30, h, 0, 0, 0, 0, -1))
+                                 for h in (8, 9, 10)])
+    floods = SummarisedLog(LOG, every=10, clock=clock, wall=lambda: next(walls))
+    for _ in range(3):
+        floods.warn(503, "store failed")
+    clock.now += 10
+    floods.warn(503, "store failed")
+    assert _messages(caplog)[-1] == "store failed (and 2 more like it since 08:00:00)"
+
+
 def test_each_kind_has_its_own_interval(caplog) -> None:
     caplog.set_level(logging.WARNING)
     floods = SummarisedLog(LOG, every=10, clock=Clock())

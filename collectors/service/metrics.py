@@ -73,7 +73,8 @@ class _Scrape:
         yield info
         yield GaugeMetricFamily(
             f"{PREFIX}_store_failing",
-            "1 while the latest group commit failed (senders are answered 503), else 0.",
+            "1 while the latest store write failed (for 30 s, or while another is under way) "
+            "or one has run for over 60 s; senders are answered 503 meanwhile.",
             value=int(health["status"] != "ok"),
         )
         durations = self.collector.pipeline.durations()

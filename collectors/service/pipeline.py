@@ -220,6 +220,8 @@ class Pipeline:
 
     #: Seconds a failed store write keeps the collector reported as failing.
     failure_hold = 30.0
+    #: Seconds after which a store write still under way is reported as a failure.
+    stuck_after = 60.0
 
     def __init__(
         self, store: Store, *, queue_rows: int = 200_000, recent_uids: int = RECENT_UIDS
@@ -231,6 +233,7 @@ class Pipeline:
         # While the latest store write failed: a store that cannot be written is what a
         # health check has to show.
         self._failure: Failure | None = None
+        self._writing_since: float | None = None  # monotonic start of a write under way
         self._failures_log = SummarisedLog(log)  # one line per failed write would flood it
         self._pending: deque[Ticket] = deque()
         self._pending_rows = 0
@@ -312,6 +315,9 @@ class Pipeline:
         error: BaseException | None = None
         written = 0
         fresh = [t.table for t in tickets if t.table.num_rows]
+        if fresh:
+            with self._cond:
+                self._writing_since = time.monotonic()
         try:
             if fresh:  # else every row was a repeat: nothing reaches the store
                 written = self._store_write(concat(fresh))
@@ -325,7 +331,9 @@ class Pipeline:
                 tickets = tickets + self._fail_repeaters()
                 for ticket in tickets:
                     self._recent.release(ticket.table.column("event_uid"))  # the retry gets in
+        recovered: Failure | None = None
         with self._cond:
+            self._writing_since = None
             for ticket in tickets:
                 self._pending_rows -= ticket.rows
             stats = self.stats
@@ -338,10 +346,7 @@ class Pipeline:
                 stats.max_write_ms = max(stats.max_write_ms, stats.last_write_ms)
                 stats.total_write_ms += elapsed_ms
                 self._durations.add(elapsed_ms / 1000)
-                if self._failure is not None:
-                    log.warning("store writes succeed again, after %d failed since %s",
-                                self._failure.count, _clock_time(self._failure.since))
-                self._failure = None
+                recovered, self._failure = self._failure, None
             elif error is not None:
                 stats.write_errors += 1
                 failure = self._failure or Failure(since=time.time())
@@ -349,6 +354,9 @@ class Pipeline:
                 failure.last = time.monotonic()
                 failure.error = f"{type(error).__name__}: {error}"
                 self._failure = failure
+        if recovered is not None:  # logged outside the lock a submit waits for
+            log.warning("store writes succeed again, after %d failed since %s",
+                        recovered.count, _clock_time(recovered.since))
         for ticket in tickets:
             ticket.error = error
             ticket.written = ticket.rows if error is None else 0
@@ -378,15 +386,25 @@ class Pipeline:
 
     def failure(self) -> Failure | None:
         """The failure of the latest store write, while it is less than `failure_hold`
-        seconds old; None once a write succeeded, or after that. The expiry is for
-        readiness probes: a collector taken out of service for failing gets no more
-        batches, so no write could ever succeed and bring it back; after the hold it is
-        ready again, and the next batch tries the store anew."""
+        seconds old or a write is under way; None once a write succeeded, or after that.
+        The expiry is for readiness probes: a collector taken out of service for failing
+        gets no more batches, so no write could succeed and bring it back; after the hold
+        it is ready again, and the next batch tries the store anew. A write that has run
+        for `stuck_after` seconds is a failure of its own (a store that no longer
+        answers)."""
+        now = time.monotonic()
         with self._cond:
-            failure = self._failure
-            if failure is None or time.monotonic() - failure.last >= self.failure_hold:
-                return None
-            return dataclasses.replace(failure)
+            failure, writing_since = self._failure, self._writing_since
+        if writing_since is not None and now - writing_since >= self.stuck_after:
+            since = time.time() - (now - writing_since)
+            stuck = f"a store write has run for {now - writing_since:.0f} s"
+            return Failure(since=failure.since if failure else since,
+                           count=failure.count if failure else 0, last=now, error=stuck)
+        if failure is None:
+            return None
+        if writing_since is None and now - failure.last >= self.failure_hold:
+            return None
+        return dataclasses.replace(failure)
 
     def durations(self) -> Durations:
         """The successful group commits' durations so far (a copy)."""

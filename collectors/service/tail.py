@@ -1,13 +1,12 @@
 """`--tail FILE...`: follow growing log files, across rotation and collector restarts.
 
-A path with `*`, `?` or `[` in it, and no file of that very name, is a pattern (quote it
-from the shell): it is expanded again at each poll, so files that appear later (a new
-service's log) are followed from their start. A pattern that also matches the name a
-file is rotated to (`app.log*`) picks it up where reading it stopped, by its inode, when
-the rotation is seen in one poll; otherwise (after a restart in between, or a chain of
-numbered names) the rotated file is read again, and its lines, stored twice, still count
-once (see below). Reading twice is the safe side: a file's inode number may be given to
-another file later, so it is trusted no longer than one poll.
+A path with `*`, `?` or `[` in it is a pattern (quote it from the shell), unless a file
+of that very name exists: it is expanded again at each poll, so files that appear later
+(a new service's log) are followed from their start. A pattern that also matches the
+name a file is rotated to (`app.log*`) reads the rotated file again from its start: its
+lines are repeats, dropped as such (see below). Taking up its old position by inode
+instead would lose lines: an inode number freed by a deleted file is soon given to a new
+one, which would then be read from the old file's offset.
 
 Each file's position is kept as (inode, offset) in a JSON state file and advanced only
 after the rows read up to that offset are durable, so a restart resumes exactly where
@@ -29,6 +28,7 @@ from pathlib import Path
 import orjson
 
 from collectors.service.collector import Collector
+from collectors.service.log_limit import SummarisedLog
 from collectors.service.pipeline import QueueFull, WriteFailed
 
 log = logging.getLogger("dupescope.collect")
@@ -90,24 +90,21 @@ class Tailer:
     ) -> None:
         self.collector = collector
         self.paths: list[str] = []
-        self.patterns: list[str] = []
+        # (pattern, the file it would name taken literally): a pattern is one as given, its
+        # folder escaped when relative, so the folder's own brackets match themselves.
+        self.patterns: list[tuple[str, str]] = []
         for given in paths:
-            # A pattern is one as given, and only where no file has that very name; the
-            # folder a relative one is resolved in is escaped, so its brackets match
-            # themselves.
+            absolute = str(Path(given).absolute())
             if _is_pattern(given) and not os.path.isfile(given):
                 folder = "" if os.path.isabs(given) else glob.escape(os.getcwd())
-                self.patterns.append(os.path.join(folder, given))
+                self.patterns.append((os.path.join(folder, given), absolute))
             else:
-                self.paths.append(str(Path(given).absolute()))
-        for pattern in self.patterns:
+                self.paths.append(absolute)
+        for pattern, _ in self.patterns:
             if not glob.glob(pattern):
                 log.info("tail pattern %s matches no file yet", pattern)
         self.state = TailState(state_path)
-        # Where reading stopped in files rotated away this cycle, by inode: a pattern that
-        # also matches the rotated name (app.log*) picks the file up there, not from its
-        # start.
-        self._retired: dict[int, int] = {}
+        self._problems = SummarisedLog(log, every=60.0)  # an unreadable file, every poll
         self.interval = interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="dupescope-tail", daemon=True)
@@ -121,11 +118,13 @@ class Tailer:
         self._thread.join(10)
 
     def current_paths(self) -> list[str]:
-        """The files given by name, then the regular files the patterns match now."""
-        matched = {
-            path for pattern in self.patterns for path in glob.glob(pattern)
-            if os.path.isfile(path)
-        }
+        """The files given by name, then the regular files the patterns match now (and a
+        file named like a pattern, where one has appeared since the start)."""
+        matched = set()
+        for pattern, literal in self.patterns:
+            matched.update(path for path in glob.glob(pattern) if os.path.isfile(path))
+            if os.path.isfile(literal):
+                matched.add(literal)
         return self.paths + sorted(matched - set(self.paths))
 
     def _run(self) -> None:
@@ -134,19 +133,20 @@ class Tailer:
             self._stop.wait(self.interval)
 
     def cycle(self) -> None:
-        """One poll of every file. Names followed already go first: a rotation is seen at
-        the name it left before the rotated name, if a pattern matches that too, is read
-        from where reading stopped. What a cycle learns of rotations lasts that cycle only,
-        since a later file may be given the same inode."""
-        self._retired.clear()
-        paths = self.current_paths()
-        for path in sorted(paths, key=lambda p: p not in self.state.positions):
+        """One poll of every file."""
+        try:
+            paths = self.current_paths()
+        except OSError as exc:
+            self._problems.warn("patterns", "tail patterns unreadable: %s", exc)
+            return
+        for path in paths:
             try:
                 self.poll(path)
             except (QueueFull, WriteFailed) as exc:
                 log.info("tail %s: will retry (%s)", path, exc)
             except Exception:  # a tail's error is logged, never raised into the loop
-                log.exception("tail %s failed", path)
+                if not self._problems.warn(path, "tail %s failed", path, exc_info=True):
+                    log.debug("tail %s failed", path, exc_info=True)
 
     def poll(self, path: str) -> int:
         """Read what is new in `path` (and in its rotated predecessor); returns rows stored."""
@@ -160,19 +160,15 @@ class Tailer:
             rotated = _find_by_inode(Path(path).parent, known.inode)
             if rotated is not None:
                 stored += self._read(path, rotated, known)
-                self._retire(known)
             known = None
         if known is None:
-            known = Position(status.st_ino, self._retired.pop(status.st_ino, 0))
+            known = Position(status.st_ino, 0)
             self.state.positions[path] = known
         elif status.st_size < known.offset:
             log.warning("tail %s: file shrank, reading it from the start", path)
             known.offset = 0
         stored += self._read(path, Path(path), known)
         return stored
-
-    def _retire(self, position: Position) -> None:
-        self._retired[position.inode] = position.offset
 
     def _read(self, name: str, file: Path, position: Position) -> int:
         """Complete lines from `position.offset` on; the offset moves once they are durable."""
