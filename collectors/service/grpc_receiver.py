@@ -108,8 +108,7 @@ class GrpcReceiver:
         return export
 
     def _refused(self, code: str, kind: str, exc: Exception) -> None:
-        if not self.floods.warn(code, "gRPC %s %s: %s", code, kind, exc):
-            log.debug("gRPC %s %s: %s", code, kind, exc)
+        self.floods.warn(code, "gRPC %s %s: %s", code, kind, exc)
 
     def start(self) -> GrpcReceiver:
         self.server.start()

@@ -101,8 +101,7 @@ class Handler(BaseHTTPRequestHandler):
     def _error(self, status: int, message: str, protobuf: bool, **headers: str) -> None:
         """A google.rpc.Status, as protobuf or JSON to match what the client sent."""
         if status >= 500 or status == 429:
-            if not self.floods.warn(status, "%s %s: %s", status, self.path, message):
-                log.debug("%s %s: %s", status, self.path, message)
+            self.floods.warn(status, "%s %s: %s", status, self.path, message)
         else:
             log.info("%s %s: %s", status, self.path, message)
         rpc = status_pb2.Status(code=_GRPC_CODES.get(status, code_pb2.UNKNOWN), message=message)

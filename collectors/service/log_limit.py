@@ -30,17 +30,22 @@ class SummarisedLog:
         self._kinds: dict[object, tuple[float, int, float]] = {}
 
     def warn(self, kind: object, message: str, *args: object, exc_info: bool = False) -> bool:
-        """Log `message % args` unless one of `kind` was logged less than `every` seconds
-        ago; returns whether it was logged."""
+        """Log `message % args` as a warning unless one of `kind` was logged less than
+        `every` seconds ago (then at DEBUG only); returns whether it was a warning."""
         now = self.clock()
         with self._lock:
             last, held, first_held = self._kinds.get(kind, (None, 0, 0.0))
             if last is not None and now - last < self.every:
                 self._kinds[kind] = (last, held + 1, first_held if held else self.wall())
+                self.log.debug(message, *args, exc_info=exc_info)
                 return False
             self._kinds[kind] = (now, 0, 0.0)
         if held:
-            since = time.strftime("%H:%M:%S", time.localtime(first_held))
-            message += f" (and {held} more like it since {since})"
+            message += f" (and {held} more like it since {clock_time(first_held)})"
         self.log.warning(message, *args, exc_info=exc_info)
         return True
+
+
+def clock_time(unix: float) -> str:
+    """A moment as the local time of day a log line shows."""
+    return time.strftime("%H:%M:%S", time.localtime(unix))

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from collectors.service.log_limit import SummarisedLog
+from collectors.service.log_limit import SummarisedLog, clock_time
 from store.base import Store
 from store.schema import EVENTS_SCHEMA, as_events, concat, is_runs
 
@@ -211,10 +211,6 @@ class Failure:
     error: str = ""
 
 
-def _clock_time(unix: float) -> str:
-    return time.strftime("%H:%M:%S", time.localtime(unix))
-
-
 class Pipeline:
     """The bounded queue plus its single writer thread."""
 
@@ -322,8 +318,7 @@ class Pipeline:
             if fresh:  # else every row was a repeat: nothing reaches the store
                 written = self._store_write(concat(fresh))
         except Exception as exc:  # a sink's error is reported to the senders, never raised
-            if not self._failures_log.warn("write", "store write failed: %s", exc, exc_info=True):
-                log.debug("store write failed: %s", exc)
+            self._failures_log.warn("write", "store write failed: %s", exc, exc_info=True)
             error = exc
         elapsed_ms = (time.perf_counter() - started) * 1000
         if error is not None:
@@ -356,7 +351,7 @@ class Pipeline:
                 self._failure = failure
         if recovered is not None:  # logged outside the lock a submit waits for
             log.warning("store writes succeed again, after %d failed since %s",
-                        recovered.count, _clock_time(recovered.since))
+                        recovered.count, clock_time(recovered.since))
         for ticket in tickets:
             ticket.error = error
             ticket.written = ticket.rows if error is None else 0

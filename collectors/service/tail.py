@@ -145,8 +145,7 @@ class Tailer:
             except (QueueFull, WriteFailed) as exc:
                 log.info("tail %s: will retry (%s)", path, exc)
             except Exception:  # a tail's error is logged, never raised into the loop
-                if not self._problems.warn(path, "tail %s failed", path, exc_info=True):
-                    log.debug("tail %s failed", path, exc_info=True)
+                self._problems.warn(path, "tail %s failed", path, exc_info=True)
 
     def poll(self, path: str) -> int:
         """Read what is new in `path` (and in its rotated predecessor); returns rows stored."""
