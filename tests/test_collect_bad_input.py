@@ -154,3 +154,23 @@ def test_full_queue_answers_429_and_resource_exhausted(tmp_path: Path) -> None:
         health = get_json(f"http://127.0.0.1:{collector.http.port}/healthz")
     assert health["throttled"] == 2
     assert raw_count(store) == 24
+
+
+def test_full_queue_refuses_a_body_before_reading_it(tmp_path: Path) -> None:
+    store = SlowStore(EmbeddedStore(tmp_path / "store"), blocked=True)
+    with running(store, queue_rows=8) as collector:
+        url = f"http://127.0.0.1:{collector.http.port}/v1/traces"
+        first = threading.Thread(target=lambda: post(url, _valid_body(), PB))
+        first.start()  # 8 rows: taken by the writer, which blocks on the store
+        for _ in range(100):
+            if collector.collector.pipeline.depth >= 8:
+                break
+            threading.Event().wait(0.02)
+        # Not gzip at all: read and unwrapped, it would be a 400.
+        status, headers, _ = post(url, b"plain bytes", PB, Content_Encoding="gzip")
+        assert status == 429 and headers.get("Retry-After") == "1"
+        assert post(url, _valid_body(), "text/html")[0] == 415  # headers alone still decide
+        store.gate.set()
+        first.join(10)
+        health = get_json(f"http://127.0.0.1:{collector.http.port}/healthz")
+    assert health["throttled"] == 1 and health["bad_requests"] == 1

@@ -70,14 +70,16 @@ class Collector:
         self._decoding = threading.BoundedSemaphore(max_decoding or max(4, 2 * decode_workers))
         self.started = time.time()
 
-    def _admit(self) -> None:
+    def admit(self) -> None:
+        """QueueFull while the queue is full: a receiver asks before it reads a body, so
+        that a body that would be refused is never held in memory."""
         if self.pipeline.depth >= self.pipeline.queue_rows:
             self.pipeline.count(throttled=1)
             raise QueueFull(retry_after=1)
 
     def _decode(self, work: Any) -> DecodeResult:
         _yield_to_writer()
-        self._admit()
+        self.admit()
         if not self._decoding.acquire(timeout=DECODE_WAIT):
             self.pipeline.count(throttled=1)
             raise QueueFull(retry_after=1)
@@ -98,12 +100,19 @@ class Collector:
         result.accepted = rows
         return result
 
+    def decode_otlp(self, kind: str, body: bytes, fmt: str, source: str) -> DecodeResult:
+        """An OTLP export body (unwrapped) -> rows to commit; BodyError for a bad body."""
+        return self._decode(lambda: self.decoder.otlp(kind, body, fmt, source))
+
+    def decode_jsonlines(self, body: bytes, source: str) -> DecodeResult:
+        return self._decode(lambda: self.decoder.jsonlines(body, source))
+
     def otlp(self, kind: str, body: bytes, fmt: str, source: str) -> DecodeResult:
         """An OTLP export body (unwrapped) -> durable rows; BodyError for a bad body."""
-        return self.commit(self._decode(lambda: self.decoder.otlp(kind, body, fmt, source)))
+        return self.commit(self.decode_otlp(kind, body, fmt, source))
 
     def jsonlines(self, body: bytes, source: str) -> DecodeResult:
-        return self.commit(self._decode(lambda: self.decoder.jsonlines(body, source)))
+        return self.commit(self.decode_jsonlines(body, source))
 
     def bad_request(self) -> None:
         self.pipeline.count(bad_requests=1)

@@ -167,20 +167,27 @@ class Handler(BaseHTTPRequestHandler):
             return self._refuse(
                 413, f"body is larger than {collector.max_body_bytes} bytes", protobuf, length
             )
-        raw = self.rfile.read(int(length))
         if kind is not None and not (protobuf or ctype in JSON_TYPES):
-            return self._refuse(415, f"unsupported Content-Type {ctype!r}", protobuf, None)
+            return self._refuse(415, f"unsupported Content-Type {ctype!r}", protobuf, length)
         if kind is None and ctype not in LINES_TYPES:
-            return self._refuse(415, f"unsupported Content-Type {ctype!r}", False, None)
+            return self._refuse(415, f"unsupported Content-Type {ctype!r}", False, length)
+        try:
+            collector.admit()  # before the body is read: one that is refused is never held
+        except QueueFull as exc:
+            self._drain(length)
+            return self._error(429, str(exc), protobuf, Retry_After=str(exc.retry_after))
+        raw = self.rfile.read(int(length))
         try:
             body = unwrap(raw, self.headers.get("Content-Encoding"), collector.max_body_bytes)
             del raw
             source = f"http:{path}"
             if kind is not None:
                 fmt = "protobuf" if protobuf else "json"
-                result = collector.otlp(kind, body, fmt, source)
+                decoded = collector.decode_otlp(kind, body, fmt, source)
             else:
-                result = collector.jsonlines(body, source)
+                decoded = collector.decode_jsonlines(body, source)
+            del body  # the rows are what waits for the group commit, not the body too
+            result = collector.commit(decoded)
         except BodyError as exc:
             return self._refuse(exc.status, str(exc), protobuf, None)
         except QueueFull as exc:
@@ -206,6 +213,12 @@ class Handler(BaseHTTPRequestHandler):
         that the client can read the answer; a larger one closes the connection."""
         if status != 401:
             self.collector.bad_request()
+        self._drain(unread)
+        self._error(status, message, protobuf)
+
+    def _drain(self, unread: str | None) -> None:
+        """Read an unread body of `unread` bytes away, in small chunks, or close the
+        connection after the answer when it is over the cap."""
         if unread is not None and unread.isdigit() and int(unread) > 0:
             remaining = int(unread)
             if remaining <= DRAIN_LIMIT:
@@ -216,7 +229,6 @@ class Handler(BaseHTTPRequestHandler):
                     remaining -= len(chunk)
             else:
                 self.close_connection = True
-        self._error(status, message, protobuf)
 
     def _authorised(self, token: str) -> bool:
         given = self.headers.get("Authorization", "")
