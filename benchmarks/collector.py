@@ -8,8 +8,9 @@ lifecycle steps (lock_acquire, side_effect, ack), so one span gives 4 canonical 
 `--steps 0` makes them ordinary events, one row per span. The collector
 runs as a real `dupescope collect` process on an embedded store in a temporary folder;
 the clients send pre-built, distinct bodies (so nothing is skipped as a repeat) over
-keep-alive connections. Overload: twice the measured rate is offered for a few seconds
-with a small queue; the collector must answer 429 rather than grow.
+keep-alive connections. Overload: twice the measured rate is offered, from more clients
+than the collector's small queue holds batches, each sending on its own schedule whatever
+the answers; the collector must answer 429 rather than grow.
 """
 
 from __future__ import annotations
@@ -227,7 +228,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3,
                         help="end-to-end runs, each on a fresh collector between two "
                              "decode-only measurements")
-    parser.add_argument("--overload-seconds", type=float, default=6.0)
+    parser.add_argument("--overload-clients", type=int, default=48,
+                        help="clients offering twice the rate (more than the 20 batches "
+                             "the overload queue holds)")
+    parser.add_argument("--overload-seconds", type=float, default=6.0,
+                        help="how long twice the rate is offered, at most as long as twice "
+                             "the end-to-end bodies last")
     args = parser.parse_args()
 
     batches = max(1, args.spans // args.batch)
@@ -265,22 +271,34 @@ def main() -> None:
               f"{args.rounds} (range {min(ratios):.3f}-{max(ratios):.3f}x)")
         print(f"peak RSS after the runs: {rss:.0f} MB")
 
-        # Overload: twice the sustainable rate from 16 clients, a queue of 20 batches.
-        collector = Collector(Path(folder) / "overload", 20 * args.batch * (1 + args.steps),
-                              args.decode_workers)
-        try:
-            wanted = int(2 * rate * args.overload_seconds / args.batch) + 1
-            extra = [trace_request(batches + b, args.batch, steps=args.steps).SerializeToString()
-                     for b in range(min(wanted, 400))]
-            pace = 16 * args.batch / (2 * rate)
-            started = time.perf_counter()
-            counts = send_all(collector.port, extra, 16, pace=pace)
-            elapsed = time.perf_counter() - started
-            print(f"overload (2x offered, {len(extra)} batches over {elapsed:.1f}s): "
-                  f"{counts['throttled']} answers 429, {counts['other']} other errors, "
-                  f"peak RSS {collector.peak_rss_mb():.0f} MB")
-        finally:
-            collector.stop()
+        overload(Path(folder) / "overload", bodies, rate, args)
+
+
+def overload(folder: Path, bodies: list[bytes], rate: float, args: argparse.Namespace) -> None:
+    """Twice `rate` offered to a collector whose queue holds 20 batches, by more clients
+    than that, each keeping its own pace: a client that waits for every answer before
+    sending again offers only what the collector takes, and a queue deeper than the
+    clients never fills, so neither could show a 429."""
+    clients = args.overload_clients
+    wanted = min(int(2 * rate * args.overload_seconds / args.batch) + 1, 2 * len(bodies))
+    # The end-to-end bodies (this store has none of them yet), then new ones as needed.
+    extra = [trace_request(len(bodies) + b, args.batch, steps=args.steps).SerializeToString()
+             for b in range(max(0, wanted - len(bodies)))]
+    offered = (bodies + extra)[:wanted]
+    collector = Collector(folder, 20 * args.batch * (1 + args.steps), args.decode_workers)
+    try:
+        started = time.perf_counter()
+        counts = send_all(collector.port, offered, clients,
+                          pace=clients * args.batch / (2 * rate))
+        elapsed = time.perf_counter() - started
+        accepted = counts["ok"] * args.batch / elapsed
+        print(f"overload ({len(offered)} batches offered at {2 * rate:,.0f} spans/s by "
+              f"{clients} clients, over {elapsed:.1f}s): {counts['throttled']} answers 429, "
+              f"{counts['other']} other errors, {accepted:,.0f} spans/s accepted, "
+              f"peak RSS {collector.peak_rss_mb():.0f} MB")
+    finally:
+        collector.stop()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":
