@@ -4,7 +4,9 @@ The services are registered with generic handlers that receive the request as by
 (grpcio has already gunzipped it and enforced the size limit), so the body goes to the
 same decoder as an HTTP body, possibly in a worker process, without being parsed twice.
 A full queue is RESOURCE_EXHAUSTED with a RetryInfo trailer, which OTLP exporters honour
-by retrying after the delay.
+by retrying after the delay. The standard health service (`grpc.health.v1.Health/Check`)
+answers what `/healthz` does, for probes that speak gRPC (Kubernetes' `grpc` probe,
+grpc_health_probe).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 import grpc
 from google.protobuf.duration_pb2 import Duration
 from google.rpc.error_details_pb2 import RetryInfo
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
@@ -32,6 +35,27 @@ SERVICES = {
     "traces": trace_service_pb2.DESCRIPTOR.services_by_name["TraceService"].full_name,
     "logs": logs_service_pb2.DESCRIPTOR.services_by_name["LogsService"].full_name,
 }
+
+
+class Health(health_pb2_grpc.HealthServicer):
+    """`grpc.health.v1`: SERVING, or NOT_SERVING while the store cannot be written (when
+    `/healthz` answers 503), for the server ("") and each OTLP service; NOT_FOUND for any
+    other name. Like `/healthz` it needs no token: probes send none. `Watch` stays
+    UNIMPLEMENTED, which the protocol allows and probes do not use."""
+
+    SERVICES = frozenset({"", *SERVICES.values()})
+
+    def __init__(self, collector: Collector) -> None:
+        self.collector = collector
+
+    def Check(  # noqa: N802 - the generated service's naming
+        self, request: health_pb2.HealthCheckRequest, context: grpc.ServicerContext
+    ) -> health_pb2.HealthCheckResponse:
+        if request.service not in self.SERVICES:
+            context.abort(grpc.StatusCode.NOT_FOUND, f"no service {request.service!r}")
+        status = health_pb2.HealthCheckResponse
+        failing = self.collector.pipeline.failure() is not None
+        return status(status=status.NOT_SERVING if failing else status.SERVING)
 
 
 class GrpcReceiver:
@@ -71,6 +95,7 @@ class GrpcReceiver:
             for kind, service in SERVICES.items()
         ]
         self.server.add_generic_rpc_handlers(handlers)
+        health_pb2_grpc.add_HealthServicer_to_server(Health(collector), self.server)
         address = f"{host}:{port}"
         self.port = (
             self.server.add_secure_port(address, credentials)

@@ -1,0 +1,56 @@
+"""The standard gRPC health service (`grpc.health.v1.Health/Check`) answers what
+`/healthz` does: SERVING, NOT_SERVING while the store cannot be written, for the server
+and each OTLP service, without the token probes cannot send."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import grpc
+import pytest
+from collect_support import FullDisk, running, send_spans
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from store.embedded import EmbeddedStore
+
+SERVING = health_pb2.HealthCheckResponse.SERVING
+NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+TRACES = "opentelemetry.proto.collector.trace.v1.TraceService"
+LOGS = "opentelemetry.proto.collector.logs.v1.LogsService"
+
+
+def _check(port: int, service: str = "") -> int:
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        answer = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=10)
+    return answer.status
+
+
+@pytest.mark.parametrize("service", ["", TRACES, LOGS])
+def test_a_working_collector_is_serving(tmp_path: Path, service: str) -> None:
+    with running(EmbeddedStore(tmp_path / "store")) as collector:
+        assert send_spans(collector.http.port) == 200
+        assert _check(collector.grpc.port, service) == SERVING
+
+
+def test_a_failing_store_is_not_serving_until_a_write_succeeds(tmp_path: Path) -> None:
+    store = FullDisk(tmp_path / "store")
+    with running(store) as collector:
+        assert send_spans(collector.http.port) == 503
+        assert _check(collector.grpc.port) == NOT_SERVING
+        assert _check(collector.grpc.port, TRACES) == NOT_SERVING
+        store.full = False
+        assert send_spans(collector.http.port) == 200
+        assert _check(collector.grpc.port) == SERVING
+
+
+def test_an_unknown_service_is_not_found(tmp_path: Path) -> None:
+    with running(EmbeddedStore(tmp_path / "store")) as collector:
+        with pytest.raises(grpc.RpcError) as refused:
+            _check(collector.grpc.port, "no.such.Service")
+    assert refused.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_health_needs_no_token(tmp_path: Path) -> None:
+    with running(EmbeddedStore(tmp_path / "store"), token="s3cret") as collector:
+        assert _check(collector.grpc.port) == SERVING
