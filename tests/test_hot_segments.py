@@ -1,8 +1,11 @@
 """Hot segments: what a collector writes is read like any segment, and compacted away."""
 
+import errno
+import os
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 from test_store import CHARGE, count
 
@@ -11,6 +14,7 @@ from collectors.normalise import Normaliser
 from collectors.otlp_native import NativeTraceDecoder
 from queries import timeline
 from queries.materialised import unique_events
+from store import hot_segments
 from store.embedded import EmbeddedStore
 from store.schema import as_events, as_runs
 
@@ -174,3 +178,61 @@ def test_a_hot_segment_compacted_between_listing_and_mapping_is_listed_again(
     monkeypatch.setattr(EmbeddedStore, "segments", lambda self: next(listings, None) or real(self))
     assert count(reader) == 4
     reader.close()
+
+
+def _spans_table(spans: int = 300) -> pa.Table:
+    request = trace_request(0, spans)
+    table, _, _ = NativeTraceDecoder(Normaliser()).decode(
+        request.SerializeToString(), lambda: request, "test"
+    )
+    return table
+
+
+def _ipc_size(table: pa.Table) -> int:
+    counter = pa.MockOutputStream()
+    with pa.ipc.new_file(counter, table.schema) as writer:
+        writer.write_table(table)
+    return counter.size()
+
+
+def test_a_hot_segment_file_holds_its_ipc_bytes_and_no_padding(tmp_path: Path) -> None:
+    table = _spans_table()
+    path = tmp_path / "one.arrow"
+    hot_segments.write_ipc(table, path)
+    assert _ipc_size(table) % hot_segments.ALIGN  # the direct write was padded, then cut
+    assert path.stat().st_size == _ipc_size(table)
+    assert hot_segments.read_ipc(path).equals(as_events(table))
+
+
+def test_a_file_system_refusing_direct_io_gets_the_same_file(tmp_path: Path, monkeypatch) -> None:
+    real_open = os.open
+
+    def no_direct_io(path, flags, *args):  # as some file systems answer O_DIRECT
+        if flags & getattr(os, "O_DIRECT", 0):
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", no_direct_io)
+    monkeypatch.setitem(hot_segments._direct, "refused", False)
+    table = _spans_table()
+    hot_segments.write_ipc(table, tmp_path / "buffered.arrow")
+    assert hot_segments._direct["refused"]
+    assert (tmp_path / "buffered.arrow").stat().st_size == _ipc_size(table)
+    assert hot_segments.read_ipc(tmp_path / "buffered.arrow").equals(as_events(table))
+
+
+def test_a_write_larger_than_the_kept_scratch_memory(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(hot_segments, "KEEP_SCRATCH", 64 * 1024)
+    table = _spans_table(1000)
+    hot_segments.write_ipc(table, tmp_path / "large.arrow")
+    assert hot_segments.read_ipc(tmp_path / "large.arrow").equals(as_events(table))
+
+
+def test_metadata_beyond_the_estimate_is_measured_and_written(tmp_path: Path) -> None:
+    table = _spans_table(10)
+    # Not in table.nbytes, and more than any scratch memory kept from earlier writes.
+    table = table.replace_schema_metadata({"note": "x" * hot_segments.KEEP_SCRATCH})
+    hot_segments.write_ipc(table, tmp_path / "noted.arrow")
+    with pa.memory_map(str(tmp_path / "noted.arrow")) as source:
+        written = pa.ipc.open_file(source).read_all()
+    assert written.equals(table) and written.schema.metadata == table.schema.metadata
