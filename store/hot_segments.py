@@ -31,7 +31,7 @@ SUFFIX = ".arrow"
 #: What direct I/O needs aligned: the memory written from, the length and the offset.
 ALIGN = max(4096, mmap.PAGESIZE)
 #: Scratch memory a writing thread keeps between writes; a larger write maps its own.
-KEEP_SCRATCH = 16 << 20
+KEEP_SCRATCH = 8 << 20
 _O_DIRECT = getattr(os, "O_DIRECT", 0)  # Linux and some BSDs
 _direct = {"refused": _O_DIRECT == 0}  # a file system refused it once: not asked again
 _scratch = threading.local()
