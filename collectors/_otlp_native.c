@@ -2058,10 +2058,17 @@ static void release_columns(struct ArrowArray *array) {
     array->release = NULL;
 }
 
-/* The buffer's memory, at least one byte of it, moved out of the Buf. */
+/* The buffer's memory, at least one byte of it, moved out of the Buf, cut to its length:
+ * a batch waits in the collector's queue with it, and the room a buffer grew or was
+ * presized into was a third of what a queued batch held (1.6 MB for 0.9 MB of columns a
+ * 1000-span request with steps). Shrinking in place costs glibc no copy. */
 static char *take_buf(Buf *b) {
     if (!b->data && buf_reserve(b, 1)) return NULL;
     char *data = b->data;
+    if (b->cap - b->len > 4096) {
+        char *fit = realloc(data, b->len ? b->len : 1);
+        if (fit) data = fit;
+    }
     b->data = NULL;
     b->len = b->cap = 0;
     return data;
