@@ -30,8 +30,9 @@ from store.schema import EVENTS_SCHEMA, as_events
 SUFFIX = ".arrow"
 #: What direct I/O needs aligned: the memory written from, the length and the offset.
 ALIGN = max(4096, mmap.PAGESIZE)
-#: Scratch memory a writing thread keeps between writes; a larger write maps its own.
+#: Scratch memory a writing thread keeps between writes, the largest file written direct.
 KEEP_SCRATCH = 8 << 20
+STREAM_BUFFER = 1 << 20
 _O_DIRECT = getattr(os, "O_DIRECT", 0)  # Linux and some BSDs
 _direct = {"refused": _O_DIRECT == 0}  # a file system refused it once: not asked again
 _scratch = threading.local()
@@ -45,37 +46,39 @@ def write_ipc(table: pa.Table, path: Path) -> None:
     """`table` (in EVENTS_SCHEMA or RUNS_SCHEMA) as an Arrow IPC file at `path`; the
     caller makes it durable and places it.
 
-    The file is encoded in page-aligned memory and written in one call with direct I/O
-    (`O_DIRECT`), where the file system takes it: the disk reads the bytes from that
-    memory, where a buffered write had the kernel copy them into its page cache first,
-    which took a third of the collector writer's CPU. The fsync that follows is needed
-    either way. Elsewhere the same bytes are written buffered.
+    A file that fits the writer's scratch memory is encoded there, page-aligned, and
+    written in one call with direct I/O (`O_DIRECT`) where the file system takes it: the
+    disk reads the bytes from that memory, where a buffered write had the kernel copy them
+    into its page cache first, which took a third of the collector writer's CPU. The fsync
+    that follows is needed either way. A larger file (a group commit under overload) is
+    streamed through a small buffer instead, so that it costs no memory of its size.
     """
-    scratch, size = _encode(table)
-    try:
-        with memoryview(scratch) as data:
-            _write_file(path, data, size)
-    finally:
-        if len(scratch) > KEEP_SCRATCH:
-            scratch.close()
-
-
-def _encode(table: pa.Table) -> tuple[mmap.mmap, int]:
-    """The IPC file's bytes at the start of page-aligned scratch memory, and their count."""
-    batches = max(1, len(table.to_batches()))
+    batches = max(1, table.column(0).num_chunks)
     bound = table.nbytes + 65536 + 4096 * batches  # + metadata and padding, per batch
-    try:
+    if bound <= KEEP_SCRATCH:
         scratch = _scratch_of(bound)
-        return scratch, _encode_into(table, scratch)
-    except OSError:  # more metadata than the bound allowed: measure it, then encode
-        counter = pa.MockOutputStream()
-        with pa.ipc.new_file(counter, table.schema) as writer:
+        try:
+            size = _encode_into(table, scratch)
+        except OSError:  # more metadata than the bound allowed for
+            pass
+        else:
+            with memoryview(scratch) as data:
+                _write_file(path, data, size)
+            return
+    _write_streamed(table, path)
+
+
+def _write_streamed(table: pa.Table, path: Path) -> None:
+    """Through a 1 MB buffer: written straight to the file, each of the ~60 buffers of a
+    batch was a system call of its own, twice the CPU of the copy."""
+    file = pa.OSFile(str(path), "wb")
+    with pa.BufferedOutputStream(file, buffer_size=STREAM_BUFFER) as sink:
+        with pa.ipc.new_file(sink, table.schema) as writer:
             writer.write_table(table)
-        scratch = _scratch_of(counter.size())
-        return scratch, _encode_into(table, scratch)
 
 
 def _encode_into(table: pa.Table, scratch: mmap.mmap) -> int:
+    """The IPC file's bytes at the start of `scratch`, and their count."""
     sink = pa.FixedSizeBufferWriter(pa.py_buffer(scratch))
     with pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
@@ -83,15 +86,11 @@ def _encode_into(table: pa.Table, scratch: mmap.mmap) -> int:
 
 
 def _scratch_of(size: int) -> mmap.mmap:
-    """This thread's scratch memory (anonymous, so page-aligned) of at least `size` bytes,
-    aligned up: kept and reused up to KEEP_SCRATCH, since mapping fresh memory makes every
-    page fault in again."""
-    size = -(-size // ALIGN) * ALIGN
-    if size > KEEP_SCRATCH:
-        return mmap.mmap(-1, size)
+    """This thread's scratch memory (anonymous, so page-aligned), of at least `size`
+    bytes: kept and reused, since mapping fresh memory makes every page fault in again."""
     kept = getattr(_scratch, "memory", None)
     if kept is None or len(kept) < size:
-        kept = _scratch.memory = mmap.mmap(-1, max(size, 1 << 20))
+        kept = _scratch.memory = mmap.mmap(-1, max(-(-size // ALIGN) * ALIGN, 1 << 20))
     return kept
 
 

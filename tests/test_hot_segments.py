@@ -221,14 +221,16 @@ def test_a_file_system_refusing_direct_io_gets_the_same_file(tmp_path: Path, mon
     assert hot_segments.read_ipc(tmp_path / "buffered.arrow").equals(as_events(table))
 
 
-def test_a_write_larger_than_the_kept_scratch_memory(tmp_path: Path, monkeypatch) -> None:
+def test_a_file_larger_than_the_scratch_memory_is_streamed(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(hot_segments, "KEEP_SCRATCH", 64 * 1024)
-    table = _spans_table(1000)
+    kept = len(getattr(hot_segments._scratch, "memory", b""))
+    table = _spans_table(3000)  # ~2.6 MB: more than the scratch memory kept so far
     hot_segments.write_ipc(table, tmp_path / "large.arrow")
     assert hot_segments.read_ipc(tmp_path / "large.arrow").equals(as_events(table))
+    assert len(getattr(hot_segments._scratch, "memory", b"")) == kept  # no memory its size
 
 
-def test_metadata_beyond_the_estimate_is_measured_and_written(tmp_path: Path) -> None:
+def test_metadata_beyond_the_estimate_is_written_all_the_same(tmp_path: Path) -> None:
     table = _spans_table(10)
     # Not in table.nbytes, and more than any scratch memory kept from earlier writes.
     table = table.replace_schema_metadata({"note": "x" * hot_segments.KEEP_SCRATCH})
