@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import threading
 from concurrent import futures
 from typing import Any
 
@@ -31,6 +32,9 @@ from collectors.service.pipeline import QueueFull, WriteFailed
 
 log = logging.getLogger("dupescope.collect")
 
+#: Threads, and RPCs in flight, beyond those exports may take: the health service's.
+HEALTH_THREADS = 2
+
 SERVICES = {
     "traces": trace_service_pb2.DESCRIPTOR.services_by_name["TraceService"].full_name,
     "logs": logs_service_pb2.DESCRIPTOR.services_by_name["LogsService"].full_name,
@@ -43,7 +47,7 @@ class Health(health_pb2_grpc.HealthServicer):
     other name. Like `/healthz` it needs no token: probes send none. `Watch` stays
     UNIMPLEMENTED, which the protocol allows and probes do not use."""
 
-    SERVICES = frozenset({"", *SERVICES.values()})
+    NAMES = frozenset({"", *SERVICES.values()})
 
     def __init__(self, collector: Collector) -> None:
         self.collector = collector
@@ -51,7 +55,7 @@ class Health(health_pb2_grpc.HealthServicer):
     def Check(  # noqa: N802 - the generated service's naming
         self, request: health_pb2.HealthCheckRequest, context: grpc.ServicerContext
     ) -> health_pb2.HealthCheckResponse:
-        if request.service not in self.SERVICES:
+        if request.service not in self.NAMES:
             context.abort(grpc.StatusCode.NOT_FOUND, f"no service {request.service!r}")
         status = health_pb2.HealthCheckResponse
         failing = self.collector.pipeline.failure() is not None
@@ -69,17 +73,24 @@ class GrpcReceiver:
         threads: int = 8,
         credentials: grpc.ServerCredentials | None = None,
     ) -> None:
-        """With `credentials`, the port speaks TLS only."""
+        """With `credentials`, the port speaks TLS only. Up to `4 * threads` exports are
+        in flight at once, each on a thread of its own (it waits for its group commit);
+        more are refused RESOURCE_EXHAUSTED. Health checks have threads beyond those, so a
+        probe is answered at once however many exports wait for a slow store."""
         self.collector = collector
         self.floods = SummarisedLog(log)  # refusals come many at a time under overload
         limit = collector.max_body_bytes
+        exports = threads * 4
+        self._exports = threading.BoundedSemaphore(exports)
         self.server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="dupescope-grpc"),
+            futures.ThreadPoolExecutor(
+                max_workers=exports + HEALTH_THREADS, thread_name_prefix="dupescope-grpc"
+            ),
             options=[
                 ("grpc.max_receive_message_length", limit),
                 ("grpc.max_send_message_length", 4 * 1024 * 1024),
             ],
-            maximum_concurrent_rpcs=threads * 4,
+            maximum_concurrent_rpcs=exports + HEALTH_THREADS,
         )
         handlers = [
             grpc.method_handlers_generic_handler(
@@ -108,6 +119,15 @@ class GrpcReceiver:
         collector = self.collector
 
         def export(body: bytes, context: grpc.ServicerContext) -> Any:
+            if not self._exports.acquire(blocking=False):
+                collector.pipeline.count(throttled=1)
+                self._refuse_full(kind, QueueFull(retry_after=1), context)
+            try:
+                return exported(body, context)
+            finally:
+                self._exports.release()
+
+        def exported(body: bytes, context: grpc.ServicerContext) -> Any:
             if collector.token is not None:
                 metadata = dict(context.invocation_metadata())
                 given = str(metadata.get("authorization", ""))
@@ -119,18 +139,20 @@ class GrpcReceiver:
                 collector.bad_request()
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
             except QueueFull as exc:
-                self._refused("RESOURCE_EXHAUSTED", kind, exc)
-                info = RetryInfo(retry_delay=Duration(seconds=exc.retry_after))
-                context.set_trailing_metadata(
-                    (("google.rpc.retryinfo-bin", info.SerializeToString()),)
-                )
-                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
+                self._refuse_full(kind, exc, context)
             except WriteFailed as exc:
                 self._refused("UNAVAILABLE", kind, exc)
                 context.abort(grpc.StatusCode.UNAVAILABLE, f"not stored: {exc}")
             return otlp_response(kind, result)
 
         return export
+
+    def _refuse_full(self, kind: str, exc: QueueFull, context: grpc.ServicerContext) -> None:
+        """RESOURCE_EXHAUSTED with a RetryInfo trailer (raises, as `abort` does)."""
+        self._refused("RESOURCE_EXHAUSTED", kind, exc)
+        info = RetryInfo(retry_delay=Duration(seconds=exc.retry_after))
+        context.set_trailing_metadata((("google.rpc.retryinfo-bin", info.SerializeToString()),))
+        context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, str(exc))
 
     def _refused(self, code: str, kind: str, exc: Exception) -> None:
         self.floods.warn(code, "gRPC %s %s: %s", code, kind, exc)
