@@ -96,7 +96,12 @@ def _scratch_of(size: int) -> mmap.mmap:
 
 def _write_file(path: Path, data: memoryview, size: int) -> None:
     """The first `size` bytes of `data` (page-aligned, at least `size` aligned up) as the
-    file `path`: with direct I/O, whole blocks and then cut to `size`, unless refused."""
+    file `path`: with direct I/O, whole blocks and then cut to `size`, where it is taken.
+
+    A file system that refuses to open a file for direct I/O, or to write its first
+    block so, is not asked again by this process; any other failure of a direct write
+    (one cut short, say) writes this file again buffered, and the next one direct.
+    """
     if not _direct["refused"]:
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _O_DIRECT, 0o644)
@@ -106,26 +111,37 @@ def _write_file(path: Path, data: memoryview, size: int) -> None:
             _direct["refused"] = True
         else:
             try:
-                _write_all(fd, data[: -(-size // ALIGN) * ALIGN])
-                os.ftruncate(fd, size)
-                return
-            except OSError as exc:
-                if exc.errno != errno.EINVAL:  # misaligned for this device: write buffered
-                    raise
-                _direct["refused"] = True
+                written = _write_all(fd, data[: -(-size // ALIGN) * ALIGN])
+                if written is None:
+                    os.ftruncate(fd, size)
+                    return
+                if written == 0:  # not even the first block: direct I/O is not for here
+                    _direct["refused"] = True
             finally:
                 os.close(fd)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        _write_all(fd, data[:size])
+        if _write_all(fd, data[:size]) is not None:
+            raise OSError(errno.EIO, f"could not write {path}")
     finally:
         os.close(fd)
 
 
-def _write_all(fd: int, data: memoryview) -> None:
+def _write_all(fd: int, data: memoryview) -> int | None:
+    """None once all of `data` is written; else how much was, when a write wrote nothing
+    or failed with EINVAL (as a misaligned direct write does). Other errors raise."""
     written = 0
     while written < len(data):
-        written += os.write(fd, data[written:])
+        try:
+            done = os.write(fd, data[written:])
+        except OSError as exc:
+            if exc.errno != errno.EINVAL:
+                raise
+            return written
+        if done == 0:
+            return written
+        written += done
+    return None
 
 
 def read_ipc(path: str | Path) -> pa.Table:

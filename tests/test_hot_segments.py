@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from test_store import CHARGE, count
 
 from benchmarks.collector import trace_request
@@ -195,6 +196,44 @@ def _ipc_size(table: pa.Table) -> int:
     return counter.size()
 
 
+class DirectFiles:
+    """Spies on `os.open` and `os.write`: which files were opened for direct I/O, and
+    what a direct write is made to answer (a failure, or a write cut short)."""
+
+    def __init__(self, monkeypatch, fail_with: int | None = None, cut_to: int | None = None):
+        self.opened: list[str] = []
+        self.fds: set[int] = set()
+        self.fail_with, self.cut_to = fail_with, cut_to
+        self.real_open, self.real_write = os.open, os.write
+        monkeypatch.setattr(os, "open", self.open)
+        monkeypatch.setattr(os, "write", self.write)
+        monkeypatch.setitem(hot_segments._direct, "refused", False)
+
+    def open(self, path, flags, *args):
+        fd = self.real_open(path, flags, *args)
+        self.fds.discard(fd)  # a number closed before, given out again
+        if flags & getattr(os, "O_DIRECT", 0):
+            self.opened.append(str(path))
+            self.fds.add(fd)
+        return fd
+
+    def write(self, fd, data):
+        if fd in self.fds and self.fail_with is not None:
+            raise OSError(self.fail_with, os.strerror(self.fail_with))
+        if fd in self.fds and self.cut_to is not None:
+            self.fds.discard(fd)
+            return self.cut_to  # as if cut short; the next write is misaligned
+        return self.real_write(fd, data)
+
+
+def test_a_hot_segment_is_written_with_direct_io(tmp_path: Path, monkeypatch) -> None:
+    files = DirectFiles(monkeypatch)
+    hot_segments.write_ipc(_spans_table(), tmp_path / "one.arrow")
+    if not hasattr(os, "O_DIRECT") or hot_segments._direct["refused"]:
+        pytest.skip("no direct I/O on this file system")
+    assert files.opened == [str(tmp_path / "one.arrow")]
+
+
 def test_a_hot_segment_file_holds_its_ipc_bytes_and_no_padding(tmp_path: Path) -> None:
     table = _spans_table()
     path = tmp_path / "one.arrow"
@@ -224,7 +263,8 @@ def test_a_file_system_refusing_direct_io_gets_the_same_file(tmp_path: Path, mon
 def test_a_file_larger_than_the_scratch_memory_is_streamed(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(hot_segments, "KEEP_SCRATCH", 64 * 1024)
     kept = len(getattr(hot_segments._scratch, "memory", b""))
-    table = _spans_table(3000)  # ~2.6 MB: more than the scratch memory kept so far
+    table = _spans_table(3000)
+    assert kept < table.nbytes  # had it been encoded in memory, that memory would grow
     hot_segments.write_ipc(table, tmp_path / "large.arrow")
     assert hot_segments.read_ipc(tmp_path / "large.arrow").equals(as_events(table))
     assert len(getattr(hot_segments._scratch, "memory", b"")) == kept  # no memory its size
@@ -238,3 +278,24 @@ def test_metadata_beyond_the_estimate_is_written_all_the_same(tmp_path: Path) ->
     with pa.memory_map(str(tmp_path / "noted.arrow")) as source:
         written = pa.ipc.open_file(source).read_all()
     assert written.equals(table) and written.schema.metadata == table.schema.metadata
+
+
+def test_a_first_direct_write_refused_is_written_buffered_and_not_tried_again(
+    tmp_path: Path, monkeypatch
+) -> None:
+    files = DirectFiles(monkeypatch, fail_with=errno.EINVAL)
+    table = _spans_table()
+    hot_segments.write_ipc(table, tmp_path / "refused.arrow")
+    assert hot_segments.read_ipc(tmp_path / "refused.arrow").equals(as_events(table))
+    assert hot_segments._direct["refused"]
+    hot_segments.write_ipc(table, tmp_path / "next.arrow")
+    assert len(files.opened) == (1 if hasattr(os, "O_DIRECT") else 0)
+
+
+def test_a_direct_write_cut_short_is_written_again_buffered(tmp_path: Path, monkeypatch) -> None:
+    DirectFiles(monkeypatch, cut_to=1000)
+    table = _spans_table()
+    hot_segments.write_ipc(table, tmp_path / "short.arrow")
+    assert (tmp_path / "short.arrow").stat().st_size == _ipc_size(table)
+    assert hot_segments.read_ipc(tmp_path / "short.arrow").equals(as_events(table))
+    assert not hot_segments._direct["refused"]  # the next file is written direct again
