@@ -3,11 +3,15 @@ a token is enforced; a full queue answers 429 / RESOURCE_EXHAUSTED instead of gr
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import http.client
 import random
 import threading
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -156,21 +160,51 @@ def test_full_queue_answers_429_and_resource_exhausted(tmp_path: Path) -> None:
     assert raw_count(store) == 24
 
 
-def test_full_queue_refuses_a_body_before_reading_it(tmp_path: Path) -> None:
+@contextlib.contextmanager
+def _full_queue(tmp_path: Path) -> Iterator[Any]:
+    """A running collector whose queue is full: 8 rows, the first batch's, wait behind a
+    store write that does not return until the block ends."""
     store = SlowStore(EmbeddedStore(tmp_path / "store"), blocked=True)
     with running(store, queue_rows=8) as collector:
         url = f"http://127.0.0.1:{collector.http.port}/v1/traces"
         first = threading.Thread(target=lambda: post(url, _valid_body(), PB))
-        first.start()  # 8 rows: taken by the writer, which blocks on the store
+        first.start()
         for _ in range(100):
             if collector.collector.pipeline.depth >= 8:
                 break
             threading.Event().wait(0.02)
+        try:
+            yield collector
+        finally:
+            store.gate.set()
+            first.join(10)
+
+
+def test_a_full_queue_refuses_a_body_before_reading_it(tmp_path: Path) -> None:
+    with _full_queue(tmp_path) as collector:
+        url = f"http://127.0.0.1:{collector.http.port}/v1/traces"
         # Not gzip at all: read and unwrapped, it would be a 400.
         status, headers, _ = post(url, b"plain bytes", PB, Content_Encoding="gzip")
-        assert status == 429 and headers.get("Retry-After") == "1"
-        assert post(url, _valid_body(), "text/html")[0] == 415  # headers alone still decide
-        store.gate.set()
-        first.join(10)
         health = get_json(f"http://127.0.0.1:{collector.http.port}/healthz")
-    assert health["throttled"] == 1 and health["bad_requests"] == 1
+    assert status == 429 and headers.get("Retry-After") == "1"
+    assert health["throttled"] == 1 and health["bad_requests"] == 0
+
+
+def test_a_full_queue_still_answers_a_wrong_content_type_415(tmp_path: Path) -> None:
+    with _full_queue(tmp_path) as collector:
+        url = f"http://127.0.0.1:{collector.http.port}/v1/traces"
+        assert post(url, _valid_body(), "text/html")[0] == 415
+
+
+def test_a_connection_refused_for_a_full_queue_serves_its_next_request(tmp_path: Path) -> None:
+    with _full_queue(tmp_path) as collector:
+        connection = http.client.HTTPConnection("127.0.0.1", collector.http.port, timeout=10)
+        answers = []
+        for _ in range(2):  # the refused body is read away, so the second request parses
+            connection.request("POST", "/v1/traces", body=_valid_body(),
+                               headers={"Content-Type": PB})
+            answer = connection.getresponse()
+            answer.read()
+            answers.append(answer.status)
+        connection.close()
+    assert answers == [429, 429]

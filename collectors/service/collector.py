@@ -72,7 +72,8 @@ class Collector:
 
     def admit(self) -> None:
         """QueueFull while the queue is full: a receiver asks before it reads a body, so
-        that a body that would be refused is never held in memory."""
+        that a body is not read only to be refused. (A batch that does not fit the room
+        left in a queue not yet full is refused after it is decoded, by `submit`.)"""
         if self.pipeline.depth >= self.pipeline.queue_rows:
             self.pipeline.count(throttled=1)
             raise QueueFull(retry_after=1)
