@@ -36,6 +36,11 @@ def test_written_uids_are_not_claim() -> None:
     assert _claim(recent, HEX[:4]) == [False, False, True, True]
 
 
+def test_a_column_in_several_chunks_is_claimed_as_one() -> None:
+    column = pa.chunked_array([pa.array(HEX[:3]), pa.array([HEX[1], HEX[3]]).slice(0, 2)])
+    assert RecentUids().claim(column).tolist() == [True, True, True, False, True]
+
+
 def test_a_uid_repeated_within_a_batch_is_fresh_once() -> None:
     assert _claim(RecentUids(), ["a", "b", "a", "b", "c"]) == [True, True, False, False, True]
 

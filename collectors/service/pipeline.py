@@ -75,6 +75,14 @@ class Ticket:
         return self.written
 
 
+def _one_array(uids: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """The column as one array: its only chunk as it is (a request's column has one),
+    else the chunks joined."""
+    if not isinstance(uids, pa.ChunkedArray):
+        return uids
+    return uids.chunk(0) if uids.num_chunks == 1 else uids.combine_chunks()
+
+
 class RecentUids:
     """A bounded memory of event_uids already written: resends are skipped, not rewritten.
 
@@ -118,7 +126,7 @@ class RecentUids:
     def claim(self, uids: pa.ChunkedArray | pa.Array) -> np.ndarray:
         """True for each uid neither remembered nor earlier in `uids`; those are now
         remembered."""
-        column = uids.combine_chunks() if isinstance(uids, pa.ChunkedArray) else uids
+        column = _one_array(uids)
         with self._lock:
             if self._native is None:
                 return self._claim_in_python(column)
@@ -129,7 +137,7 @@ class RecentUids:
 
     def release(self, uids: pa.ChunkedArray | pa.Array) -> None:
         """Forget claimed uids whose rows were not written after all."""
-        column = uids.combine_chunks() if isinstance(uids, pa.ChunkedArray) else uids
+        column = _one_array(uids)
         with self._lock:
             if self._native is None:
                 for uid in column.to_pylist():

@@ -17,6 +17,8 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow as pa
+
 from collectors.mapping import DEFAULT_MAPPING, FieldMapping
 from collectors.service.collector import DEFAULT_MAX_BODY, DEFAULT_QUEUE_ROWS, Collector
 from collectors.service.compaction import Compactor
@@ -170,6 +172,16 @@ def _keep_freed_memory() -> None:
         pass
 
 
+def _arrow_on_malloc() -> None:
+    """Arrow's allocations from the C library's malloc, not its default mimalloc.
+
+    mimalloc keeps pages for each thread that allocated, and every connection has a
+    thread of its own: at twice the sustainable rate from 128 clients, peak RSS was
+    ~610 MB with mimalloc and ~390 MB with malloc.
+    """
+    pa.set_memory_pool(pa.system_memory_pool())
+
+
 def serve(store: Store, config: CollectConfig, store_url: str | None = None) -> None:
     """Run until SIGINT/SIGTERM; prints one `listening` line that scripts can read."""
     running = RunningCollector(store, config, store_url)
@@ -178,6 +190,7 @@ def serve(store: Store, config: CollectConfig, store_url: str | None = None) -> 
     # requests leave: ~0.7 µs less CPU a span, 10-15% more spans/s.
     gc.freeze()
     _keep_freed_memory()
+    _arrow_on_malloc()
     print(f"dupescope collect listening {running.describe()}", file=sys.stderr, flush=True)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
