@@ -8,9 +8,9 @@ lifecycle steps (lock_acquire, side_effect, ack), so one span gives 4 canonical 
 `--steps 0` makes them ordinary events, one row per span. The collector
 runs as a real `dupescope collect` process on an embedded store in a temporary folder;
 the clients send pre-built, distinct bodies (so nothing is skipped as a repeat) over
-keep-alive connections. Overload: twice the measured rate is offered, from more clients
-than the collector's small queue holds batches, each sending on its own schedule whatever
-the answers; the collector must answer 429 rather than grow.
+keep-alive connections. Overload: twice the measured rate is aimed at a collector with a
+small queue, from more clients than it holds batches (what they manage to send is
+printed); the collector must answer 429 rather than grow.
 """
 
 from __future__ import annotations
@@ -275,10 +275,10 @@ def main() -> None:
 
 
 def overload(folder: Path, bodies: list[bytes], rate: float, args: argparse.Namespace) -> None:
-    """Twice `rate` offered to a collector whose queue holds 20 batches, by more clients
-    than that, each keeping its own pace: a client that waits for every answer before
-    sending again offers only what the collector takes, and a queue deeper than the
-    clients never fills, so neither could show a 429."""
+    """Twice `rate` aimed at a collector whose queue holds 20 batches, by more clients
+    than that: with fewer, the queue never fills and no 429 can be answered. Each client
+    waits for its answer, as an exporter does, so what is sent is measured and printed:
+    it falls short of twice the rate once answers take longer than a client's pace."""
     clients = args.overload_clients
     wanted = min(int(2 * rate * args.overload_seconds / args.batch) + 1, 2 * len(bodies))
     # The end-to-end bodies (this store has none of them yet), then new ones as needed.
@@ -292,8 +292,10 @@ def overload(folder: Path, bodies: list[bytes], rate: float, args: argparse.Name
                           pace=clients * args.batch / (2 * rate))
         elapsed = time.perf_counter() - started
         accepted = counts["ok"] * args.batch / elapsed
-        print(f"overload ({len(offered)} batches offered at {2 * rate:,.0f} spans/s by "
-              f"{clients} clients, over {elapsed:.1f}s): {counts['throttled']} answers 429, "
+        sent = sum(counts.values()) * args.batch / elapsed  # refused ones and their retries
+        print(f"overload ({len(offered)} batches paced for {2 * rate:,.0f} spans/s from "
+              f"{clients} clients, over {elapsed:.1f}s): {sent:,.0f} spans/s sent "
+              f"({sent / rate:.2f}x the end-to-end rate), {counts['throttled']} answers 429, "
               f"{counts['other']} other errors, {accepted:,.0f} spans/s accepted, "
               f"peak RSS {collector.peak_rss_mb():.0f} MB")
     finally:
