@@ -7,6 +7,7 @@ import contextlib
 import gzip
 import http.client
 import random
+import socket
 import threading
 import zlib
 from collections.abc import Iterator
@@ -208,3 +209,33 @@ def test_a_connection_refused_for_a_full_queue_serves_its_next_request(tmp_path:
             answers.append(answer.status)
         connection.close()
     assert answers == [429, 429]
+
+
+def test_a_full_queue_answers_429_instead_of_100_continue(tmp_path: Path) -> None:
+    with _full_queue(tmp_path) as collector:
+        body = _valid_body()
+        with socket.create_connection(("127.0.0.1", collector.http.port), timeout=10) as sock:
+            sock.sendall(
+                b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: " + PB.encode()
+                + b"\r\nContent-Length: " + str(len(body)).encode()
+                + b"\r\nExpect: 100-continue\r\n\r\n"
+            )
+            status_line = sock.makefile("rb").readline()
+    assert status_line.split()[1] == b"429"
+
+
+def test_100_continue_is_answered_while_the_queue_has_room(tmp_path: Path) -> None:
+    with running(EmbeddedStore(tmp_path / "store")) as collector:
+        body = _valid_body()
+        with socket.create_connection(("127.0.0.1", collector.http.port), timeout=10) as sock:
+            answers = sock.makefile("rb")
+            sock.sendall(
+                b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: " + PB.encode()
+                + b"\r\nContent-Length: " + str(len(body)).encode()
+                + b"\r\nExpect: 100-continue\r\n\r\n"
+            )
+            interim = answers.readline()
+            answers.readline()  # the blank line ending the interim answer
+            sock.sendall(body)
+            final = answers.readline()
+    assert interim.split()[1] == b"100" and final.split()[1] == b"200"

@@ -123,6 +123,19 @@ class Handler(BaseHTTPRequestHandler):
                 return
         super().handle()
 
+    def handle_expect_100(self) -> bool:
+        """`Expect: 100-continue` (curl sends it for bodies over 1 MB): a full queue is
+        answered 429 before the client is told to send its body, not after."""
+        if self.command == "POST":
+            try:
+                self.collector.admit()
+            except QueueFull as exc:
+                self.close_connection = True  # a body sent all the same is not read
+                protobuf = media_type(self.headers.get("Content-Type")) in PROTOBUF_TYPES
+                self._error(429, str(exc), protobuf, Retry_After=str(exc.retry_after))
+                return False
+        return super().handle_expect_100()
+
     # ---- requests ------------------------------------------------------------------
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
