@@ -12,6 +12,7 @@ import orjson
 import pytest
 from collect_support import raw_count, running
 
+from collectors.service import tail
 from collectors.service.tail import Tailer
 from store.embedded import EmbeddedStore
 
@@ -184,3 +185,43 @@ def test_collect_command_reports_a_port_in_use(tmp_path: Path) -> None:
         ])
     assert result.exit_code == 1
     assert "cannot start the collector" in result.output
+
+
+def _tailed_pattern(tmp_path: Path, collector) -> Tailer:
+    """A tailer of `logs/*.jsonl` that has read `a.jsonl` and `b.jsonl`."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for name in ("a", "b"):
+        (logs / f"{name}.jsonl").write_bytes(_lines(name, 2))
+    tailer = Tailer(collector, [str(logs / "*.jsonl")], tmp_path / "state.json")
+    tailer.cycle()
+    assert sorted(Path(p).name for p in tailer.state.positions) == ["a.jsonl", "b.jsonl"]
+    return tailer
+
+
+def test_the_position_of_a_deleted_file_is_dropped(tmp_path: Path) -> None:
+    with running(EmbeddedStore(tmp_path / "store"), http_port=None, grpc_port=None) as c:
+        tailer = _tailed_pattern(tmp_path, c.collector)
+        (tmp_path / "logs" / "a.jsonl").unlink()
+        assert tailer.prune(tailer.current_paths()) == [str(tmp_path / "logs" / "a.jsonl")]
+    saved = orjson.loads((tmp_path / "state.json").read_bytes())
+    assert list(saved) == [str(tmp_path / "logs" / "b.jsonl")]
+
+
+def test_the_position_of_a_rotated_file_is_kept_until_it_is_read(tmp_path: Path) -> None:
+    with running(EmbeddedStore(tmp_path / "store"), http_port=None, grpc_port=None) as c:
+        tailer = _tailed_pattern(tmp_path, c.collector)
+        (tmp_path / "logs" / "a.jsonl").rename(tmp_path / "logs" / "a.jsonl.1")
+        assert tailer.prune(tailer.current_paths()) == []
+    assert str(tmp_path / "logs" / "a.jsonl") in tailer.state.positions
+
+
+def test_polling_drops_gone_positions_now_and_then(tmp_path: Path, monkeypatch) -> None:
+    with running(EmbeddedStore(tmp_path / "store"), http_port=None, grpc_port=None) as c:
+        tailer = _tailed_pattern(tmp_path, c.collector)
+        (tmp_path / "logs" / "a.jsonl").unlink()
+        tailer.cycle()
+        assert len(tailer.state.positions) == 2  # not looked for yet
+        monkeypatch.setattr(tail, "PRUNE_EVERY", 0.0)
+        tailer.cycle()
+    assert list(tailer.state.positions) == [str(tmp_path / "logs" / "b.jsonl")]

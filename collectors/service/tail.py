@@ -22,6 +22,7 @@ import glob
 import logging
 import os
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +35,8 @@ from collectors.service.pipeline import QueueFull, WriteFailed
 log = logging.getLogger("dupescope.collect")
 
 READ_CHUNK = 4 * 1024 * 1024
+#: Seconds between looks for positions of files gone for good, which are then dropped.
+PRUNE_EVERY = 60.0
 
 
 @dataclass
@@ -106,6 +109,7 @@ class Tailer:
         self.state = TailState(state_path)
         self._problems = SummarisedLog(log, every=60.0)  # an unreadable file, every poll
         self.interval = interval
+        self._pruned_at = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="dupescope-tail", daemon=True)
 
@@ -146,6 +150,27 @@ class Tailer:
                 log.info("tail %s: will retry (%s)", path, exc)
             except Exception:  # a tail's error is logged, never raised into the loop
                 self._problems.warn(path, "tail %s failed", path, exc_info=True)
+        if time.monotonic() - self._pruned_at >= PRUNE_EVERY:
+            self._pruned_at = time.monotonic()
+            self.prune(paths)
+
+    def prune(self, followed: list[str]) -> list[str]:
+        """Drop the positions of files gone for good, so that the state (saved after every
+        batch) does not grow with every file a pattern ever matched: a path not followed
+        now, absent, whose inode is in its folder no longer (the file was deleted, not
+        rotated: a rotated one is still to be read to its end). Returns the paths dropped."""
+        following = set(followed)
+        gone = [
+            path for path, position in self.state.positions.items()
+            if path not in following and not os.path.lexists(path)
+            and _find_by_inode(Path(path).parent, position.inode) is None
+        ]
+        for path in gone:
+            del self.state.positions[path]
+        if gone:
+            self.state.save()
+            log.info("tail: dropped the positions of %d file(s) gone", len(gone))
+        return gone
 
     def poll(self, path: str) -> int:
         """Read what is new in `path` (and in its rotated predecessor); returns rows stored."""
