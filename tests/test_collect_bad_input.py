@@ -162,13 +162,14 @@ def test_full_queue_answers_429_and_resource_exhausted(tmp_path: Path) -> None:
 
 
 @contextlib.contextmanager
-def _full_queue(tmp_path: Path) -> Iterator[Any]:
+def _full_queue(tmp_path: Path, token: str | None = None) -> Iterator[Any]:
     """A running collector whose queue is full: 8 rows, the first batch's, wait behind a
     store write that does not return until the block ends."""
     store = SlowStore(EmbeddedStore(tmp_path / "store"), blocked=True)
-    with running(store, queue_rows=8) as collector:
+    with running(store, queue_rows=8, token=token) as collector:
         url = f"http://127.0.0.1:{collector.http.port}/v1/traces"
-        first = threading.Thread(target=lambda: post(url, _valid_body(), PB))
+        auth = {"Authorization": f"Bearer {token}"} if token else {}
+        first = threading.Thread(target=lambda: post(url, _valid_body(), PB, **auth))
         first.start()
         for _ in range(100):
             if collector.collector.pipeline.depth >= 8:
@@ -211,31 +212,34 @@ def test_a_connection_refused_for_a_full_queue_serves_its_next_request(tmp_path:
     assert answers == [429, 429]
 
 
+def _expect_100(port: int, body: bytes) -> list[bytes]:
+    """POST with `Expect: 100-continue`, sending the body only if told to; the status
+    codes answered."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        answers = sock.makefile("rb")
+        sock.sendall(
+            b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: " + PB.encode()
+            + b"\r\nContent-Length: " + str(len(body)).encode()
+            + b"\r\nExpect: 100-continue\r\n\r\n"
+        )
+        codes = [answers.readline().split()[1]]
+        if codes[0] == b"100":
+            answers.readline()  # the blank line ending the interim answer
+            sock.sendall(body)
+            codes.append(answers.readline().split()[1])
+    return codes
+
+
 def test_a_full_queue_answers_429_instead_of_100_continue(tmp_path: Path) -> None:
     with _full_queue(tmp_path) as collector:
-        body = _valid_body()
-        with socket.create_connection(("127.0.0.1", collector.http.port), timeout=10) as sock:
-            sock.sendall(
-                b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: " + PB.encode()
-                + b"\r\nContent-Length: " + str(len(body)).encode()
-                + b"\r\nExpect: 100-continue\r\n\r\n"
-            )
-            status_line = sock.makefile("rb").readline()
-    assert status_line.split()[1] == b"429"
+        assert _expect_100(collector.http.port, _valid_body()) == [b"429"]
+
+
+def test_without_the_token_100_continue_still_ends_in_401(tmp_path: Path) -> None:
+    with _full_queue(tmp_path, token="s3cret") as collector:
+        assert _expect_100(collector.http.port, _valid_body()) == [b"100", b"401"]
 
 
 def test_100_continue_is_answered_while_the_queue_has_room(tmp_path: Path) -> None:
     with running(EmbeddedStore(tmp_path / "store")) as collector:
-        body = _valid_body()
-        with socket.create_connection(("127.0.0.1", collector.http.port), timeout=10) as sock:
-            answers = sock.makefile("rb")
-            sock.sendall(
-                b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: " + PB.encode()
-                + b"\r\nContent-Length: " + str(len(body)).encode()
-                + b"\r\nExpect: 100-continue\r\n\r\n"
-            )
-            interim = answers.readline()
-            answers.readline()  # the blank line ending the interim answer
-            sock.sendall(body)
-            final = answers.readline()
-    assert interim.split()[1] == b"100" and final.split()[1] == b"200"
+        assert _expect_100(collector.http.port, _valid_body()) == [b"100", b"200"]

@@ -126,9 +126,13 @@ class Handler(BaseHTTPRequestHandler):
     def handle_expect_100(self) -> bool:
         """`Expect: 100-continue` (curl sends it for bodies over 1 MB): a full queue is
         answered 429 before the client is told to send its body, not after."""
-        if self.command == "POST":
+        path = self.path.split("?", 1)[0]
+        collector = self.collector
+        ingest = path in OTLP_PATHS or path == LINES_PATH
+        allowed = collector.token is None or self._authorised(collector.token)
+        if self.command == "POST" and ingest and allowed:  # else as without the header
             try:
-                self.collector.admit()
+                collector.admit()
             except QueueFull as exc:
                 self.close_connection = True  # a body sent all the same is not read
                 protobuf = media_type(self.headers.get("Content-Type")) in PROTOBUF_TYPES
@@ -185,7 +189,7 @@ class Handler(BaseHTTPRequestHandler):
         if kind is None and ctype not in LINES_TYPES:
             return self._refuse(415, f"unsupported Content-Type {ctype!r}", False, length)
         try:
-            collector.admit()  # before the body is read: one that is refused is never held
+            collector.admit()  # while the queue is full, before the body is read
         except QueueFull as exc:
             self._drain(length)
             return self._error(429, str(exc), protobuf, Retry_After=str(exc.retry_after))
