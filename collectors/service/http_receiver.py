@@ -136,7 +136,7 @@ class Handler(BaseHTTPRequestHandler):
             except QueueFull as exc:
                 self.close_connection = True  # a body sent all the same is not read
                 protobuf = media_type(self.headers.get("Content-Type")) in PROTOBUF_TYPES
-                self._error(429, str(exc), protobuf, Retry_After=str(exc.retry_after))
+                self._throttled(exc, protobuf)
                 return False
         return super().handle_expect_100()
 
@@ -192,7 +192,7 @@ class Handler(BaseHTTPRequestHandler):
             collector.admit()  # while the queue is full, before the body is read
         except QueueFull as exc:
             self._drain(length)
-            return self._error(429, str(exc), protobuf, Retry_After=str(exc.retry_after))
+            return self._throttled(exc, protobuf)
         raw = self.rfile.read(int(length))
         try:
             body = unwrap(raw, self.headers.get("Content-Encoding"), collector.max_body_bytes)
@@ -208,7 +208,7 @@ class Handler(BaseHTTPRequestHandler):
         except BodyError as exc:
             return self._refuse(exc.status, str(exc), protobuf, None)
         except QueueFull as exc:
-            return self._error(429, str(exc), protobuf, Retry_After=str(exc.retry_after))
+            return self._throttled(exc, protobuf)
         except WriteFailed as exc:
             return self._error(503, f"not stored: {exc}", protobuf, Retry_After="5")
         if kind is None:
@@ -232,6 +232,10 @@ class Handler(BaseHTTPRequestHandler):
             self.collector.bad_request()
         self._drain(unread)
         self._error(status, message, protobuf)
+
+    def _throttled(self, exc: QueueFull, protobuf: bool) -> None:
+        """429, with the Retry-After the refusal named."""
+        self._error(429, str(exc), protobuf, Retry_After=str(exc.retry_after))
 
     def _drain(self, unread: str | None) -> None:
         """Read an unread body of `unread` bytes away, in small chunks, or close the
