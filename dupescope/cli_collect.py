@@ -66,6 +66,15 @@ STORE_HELP = (
     help="Events waiting for the writer before senders get 429 / RESOURCE_EXHAUSTED.",
 )
 @click.option(
+    "--body-budget-bytes",
+    type=click.IntRange(min=1024),
+    default=32 * 1024 * 1024,
+    show_default=True,
+    help="Bytes of request bodies held at once, from before one is read until its rows "
+    "are queued; a sender beyond it gets 429 / RESOURCE_EXHAUSTED before its body is read, "
+    "so memory stays bounded however many send at the same moment.",
+)
+@click.option(
     "--recent-uids",
     type=click.IntRange(min=2),
     default=1_000_000,
@@ -128,6 +137,7 @@ def collect(
     token: str | None,
     max_body_bytes: int,
     queue_size: int,
+    body_budget_bytes: int,
     recent_uids: int,
     decode_workers: int,
     mapping: str | None,
@@ -164,6 +174,7 @@ def collect(
         token=token,
         max_body_bytes=max_body_bytes,
         queue_rows=queue_size,
+        body_budget_bytes=body_budget_bytes,
         recent_uids=recent_uids,
         decode_workers=decode_workers,
         mapping=field_mapping,

@@ -2,8 +2,9 @@
 
 Receivers (HTTP, gRPC, file tails) only translate their protocol; the rules live here:
 refuse early when the queue is full (before spending CPU on a body that would be refused
-anyway), bound how many bodies are decoded at once (so memory stays bounded however many
-clients connect), count everything, and return only once the batch is durable.
+anyway), bound the bytes of bodies held at once and how many are decoded at once (so memory
+stays bounded however many clients connect), count everything, and return only once the
+batch is durable.
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ from store.base import Store
 
 DEFAULT_MAX_BODY = 16 * 1024 * 1024
 DEFAULT_QUEUE_ROWS = 200_000
+# Bytes of bodies held at once, from before one is read until its rows are queued: 64
+# bodies of 1000 spans. Many clients that send at the same moment are refused (429) before
+# their bodies are read, instead of each growing the process by a body and its decoding.
+DEFAULT_BODY_BUDGET = 32 * 1024 * 1024
 ACK_TIMEOUT = 60.0
 DECODE_WAIT = 1.0
 # How far below the writer the decoding threads run (a nice value, Linux only). There are
@@ -45,6 +50,48 @@ def _yield_to_writer() -> None:
             pass  # not allowed here: run at the same priority
 
 
+class BodyBudget:
+    """The bytes of request bodies the collector holds at once, counted from before a body
+    is read until its rows are queued (the rows, once decoded, stand for it). A body larger
+    than the whole budget is taken when nothing else is held, so that the largest allowed
+    body can always get through."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.held = 0
+        self._lock = threading.Lock()
+
+    def take(self, nbytes: int) -> bool:
+        with self._lock:
+            if self.held and self.held + nbytes > self.limit:
+                return False
+            self.held += nbytes
+            return True
+
+    def give(self, nbytes: int) -> None:
+        with self._lock:
+            self.held -= nbytes
+
+
+class Admission:
+    """A body's share of the budget, given back once (by `release` or the with block)."""
+
+    def __init__(self, budget: BodyBudget, nbytes: int) -> None:
+        self._budget = budget
+        self._nbytes = nbytes
+
+    def release(self) -> None:
+        nbytes, self._nbytes = self._nbytes, 0
+        if nbytes:
+            self._budget.give(nbytes)
+
+    def __enter__(self) -> Admission:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
 class Collector:
     """One store, one writer, any number of receivers."""
 
@@ -58,6 +105,7 @@ class Collector:
         max_body_bytes: int = DEFAULT_MAX_BODY,
         decode_workers: int = 0,
         max_decoding: int | None = None,
+        body_budget: int = DEFAULT_BODY_BUDGET,
         token: str | None = None,
     ) -> None:
         self.store = store
@@ -67,20 +115,31 @@ class Collector:
         self.decoder = Decoder(mapping, decode_workers)
         # Bodies decoded at once: enough to keep every decoder busy, few enough that
         # memory stays bounded however many clients send; the rest wait briefly, then 429.
-        self._decoding = threading.BoundedSemaphore(max_decoding or max(4, 2 * decode_workers))
+        slots = max_decoding or max(4, 2 * decode_workers)
+        self._decoding = threading.BoundedSemaphore(slots)
+        self.bodies = BodyBudget(body_budget)
         self.started = time.time()
 
-    def admit(self) -> None:
-        """QueueFull while the queue is full: a receiver asks before it reads a body, so
-        that a body is not read only to be refused. (A batch that does not fit the room
-        left in a queue not yet full is refused after it is decoded, by `submit`.)"""
+    def admit(self, nbytes: int = 0) -> Admission:
+        """A body of `nbytes` may be read: QueueFull while the queue is full or the bodies
+        held already leave no room for it. A receiver asks before it reads a body, so that
+        a body is not read only to be refused, and releases the admission once the rows
+        are queued (`commit`). (A batch that does not fit the room left in a queue not yet full is
+        refused after it is decoded, by `submit`.)"""
+        self._check_queue()
+        if not self.bodies.take(nbytes):
+            self.pipeline.count(throttled=1)
+            raise QueueFull(retry_after=1, reason="bodies being received at the limit")
+        return Admission(self.bodies, nbytes)
+
+    def _check_queue(self) -> None:
         if self.pipeline.depth >= self.pipeline.queue_rows:
             self.pipeline.count(throttled=1)
             raise QueueFull(retry_after=1)
 
     def _decode(self, work: Any) -> DecodeResult:
         _yield_to_writer()
-        self.admit()
+        self._check_queue()
         if not self._decoding.acquire(timeout=DECODE_WAIT):
             self.pipeline.count(throttled=1)
             raise QueueFull(retry_after=1)
@@ -91,12 +150,18 @@ class Collector:
         finally:
             self._decoding.release()
 
-    def commit(self, result: DecodeResult) -> DecodeResult:
-        """Queue the rows and wait until they are durable (QueueFull / WriteFailed)."""
+    def commit(self, result: DecodeResult, admission: Admission | None = None) -> DecodeResult:
+        """Queue the rows and wait until they are durable (QueueFull / WriteFailed). The
+        body's admission is released once its rows are queued (or refused): until then
+        they are held outside the queue's bound, waiting for their turn to claim."""
         rows = result.table.num_rows
         self.pipeline.count(received=rows, rejected=result.rejected, ignored=result.ignored)
-        ticket = self.pipeline.submit(result.table)
-        result.table = result.table.slice(0, 0)  # the pipeline holds the only reference
+        try:
+            ticket = self.pipeline.submit(result.table)
+        finally:
+            result.table = result.table.slice(0, 0)  # the pipeline holds the only reference
+            if admission is not None:
+                admission.release()
         ticket.wait(ACK_TIMEOUT)
         result.accepted = rows
         return result
@@ -109,11 +174,14 @@ class Collector:
         return self._decode(lambda: self.decoder.jsonlines(body, source))
 
     def otlp(self, kind: str, body: bytes, fmt: str, source: str) -> DecodeResult:
-        """An OTLP export body (unwrapped) -> durable rows; BodyError for a bad body."""
-        return self.commit(self.decode_otlp(kind, body, fmt, source))
+        """An OTLP export body (unwrapped, read already) -> durable rows; BodyError for a
+        bad body. The body counts against the budget while it is decoded."""
+        with self.admit(len(body)) as admission:
+            return self.commit(self.decode_otlp(kind, body, fmt, source), admission)
 
     def jsonlines(self, body: bytes, source: str) -> DecodeResult:
-        return self.commit(self.decode_jsonlines(body, source))
+        with self.admit(len(body)) as admission:
+            return self.commit(self.decode_jsonlines(body, source), admission)
 
     def bad_request(self) -> None:
         self.pipeline.count(bad_requests=1)
@@ -131,6 +199,8 @@ class Collector:
             store=self.store.describe(),
             uptime_s=round(time.time() - self.started, 1),
             decode_workers=self.decoder.workers,
+            bodies_held_bytes=self.bodies.held,
+            body_budget_bytes=self.bodies.limit,
         )
         return data
 

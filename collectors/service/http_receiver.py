@@ -131,8 +131,9 @@ class Handler(BaseHTTPRequestHandler):
         ingest = path in OTLP_PATHS or path == LINES_PATH
         allowed = collector.token is None or self._authorised(collector.token)
         if self.command == "POST" and ingest and allowed:  # else as without the header
+            length = self.headers.get("Content-Length", "")
             try:
-                collector.admit()
+                collector.admit(int(length) if length.isdigit() else 0).release()
             except QueueFull as exc:
                 self.close_connection = True  # a body sent all the same is not read
                 protobuf = media_type(self.headers.get("Content-Type")) in PROTOBUF_TYPES
@@ -189,22 +190,15 @@ class Handler(BaseHTTPRequestHandler):
         if kind is None and ctype not in LINES_TYPES:
             return self._refuse(415, f"unsupported Content-Type {ctype!r}", False, length)
         try:
-            collector.admit()  # while the queue is full, before the body is read
+            # Before the body is read: while the queue is full, or the bodies being
+            # received take the whole budget.
+            admission = collector.admit(int(length))
         except QueueFull as exc:
             self._drain(length)
             return self._throttled(exc, protobuf)
-        raw = self.rfile.read(int(length))
         try:
-            body = unwrap(raw, self.headers.get("Content-Encoding"), collector.max_body_bytes)
-            del raw
-            source = f"http:{path}"
-            if kind is not None:
-                fmt = "protobuf" if protobuf else "json"
-                decoded = collector.decode_otlp(kind, body, fmt, source)
-            else:
-                decoded = collector.decode_jsonlines(body, source)
-            del body  # the rows are what waits for the group commit, not the body too
-            result = collector.commit(decoded)
+            with admission:
+                result = collector.commit(self._decode(kind, path, protobuf, length), admission)
         except BodyError as exc:
             return self._refuse(exc.status, str(exc), protobuf, None)
         except QueueFull as exc:
@@ -224,6 +218,17 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self._send(200, json_format.MessageToJson(response, indent=None).encode(),
                        "application/json")
+
+    def _decode(self, kind: str | None, path: str, protobuf: bool, length: str) -> DecodeResult:
+        """The body read, unwrapped and decoded; only the rows outlive this call."""
+        collector = self.collector
+        raw = self.rfile.read(int(length))
+        body = unwrap(raw, self.headers.get("Content-Encoding"), collector.max_body_bytes)
+        del raw
+        source = f"http:{path}"
+        if kind is None:
+            return collector.decode_jsonlines(body, source)
+        return collector.decode_otlp(kind, body, "protobuf" if protobuf else "json", source)
 
     def _refuse(self, status: int, message: str, protobuf: bool, unread: str | None) -> None:
         """Answer an error. An unread body is drained (in small chunks, up to a cap) so

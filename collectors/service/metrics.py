@@ -44,6 +44,11 @@ GAUGES = {
     "queue_capacity": ("queue_capacity_rows", "Rows the queue holds before answering 429."),
     "uptime_s": ("uptime_seconds", "Seconds since the collector started."),
     "recent_uids": ("recent_uids", "Event uids remembered to skip resent batches."),
+    "bodies_held_bytes": (
+        "bodies_held_bytes",
+        "Bytes of request bodies being received, decoded or claimed (429 beyond the budget).",
+    ),
+    "body_budget_bytes": ("body_budget_bytes", "The budget of bodies_held_bytes."),
 }
 
 

@@ -43,8 +43,8 @@ _NO_ROWS = EVENTS_SCHEMA.empty_table()
 class QueueFull(RuntimeError):
     """The bounded queue cannot take this batch now; the sender should retry later."""
 
-    def __init__(self, retry_after: int) -> None:
-        super().__init__(f"queue full, retry after {retry_after}s")
+    def __init__(self, retry_after: int, reason: str = "queue full") -> None:
+        super().__init__(f"{reason}, retry after {retry_after}s")
         self.retry_after = retry_after
 
 

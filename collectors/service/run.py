@@ -20,7 +20,12 @@ from pathlib import Path
 import pyarrow as pa
 
 from collectors.mapping import DEFAULT_MAPPING, FieldMapping
-from collectors.service.collector import DEFAULT_MAX_BODY, DEFAULT_QUEUE_ROWS, Collector
+from collectors.service.collector import (
+    DEFAULT_BODY_BUDGET,
+    DEFAULT_MAX_BODY,
+    DEFAULT_QUEUE_ROWS,
+    Collector,
+)
 from collectors.service.compaction import Compactor
 from collectors.service.grpc_receiver import GrpcReceiver
 from collectors.service.http_receiver import HttpReceiver
@@ -44,6 +49,7 @@ class CollectConfig:
     token: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY
     queue_rows: int = DEFAULT_QUEUE_ROWS
+    body_budget_bytes: int = DEFAULT_BODY_BUDGET
     recent_uids: int = RECENT_UIDS
     decode_workers: int = 0
     mapping: FieldMapping = DEFAULT_MAPPING
@@ -97,6 +103,7 @@ class RunningCollector:
             queue_rows=config.queue_rows,
             recent_uids=config.recent_uids,
             max_body_bytes=config.max_body_bytes,
+            body_budget=config.body_budget_bytes,
             decode_workers=config.decode_workers,
             token=config.token,
         )
