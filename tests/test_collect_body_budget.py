@@ -1,6 +1,7 @@
 """The body budget: the bytes of request bodies held outside the queue, from before one is
 read until its rows are queued, are bounded, and a sender beyond the bound gets 429 /
-RESOURCE_EXHAUSTED before its body is read."""
+RESOURCE_EXHAUSTED before its body is read. Bodies are decoded on the collector's own
+decoding threads."""
 
 from __future__ import annotations
 
@@ -137,6 +138,13 @@ def test_a_batch_refused_once_decoded_gives_its_share_of_the_budget_back(
     first.join(30)
     collector.close()
     assert held == 0
+
+
+def test_bodies_are_decoded_on_the_decoding_threads(tmp_path: Path) -> None:
+    collector = Collector(EmbeddedStore(tmp_path))
+    name = collector._decode(lambda: threading.current_thread().name)
+    collector.close()
+    assert name.startswith("dupescope-decode")
 
 
 def test_collect_takes_the_budget_from_its_option(tmp_path: Path) -> None:
