@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 import orjson
 
 from collectors.normalise import Normaliser, RecordError, Row, flatten
-from collectors.uids import line_uids
 
 
 @dataclass
@@ -38,6 +37,8 @@ def decode_lines(
     twice (again from the same file, from a rotated copy, or posted twice) collapses to one
     event.
     """
+    from collectors.uids import line_uids  # here: it brings polars, which OTLP never needs
+
     out = Decoded()
     numbered = [(number, raw.strip()) for number, raw in lines]
     numbered = [(number, line) for number, line in numbered if line]

@@ -19,7 +19,6 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from collectors.arrow_batch import rows_to_table
-from collectors.files import decode_batch
 from collectors.jsonlines import Rejected
 from collectors.normalise import Normaliser
 from collectors.otlp import decode_logs
@@ -181,6 +180,10 @@ def decode_request(
 
 def decode_jsonlines(body: bytes, normaliser: Normaliser, source: str) -> DecodeResult:
     """A JSON-lines body (plain logs or OTLP JSON Lines, line by line)."""
+    # Here, not with the module: its block parser brings polars (~30 MB), which a
+    # collector that only takes OTLP never needs.
+    from collectors.files import decode_batch
+
     lines = list(enumerate(body.splitlines(), start=1))
     decoded = decode_batch(lines, normaliser, source)
     count = len(decoded.rejected)
