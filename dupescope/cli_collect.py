@@ -71,8 +71,9 @@ STORE_HELP = (
     default=32 * 1024 * 1024,
     show_default=True,
     help="Bytes of request bodies held at once, from before one is read until its rows "
-    "are queued; a sender beyond it gets 429 / RESOURCE_EXHAUSTED before its body is read, "
-    "so memory stays bounded however many send at the same moment.",
+    "are queued (compressed ones at their decompressed size, once read; at least "
+    "--max-body-bytes). Beyond it an HTTP sender gets 429 before its body is read, a gRPC "
+    "one RESOURCE_EXHAUSTED, so memory stays bounded however many send at once.",
 )
 @click.option(
     "--recent-uids",

@@ -1,12 +1,15 @@
 """The body budget: the bytes of request bodies held outside the queue, from before one is
-read until its rows are queued, are bounded, and a sender beyond the bound gets 429 /
-RESOURCE_EXHAUSTED before its body is read. Bodies are decoded on the collector's own
-decoding threads."""
+read until its rows are queued, are bounded; an HTTP sender beyond the bound gets 429
+before its body is read, a gRPC one RESOURCE_EXHAUSTED. Bodies are decoded on the
+collector's own decoding threads."""
 
 from __future__ import annotations
 
+import gzip
+import socket
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import grpc
@@ -17,17 +20,18 @@ from collect_support import (
     get_json,
     job_spans,
     post,
-    raw_count,
     running,
 )
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 
 from collectors.service.collector import BodyBudget, Collector
-from collectors.service.pipeline import QueueFull
+from collectors.service.pipeline import QueueFull, WriteFailed
 from store.embedded import EmbeddedStore
 
 PB = "application/x-protobuf"
+# A budget of one body of the largest size, the least it can be.
+SMALL = {"body_budget_bytes": 1 << 20, "max_body_bytes": 1 << 20}
 LINE = b'{"ts": "2025-01-01T00:00:00Z", "event": "deliver", "job_id": "j1"}\n'
 
 
@@ -35,13 +39,20 @@ def _body(count: int = 2) -> bytes:
     return encode_spans(job_spans(count)).SerializeToString()
 
 
-def _wait_for(condition, seconds: float = 10.0) -> bool:
+def _wait_for(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if condition():
             return True
         time.sleep(0.01)
     return False
+
+
+def _health(collector) -> dict:  # type: ignore[no-untyped-def]
+    return get_json(f"http://127.0.0.1:{collector.http.port}/healthz")
+
+
+# ---- the budget ------------------------------------------------------------------------
 
 
 def test_the_budget_takes_bodies_until_the_next_would_go_over_it() -> None:
@@ -60,45 +71,121 @@ def test_a_body_larger_than_the_budget_is_taken_only_when_nothing_else_is_held()
     assert budget.take(500)
 
 
-def test_a_body_over_the_budget_is_refused_before_it_is_read(tmp_path: Path) -> None:
-    with running(EmbeddedStore(tmp_path / "store"), body_budget_bytes=4096) as collector:
+def test_the_budget_is_at_least_one_body_of_the_largest_size(tmp_path: Path) -> None:
+    collector = Collector(EmbeddedStore(tmp_path), max_body_bytes=1 << 20, body_budget=1024)
+    collector.close()
+    assert collector.bodies.limit == 1 << 20
+
+
+# ---- HTTP ------------------------------------------------------------------------------
+
+
+def test_a_body_over_the_budget_is_answered_429_before_it_is_read(tmp_path: Path) -> None:
+    with running(EmbeddedStore(tmp_path / "store"), **SMALL) as collector:
         url = f"http://127.0.0.1:{collector.http.port}/v1/traces"
-        held = collector.collector.admit(4096)  # another body, being received
+        held = collector.collector.admit(SMALL["body_budget_bytes"])  # another body, being received
         # Not gzip at all: read and unwrapped, it would be a 400.
         status, headers, _ = post(url, b"plain bytes", PB, Content_Encoding="gzip")
-        health = get_json(f"http://127.0.0.1:{collector.http.port}/healthz")
         held.release()
-    assert status == 429 and headers.get("Retry-After") == "1"
+    assert (status, headers.get("Retry-After")) == (429, "1")
+
+
+def test_a_refusal_for_the_budget_counts_as_throttled(tmp_path: Path) -> None:
+    with running(EmbeddedStore(tmp_path / "store"), **SMALL) as collector:
+        held = collector.collector.admit(SMALL["body_budget_bytes"])
+        post(f"http://127.0.0.1:{collector.http.port}/v1/traces", _body(), PB)
+        health = _health(collector)
+        held.release()
     assert (health["throttled"], health["bad_requests"]) == (1, 0)
-    assert (health["bodies_held_bytes"], health["body_budget_bytes"]) == (4096, 4096)
+
+
+def test_healthz_shows_the_bodies_held_against_the_budget(tmp_path: Path) -> None:
+    with running(EmbeddedStore(tmp_path / "store"), **SMALL) as collector:
+        held = collector.collector.admit(SMALL["body_budget_bytes"])
+        health = _health(collector)
+        held.release()
+    assert (health["bodies_held_bytes"], health["body_budget_bytes"]) == (1 << 20, 1 << 20)
 
 
 def test_a_body_is_taken_again_once_the_budget_has_room(tmp_path: Path) -> None:
     store = EmbeddedStore(tmp_path / "store")
-    with running(store, body_budget_bytes=1 << 20) as collector:
+    with running(store, **SMALL) as collector:
         url = f"http://127.0.0.1:{collector.http.port}/v1/traces"
-        held = collector.collector.admit(1 << 20)
+        held = collector.collector.admit(SMALL["body_budget_bytes"])
         refused = post(url, _body(), PB)[0]
         held.release()
         taken = post(url, _body(), PB)[0]
-        health = get_json(f"http://127.0.0.1:{collector.http.port}/healthz")
     assert (refused, taken) == (429, 200)
-    assert health["bodies_held_bytes"] == 0
-    assert raw_count(store) == 8
 
 
-def test_a_body_larger_than_the_whole_budget_is_taken(tmp_path: Path) -> None:
-    store = EmbeddedStore(tmp_path / "store")
-    body = _body()
-    assert len(body) > 1024
-    with running(store, body_budget_bytes=1024) as collector:
-        status = post(f"http://127.0.0.1:{collector.http.port}/v1/traces", body, PB)[0]
-    assert status == 200 and raw_count(store) == 8
+def test_a_compressed_body_holds_its_decompressed_size(tmp_path: Path) -> None:
+    lines = b"".join(LINE.replace(b"j1", f"j{i}".encode()) for i in range(200))
+    packed = gzip.compress(lines)
+    with running(EmbeddedStore(tmp_path / "store")) as collector:
+        pipeline = collector.collector.pipeline
+        url = f"http://127.0.0.1:{collector.http.port}/v1/jsonlines"
+        with pipeline._claims:  # the rows, decoded, wait for their turn to claim their uids
+            sender = threading.Thread(target=post, args=(url, packed, "application/x-ndjson"),
+                                      kwargs={"Content_Encoding": "gzip"})
+            sender.start()
+            decoded = _wait_for(lambda: pipeline.snapshot()["received"] == 200)
+            held = collector.collector.bodies.held
+        sender.join(30)
+    assert decoded and held == len(lines) > len(packed)
+
+
+def test_a_stalled_body_gives_its_share_back_when_its_connection_times_out(
+    tmp_path: Path,
+) -> None:
+    options = {**SMALL, "http_read_timeout": 0.5}
+    with running(EmbeddedStore(tmp_path / "store"), **options) as collector:
+        budget = collector.collector.bodies
+        with socket.create_connection(("127.0.0.1", collector.http.port), timeout=10) as sock:
+            sock.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: " + PB.encode()
+                         + b"\r\nContent-Length: 4096\r\n\r\n")  # and no body
+            assert _wait_for(lambda: budget.held == 4096)
+            assert _wait_for(lambda: budget.held == 0, seconds=5)
+            closed = sock.recv(1) == b""
+    assert closed
+
+
+def _expect_100(port: int, length: int) -> bytes:
+    """The status line's code answered to headers with `Expect: 100-continue`."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(
+            b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: " + PB.encode()
+            + b"\r\nContent-Length: " + str(length).encode()
+            + b"\r\nExpect: 100-continue\r\n\r\n"
+        )
+        return sock.makefile("rb").readline().split()[1]
+
+
+def test_a_body_over_the_budget_is_answered_429_instead_of_100_continue(
+    tmp_path: Path,
+) -> None:
+    with running(EmbeddedStore(tmp_path / "store"), **SMALL) as collector:
+        held = collector.collector.admit(SMALL["body_budget_bytes"])
+        code = _expect_100(collector.http.port, 4096)
+        held.release()
+    assert code == b"429"
+
+
+def test_a_body_over_the_size_limit_is_told_to_continue_then_answered_413(
+    tmp_path: Path,
+) -> None:
+    with running(EmbeddedStore(tmp_path / "store"), **SMALL) as collector:
+        held = collector.collector.admit(SMALL["body_budget_bytes"])
+        code = _expect_100(collector.http.port, 64 << 20)  # 413, not 429: a retry cannot help
+        held.release()
+    assert code == b"100"
+
+
+# ---- gRPC, tails, and what holds the budget --------------------------------------------
 
 
 def test_a_grpc_export_over_the_budget_is_resource_exhausted(tmp_path: Path) -> None:
-    with running(EmbeddedStore(tmp_path / "store"), body_budget_bytes=4096) as collector:
-        held = collector.collector.admit(4096)
+    with running(EmbeddedStore(tmp_path / "store"), **SMALL) as collector:
+        held = collector.collector.admit(SMALL["body_budget_bytes"])
         channel = grpc.insecure_channel(f"127.0.0.1:{collector.grpc.port}")
         stub = trace_service_pb2_grpc.TraceServiceStub(channel)
         with pytest.raises(grpc.RpcError) as refused:
@@ -108,36 +195,62 @@ def test_a_grpc_export_over_the_budget_is_resource_exhausted(tmp_path: Path) -> 
     assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
-def test_a_body_counts_against_the_budget_until_its_rows_are_queued(tmp_path: Path) -> None:
-    collector = Collector(EmbeddedStore(tmp_path), body_budget=1 << 20)
+def test_a_tailed_chunk_is_taken_while_senders_hold_the_whole_budget(tmp_path: Path) -> None:
+    collector = Collector(EmbeddedStore(tmp_path), max_body_bytes=4096, body_budget=4096)
+    held = collector.admit(4096)
+    result = collector.jsonlines(LINE, "tail:test")
+    held.release()
+    collector.close()
+    assert result.accepted == 1
+
+
+def test_a_body_holds_its_share_while_its_rows_wait_to_be_queued(tmp_path: Path) -> None:
+    collector = Collector(EmbeddedStore(tmp_path))
+    body = _body()
     pipeline = collector.pipeline
     with pipeline._claims:  # the rows, decoded, wait for their turn to claim their uids
-        sender = threading.Thread(target=collector.jsonlines, args=(LINE, "test"))
+        sender = threading.Thread(target=collector.otlp, args=("traces", body, "protobuf", "t"))
         sender.start()
-        decoded = _wait_for(lambda: pipeline.snapshot()["received"] == 1)
-        held_while_waiting = collector.bodies.held
+        decoded = _wait_for(lambda: pipeline.snapshot()["received"] == 8)
+        held = collector.bodies.held
     sender.join(30)
     collector.close()
-    assert decoded and held_while_waiting == len(LINE)
-    assert collector.bodies.held == 0
+    assert decoded and held == len(body)
 
 
-def test_a_batch_refused_once_decoded_gives_its_share_of_the_budget_back(
-    tmp_path: Path,
-) -> None:
+def test_a_body_gives_its_share_back_once_its_rows_are_queued(tmp_path: Path) -> None:
     store = SlowStore(EmbeddedStore(tmp_path), blocked=True)
-    collector = Collector(store, queue_rows=2)
-    first = threading.Thread(target=collector.jsonlines, args=(LINE, "test"))
-    first.start()  # 1 row of 2, until the store, blocked, has written it
-    assert _wait_for(lambda: collector.pipeline.depth == 1)
-    two_rows = LINE.replace(b"j1", b"j2") + LINE.replace(b"j1", b"j3")
-    with pytest.raises(QueueFull):  # admitted (1 < 2), refused once decoded (1 + 2 > 2)
-        collector.jsonlines(two_rows, "test")
+    collector = Collector(store)
+    sender = threading.Thread(target=collector.otlp, args=("traces", _body(), "protobuf", "t"))
+    sender.start()  # queued, then waiting for a write the store does not finish
+    queued = _wait_for(lambda: collector.pipeline.depth == 8)
+    held = collector.bodies.held
+    store.gate.set()
+    sender.join(30)
+    collector.close()
+    assert queued and held == 0
+
+
+def test_a_batch_refused_once_decoded_gives_its_share_back(tmp_path: Path) -> None:
+    store = SlowStore(EmbeddedStore(tmp_path), blocked=True)
+    collector = Collector(store, queue_rows=11)
+    first = threading.Thread(target=collector.otlp, args=("traces", _body(1), "protobuf", "t"))
+    first.start()  # 4 rows of 11, until the store, blocked, has written them
+    assert _wait_for(lambda: collector.pipeline.depth == 4)
+    with pytest.raises(QueueFull):  # admitted (4 < 11), refused once decoded (4 + 8 > 11)
+        collector.otlp("traces", _body(2), "protobuf", "t")
     held = collector.bodies.held
     store.gate.set()
     first.join(30)
     collector.close()
     assert held == 0
+
+
+def test_a_body_sent_as_the_collector_shuts_down_is_not_stored(tmp_path: Path) -> None:
+    collector = Collector(EmbeddedStore(tmp_path))
+    collector.close()
+    with pytest.raises(WriteFailed):
+        collector.otlp("traces", _body(), "protobuf", "t")
 
 
 def test_bodies_are_decoded_on_the_decoding_threads(tmp_path: Path) -> None:
@@ -148,9 +261,9 @@ def test_bodies_are_decoded_on_the_decoding_threads(tmp_path: Path) -> None:
 
 
 def test_collect_takes_the_budget_from_its_option(tmp_path: Path) -> None:
-    collector = Subprocess(tmp_path / "store", "--body-budget-bytes", "123456")
+    collector = Subprocess(tmp_path / "store", "--body-budget-bytes", "123456789")
     try:
         health = get_json(collector.url + "/healthz")
     finally:
         collector.stop()
-    assert health["body_budget_bytes"] == 123456
+    assert health["body_budget_bytes"] == 123456789

@@ -94,12 +94,13 @@ def test_metrics_show_the_uid_memory_and_how_far_back_it_reaches(tmp_path: Path)
 
 
 def test_metrics_show_the_bodies_held_against_their_budget(tmp_path: Path) -> None:
-    with running(EmbeddedStore(tmp_path / "store"), body_budget_bytes=1 << 20) as collector:
+    budget = {"body_budget_bytes": 1 << 25, "max_body_bytes": 1 << 20}
+    with running(EmbeddedStore(tmp_path / "store"), **budget) as collector:
         held = collector.collector.admit(5000)
         _, values = _scrape(collector.http.port)
         held.release()
     assert values["dupescope_collector_bodies_held_bytes"] == 5000
-    assert values["dupescope_collector_body_budget_bytes"] == 1 << 20
+    assert values["dupescope_collector_body_budget_bytes"] == 1 << 25
 
 
 def test_a_commit_counts_in_the_first_bucket_at_or_above_its_duration() -> None:

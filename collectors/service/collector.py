@@ -13,7 +13,7 @@ import os
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import CancelledError, ThreadPoolExecutor
 from typing import Any
 
 from collectors.mapping import DEFAULT_MAPPING, FieldMapping
@@ -54,8 +54,7 @@ def _yield_to_writer() -> None:
 class BodyBudget:
     """The bytes of request bodies the collector holds at once, counted from before a body
     is read until its rows are queued (the rows, once decoded, stand for it). A body larger
-    than the whole budget is taken when nothing else is held, so that the largest allowed
-    body can always get through."""
+    than the whole budget is taken when nothing else is held."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -63,11 +62,18 @@ class BodyBudget:
         self._lock = threading.Lock()
 
     def take(self, nbytes: int) -> bool:
+        """Whether `nbytes` more fit (then they are held); nothing always fits."""
         with self._lock:
-            if self.held and self.held + nbytes > self.limit:
+            if nbytes and self.held and self.held + nbytes > self.limit:
                 return False
             self.held += nbytes
             return True
+
+    def grow(self, nbytes: int) -> None:
+        """Held now, fitting or not: what a body turned out to be once decompressed. Until
+        the total is back under the limit, other bodies wait."""
+        with self._lock:
+            self.held += nbytes
 
     def give(self, nbytes: int) -> None:
         with self._lock:
@@ -80,6 +86,12 @@ class Admission:
     def __init__(self, budget: BodyBudget, nbytes: int) -> None:
         self._budget = budget
         self._nbytes = nbytes
+
+    def grow_to(self, nbytes: int) -> None:
+        """The body is `nbytes` now (decompressed): the share follows it up."""
+        if nbytes > self._nbytes:
+            self._budget.grow(nbytes - self._nbytes)
+            self._nbytes = nbytes
 
     def release(self) -> None:
         nbytes, self._nbytes = self._nbytes, 0
@@ -121,14 +133,17 @@ class Collector:
         # In this process, bodies are decoded on threads of their own rather than on each
         # connection's: the C allocator keeps what a thread freed in that thread's arena,
         # so with a decode on every connection thread each of up to 16 arenas came to hold
-        # a decode's worth of memory (peak RSS from 128 overloading clients: ~440 MB with
-        # the body budget alone, ~360 MB on these threads).
+        # a decode's worth of memory (peak RSS from 128 overloading clients, with the body
+        # budget: 418-486 MB decoded on connection threads, 358-367 MB on these).
         self._decoders = (
             ThreadPoolExecutor(slots, "dupescope-decode", initializer=_yield_to_writer)
             if decode_workers == 0
             else None
         )
-        self.bodies = BodyBudget(body_budget)
+        # At least one body of the largest size: else such a body would get in only while
+        # nothing else is held, which a steady flow of small ones may never leave.
+        self.bodies = BodyBudget(max(body_budget, max_body_bytes))
+        self._closed = False
         self.started = time.time()
 
     def admit(self, nbytes: int = 0) -> Admission:
@@ -155,7 +170,16 @@ class Collector:
             self.pipeline.count(throttled=1)
             raise QueueFull(retry_after=1)
         try:
-            return self._decoders.submit(work).result() if self._decoders else work()
+            if self._decoders is None:
+                return work()
+            if self._closed:
+                raise WriteFailed("the collector is shutting down")
+            try:
+                return self._decoders.submit(work).result()
+            except (RuntimeError, CancelledError) as exc:  # the pool shut down meanwhile
+                if not self._closed:
+                    raise
+                raise WriteFailed("the collector is shutting down") from exc
         except DecoderUnavailable as exc:
             raise WriteFailed(str(exc)) from exc
         finally:
@@ -191,8 +215,9 @@ class Collector:
             return self.commit(self.decode_otlp(kind, body, fmt, source), admission)
 
     def jsonlines(self, body: bytes, source: str) -> DecodeResult:
-        with self.admit(len(body)) as admission:
-            return self.commit(self.decode_jsonlines(body, source), admission)
+        """A JSON-lines chunk of a tailed file -> durable rows. It takes no share of the
+        body budget: a tail holds one chunk at a time, and senders must not starve it."""
+        return self.commit(self.decode_jsonlines(body, source))
 
     def bad_request(self) -> None:
         self.pipeline.count(bad_requests=1)
@@ -216,6 +241,7 @@ class Collector:
         return data
 
     def close(self) -> None:
+        self._closed = True
         self.pipeline.close()
         self.decoder.close()
         if self._decoders is not None:

@@ -32,7 +32,7 @@ from collectors.service.bodies import (
     media_type,
     unwrap,
 )
-from collectors.service.collector import Collector
+from collectors.service.collector import Admission, Collector
 from collectors.service.log_limit import SummarisedLog
 from collectors.service.metrics import CollectorMetrics
 from collectors.service.pipeline import QueueFull, WriteFailed
@@ -41,6 +41,7 @@ from collectors.service.tls import HANDSHAKE_TIMEOUT
 log = logging.getLogger("dupescope.collect")
 
 DRAIN_LIMIT = 64 * 1024 * 1024
+READ_TIMEOUT = 60.0
 OTLP_PATHS = {"/v1/traces": "traces", "/v1/logs": "logs"}
 LINES_PATH = "/v1/jsonlines"
 _GRPC_CODES = {
@@ -78,6 +79,9 @@ class Handler(BaseHTTPRequestHandler):
     # Headers and body are separate writes; with Nagle on, the body waits for the
     # client's delayed ACK (~40 ms per request on a keep-alive connection).
     disable_nagle_algorithm = True
+    # Seconds a connection may send nothing (a stalled body, an idle keep-alive) before it
+    # is closed: a body's share of the body budget is held until it has arrived.
+    timeout = READ_TIMEOUT
     collector: Collector  # set on the subclass the server builds
     metrics: CollectorMetrics  # likewise
     floods: SummarisedLog  # likewise: 429s and 5xx, which come many at a time
@@ -124,16 +128,20 @@ class Handler(BaseHTTPRequestHandler):
         super().handle()
 
     def handle_expect_100(self) -> bool:
-        """`Expect: 100-continue` (curl sends it for bodies over 1 MB): a full queue is
-        answered 429 before the client is told to send its body, not after."""
+        """`Expect: 100-continue` (curl sends it for bodies over 1 MB): a full queue or
+        budget is answered 429 before the client is told to send its body, not after."""
         path = self.path.split("?", 1)[0]
         collector = self.collector
         ingest = path in OTLP_PATHS or path == LINES_PATH
         allowed = collector.token is None or self._authorised(collector.token)
-        if self.command == "POST" and ingest and allowed:  # else as without the header
-            length = self.headers.get("Content-Length", "")
+        length = self.headers.get("Content-Length", "")
+        # Else as without the header: a wrong path, a missing token, a missing or too large
+        # length are answered as such once the body is sent. The budget is checked here,
+        # not held: it may be taken meanwhile, and the body then refused once sent.
+        sized = length.isdigit() and int(length) <= collector.max_body_bytes
+        if self.command == "POST" and ingest and allowed and sized:
             try:
-                collector.admit(int(length) if length.isdigit() else 0).release()
+                collector.admit(int(length)).release()
             except QueueFull as exc:
                 self.close_connection = True  # a body sent all the same is not read
                 protobuf = media_type(self.headers.get("Content-Type")) in PROTOBUF_TYPES
@@ -159,6 +167,10 @@ class Handler(BaseHTTPRequestHandler):
         try:
             self._post()
         except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        except TimeoutError:  # a body that stopped arriving: its share of the budget is back
+            log.info("%s %s: body not received within %ss", self.address_string(),
+                     self.path, self.timeout)
             self.close_connection = True
         except Exception as exc:  # the process stays up on any input
             log.exception("unexpected error on %s", self.path)
@@ -198,7 +210,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._throttled(exc, protobuf)
         try:
             with admission:
-                result = collector.commit(self._decode(kind, path, protobuf, length), admission)
+                decoded = self._decode(kind, path, protobuf, length, admission)
+                result = collector.commit(decoded, admission)
         except BodyError as exc:
             return self._refuse(exc.status, str(exc), protobuf, None)
         except QueueFull as exc:
@@ -219,12 +232,16 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, json_format.MessageToJson(response, indent=None).encode(),
                        "application/json")
 
-    def _decode(self, kind: str | None, path: str, protobuf: bool, length: str) -> DecodeResult:
-        """The body read, unwrapped and decoded; only the rows outlive this call."""
+    def _decode(
+        self, kind: str | None, path: str, protobuf: bool, length: str, admission: Admission
+    ) -> DecodeResult:
+        """The body read, unwrapped and decoded; only the rows outlive this call. Once
+        decompressed, the body holds its decompressed size of the budget."""
         collector = self.collector
         raw = self.rfile.read(int(length))
         body = unwrap(raw, self.headers.get("Content-Encoding"), collector.max_body_bytes)
         del raw
+        admission.grow_to(len(body))
         source = f"http:{path}"
         if kind is None:
             return collector.decode_jsonlines(body, source)
@@ -279,7 +296,8 @@ class _Server(ThreadingHTTPServer):
 
 class HttpReceiver:
     """The HTTP server on its own thread; `port` is the bound one (useful with port 0).
-    With `tls`, it speaks HTTPS only."""
+    With `tls`, it speaks HTTPS only. A connection silent for `read_timeout` seconds is
+    closed."""
 
     def __init__(
         self,
@@ -287,11 +305,12 @@ class HttpReceiver:
         host: str = "127.0.0.1",
         port: int = 4318,
         tls: ssl.SSLContext | None = None,
+        read_timeout: float = READ_TIMEOUT,
     ) -> None:
         handler = type(
             "BoundHandler", (Handler,),
             {"collector": collector, "metrics": CollectorMetrics(collector),
-             "floods": SummarisedLog(log)},
+             "floods": SummarisedLog(log), "timeout": read_timeout},
         )
         self.server = _Server((host, port), handler)
         self.server.tls = tls

@@ -28,7 +28,7 @@ from collectors.service.collector import (
 )
 from collectors.service.compaction import Compactor
 from collectors.service.grpc_receiver import GrpcReceiver
-from collectors.service.http_receiver import HttpReceiver
+from collectors.service.http_receiver import READ_TIMEOUT, HttpReceiver
 from collectors.service.pipeline import RECENT_UIDS
 from collectors.service.tail import Tailer
 from collectors.service.tls import TlsFiles
@@ -56,6 +56,7 @@ class CollectConfig:
     compact_every: float = 60.0  # seconds; 0 turns background compaction off
     compact_min_segments: int = 16
     tls: TlsFiles | None = None  # both receivers speak TLS only
+    http_read_timeout: float = READ_TIMEOUT  # seconds an HTTP connection may send nothing
 
 
 def default_state_path(store: Store, store_url: str | None) -> Path:
@@ -108,7 +109,10 @@ class RunningCollector:
             token=config.token,
         )
         self.http = (
-            HttpReceiver(self.collector, config.host, config.http_port, tls=context).start()
+            HttpReceiver(
+                self.collector, config.host, config.http_port, tls=context,
+                read_timeout=config.http_read_timeout,
+            ).start()
             if config.http_port is not None
             else None
         )
