@@ -71,6 +71,20 @@ def test_a_body_larger_than_the_budget_is_taken_only_when_nothing_else_is_held()
     assert budget.take(500)
 
 
+def test_a_body_waits_for_room_given_back_within_its_wait() -> None:
+    budget = BodyBudget(100)
+    assert budget.take(100)
+    threading.Timer(0.1, budget.give, args=(100,)).start()
+    assert budget.take(50, wait=10)
+
+
+def test_a_body_that_finds_no_room_within_its_wait_is_not_taken() -> None:
+    budget = BodyBudget(100)
+    assert budget.take(100)
+    assert not budget.take(50, wait=0.05)
+    assert budget.held == 100
+
+
 def test_the_budget_is_at_least_one_body_of_the_largest_size(tmp_path: Path) -> None:
     collector = Collector(EmbeddedStore(tmp_path), max_body_bytes=1 << 20, body_budget=1024)
     collector.close()
@@ -105,6 +119,16 @@ def test_healthz_shows_the_bodies_held_against_the_budget(tmp_path: Path) -> Non
         health = _health(collector)
         held.release()
     assert (health["bodies_held_bytes"], health["body_budget_bytes"]) == (1 << 20, 1 << 20)
+
+
+def test_a_sender_waits_for_room_in_the_budget_rather_than_being_refused(
+    tmp_path: Path,
+) -> None:
+    with running(EmbeddedStore(tmp_path / "store"), **SMALL) as collector:
+        held = collector.collector.admit(SMALL["body_budget_bytes"])
+        threading.Timer(0.2, held.release).start()  # well within the 1 s a body may wait
+        status = post(f"http://127.0.0.1:{collector.http.port}/v1/traces", _body(), PB)[0]
+    assert status == 200
 
 
 def test_a_body_is_taken_again_once_the_budget_has_room(tmp_path: Path) -> None:
