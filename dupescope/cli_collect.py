@@ -71,9 +71,9 @@ STORE_HELP = (
     default=32 * 1024 * 1024,
     show_default=True,
     help="Bytes of request bodies held at once, from before one is read until its rows "
-    "are queued (compressed ones at their decompressed size, once read; at least "
-    "--max-body-bytes). Beyond it an HTTP sender gets 429 before its body is read, a gRPC "
-    "one RESOURCE_EXHAUSTED, so memory stays bounded however many send at once.",
+    "are queued (compressed ones as they are decompressed; at least --max-body-bytes). An "
+    "HTTP body without room waits up to 1 s, unread, then gets 429; a gRPC export gets "
+    "RESOURCE_EXHAUSTED at once.",
 )
 @click.option(
     "--recent-uids",

@@ -25,6 +25,7 @@ from collect_support import (
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 
+from collectors.service.bodies import unwrap
 from collectors.service.collector import BodyBudget, Collector
 from collectors.service.pipeline import QueueFull, WriteFailed
 from store.embedded import EmbeddedStore
@@ -71,11 +72,13 @@ def test_a_body_larger_than_the_budget_is_taken_only_when_nothing_else_is_held()
     assert budget.take(500)
 
 
-def test_a_body_waits_for_room_given_back_within_its_wait() -> None:
+def test_a_body_waiting_for_room_is_taken_as_soon_as_room_is_given_back() -> None:
     budget = BodyBudget(100)
     assert budget.take(100)
     threading.Timer(0.1, budget.give, args=(100,)).start()
+    started = time.monotonic()
     assert budget.take(50, wait=10)
+    assert time.monotonic() - started < 5  # woken, not timed out
 
 
 def test_a_body_that_finds_no_room_within_its_wait_is_not_taken() -> None:
@@ -89,6 +92,18 @@ def test_the_budget_is_at_least_one_body_of_the_largest_size(tmp_path: Path) -> 
     collector = Collector(EmbeddedStore(tmp_path), max_body_bytes=1 << 20, body_budget=1024)
     collector.close()
     assert collector.bodies.limit == 1 << 20
+
+
+def test_a_body_inflated_in_steps_comes_out_whole() -> None:
+    data = bytes(range(256)) * 12_000  # 3 MB: three steps and a bit
+    assert unwrap(gzip.compress(data), "gzip", 16 << 20, lambda size: None) == data
+
+
+def test_each_step_of_inflating_a_body_is_reserved_before_it_is_taken() -> None:
+    data = bytes(range(256)) * 12_000
+    asked: list[int] = []
+    unwrap(gzip.compress(data), "gzip", 16 << 20, asked.append)
+    assert asked == [1 << 20, 2 << 20, 3 << 20]  # each before the next MB comes out
 
 
 # ---- HTTP ------------------------------------------------------------------------------
@@ -125,8 +140,14 @@ def test_a_sender_waits_for_room_in_the_budget_rather_than_being_refused(
     tmp_path: Path,
 ) -> None:
     with running(EmbeddedStore(tmp_path / "store"), **SMALL) as collector:
+        budget = collector.collector.bodies
         held = collector.collector.admit(SMALL["body_budget_bytes"])
-        threading.Timer(0.2, held.release).start()  # well within the 1 s a body may wait
+
+        def release_once_waited_for() -> None:
+            _wait_for(lambda: bool(budget._room._waiters))
+            held.release()
+
+        threading.Thread(target=release_once_waited_for).start()
         status = post(f"http://127.0.0.1:{collector.http.port}/v1/traces", _body(), PB)[0]
     assert status == 200
 
@@ -158,30 +179,50 @@ def test_a_compressed_body_holds_its_decompressed_size(tmp_path: Path) -> None:
     assert decoded and held == len(lines) > len(packed)
 
 
+def test_a_compressed_body_without_room_to_decompress_is_answered_429(
+    tmp_path: Path,
+) -> None:
+    packed = gzip.compress(b"x" * 500_000)  # ~1 KB that would hold 500 KB once inflated
+    with running(EmbeddedStore(tmp_path / "store"), **SMALL) as collector:
+        held = collector.collector.admit(SMALL["body_budget_bytes"] - (64 << 10))
+        url = f"http://127.0.0.1:{collector.http.port}/v1/jsonlines"
+        status = post(url, packed, "application/x-ndjson", Content_Encoding="gzip")[0]
+        left = collector.collector.bodies.held
+        held.release()
+    assert status == 429 and left == SMALL["body_budget_bytes"] - (64 << 10)
+
+
 def test_a_stalled_body_gives_its_share_back_when_its_connection_times_out(
     tmp_path: Path,
 ) -> None:
-    options = {**SMALL, "http_read_timeout": 0.5}
+    options = {**SMALL, "http_read_timeout": 2.0}
     with running(EmbeddedStore(tmp_path / "store"), **options) as collector:
         budget = collector.collector.bodies
         with socket.create_connection(("127.0.0.1", collector.http.port), timeout=10) as sock:
             sock.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: " + PB.encode()
                          + b"\r\nContent-Length: 4096\r\n\r\n")  # and no body
             assert _wait_for(lambda: budget.held == 4096)
-            assert _wait_for(lambda: budget.held == 0, seconds=5)
+            assert _wait_for(lambda: budget.held == 0, seconds=10)
             closed = sock.recv(1) == b""
     assert closed
 
 
-def _expect_100(port: int, length: int) -> bytes:
-    """The status line's code answered to headers with `Expect: 100-continue`."""
+def _expect_100(port: int, length: int) -> list[bytes]:
+    """The status codes answered to headers with `Expect: 100-continue`: the first, and
+    after a 100 the one answered to `length` zero bytes sent then."""
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        answers = sock.makefile("rb")
         sock.sendall(
             b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: " + PB.encode()
             + b"\r\nContent-Length: " + str(length).encode()
             + b"\r\nExpect: 100-continue\r\n\r\n"
         )
-        return sock.makefile("rb").readline().split()[1]
+        codes = [answers.readline().split()[1]]
+        if codes[0] == b"100":
+            answers.readline()  # the blank line ending the interim answer
+            sock.sendall(bytes(length))
+            codes.append(answers.readline().split()[1])
+    return codes
 
 
 def test_a_body_over_the_budget_is_answered_429_instead_of_100_continue(
@@ -189,9 +230,9 @@ def test_a_body_over_the_budget_is_answered_429_instead_of_100_continue(
 ) -> None:
     with running(EmbeddedStore(tmp_path / "store"), **SMALL) as collector:
         held = collector.collector.admit(SMALL["body_budget_bytes"])
-        code = _expect_100(collector.http.port, 4096)
+        codes = _expect_100(collector.http.port, 4096)
         held.release()
-    assert code == b"429"
+    assert codes == [b"429"]
 
 
 def test_a_body_over_the_size_limit_is_told_to_continue_then_answered_413(
@@ -199,9 +240,10 @@ def test_a_body_over_the_size_limit_is_told_to_continue_then_answered_413(
 ) -> None:
     with running(EmbeddedStore(tmp_path / "store"), **SMALL) as collector:
         held = collector.collector.admit(SMALL["body_budget_bytes"])
-        code = _expect_100(collector.http.port, 64 << 20)  # 413, not 429: a retry cannot help
+        # 413, not 429: a retry cannot help
+        codes = _expect_100(collector.http.port, SMALL["max_body_bytes"] + 1)
         held.release()
-    assert code == b"100"
+    assert codes == [b"100", b"413"]
 
 
 # ---- gRPC, tails, and what holds the budget --------------------------------------------
@@ -217,6 +259,23 @@ def test_a_grpc_export_over_the_budget_is_resource_exhausted(tmp_path: Path) -> 
         held.release()
         channel.close()
     assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+def test_a_grpc_export_is_refused_at_once_rather_than_held_while_it_waits(
+    tmp_path: Path,
+) -> None:
+    with running(EmbeddedStore(tmp_path / "store"), **SMALL) as collector:
+        channel = grpc.insecure_channel(f"127.0.0.1:{collector.grpc.port}")
+        stub = trace_service_pb2_grpc.TraceServiceStub(channel)
+        stub.Export(encode_spans(job_spans(0)), timeout=10)  # connected: time only the refusal
+        held = collector.collector.admit(SMALL["body_budget_bytes"])
+        started = time.monotonic()
+        with pytest.raises(grpc.RpcError):
+            stub.Export(encode_spans(job_spans(1)), timeout=10)
+        elapsed = time.monotonic() - started
+        held.release()
+        channel.close()
+    assert elapsed < 0.9  # a body that waited would have waited 1 s
 
 
 def test_a_tailed_chunk_is_taken_while_senders_hold_the_whole_budget(tmp_path: Path) -> None:
@@ -247,12 +306,13 @@ def test_a_body_gives_its_share_back_once_its_rows_are_queued(tmp_path: Path) ->
     collector = Collector(store)
     sender = threading.Thread(target=collector.otlp, args=("traces", _body(), "protobuf", "t"))
     sender.start()  # queued, then waiting for a write the store does not finish
-    queued = _wait_for(lambda: collector.pipeline.depth == 8)
-    held = collector.bodies.held
+    assert _wait_for(lambda: collector.pipeline.depth == 8)
+    given_back = _wait_for(lambda: collector.bodies.held == 0)
+    waiting = sender.is_alive()  # its rows are not durable yet
     store.gate.set()
     sender.join(30)
     collector.close()
-    assert queued and held == 0
+    assert given_back and waiting
 
 
 def test_a_batch_refused_once_decoded_gives_its_share_back(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ process.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,28 +63,45 @@ def media_type(content_type: str | None) -> str:
     return (content_type or "").split(";", 1)[0].strip().lower()
 
 
-def gunzip(body: bytes, limit: int) -> bytes:
-    """Inflate at most `limit` bytes: a small gzip bomb costs us `limit`, never more."""
+#: How much of a compressed body is inflated at a time, each step reserved first.
+INFLATE_STEP = 1 << 20
+
+Reserve = Callable[[int], None]
+
+
+def gunzip(body: bytes, limit: int, reserve: Reserve | None = None) -> bytes:
+    """Inflate at most `limit` bytes: a small gzip bomb costs us `limit`, never more.
+    `reserve(n)`, called before the output may grow to `n` bytes, can refuse by raising."""
     out = bytearray()
     data = body
     while data:  # gzip members may follow one another
-        data = _inflate_into(out, data, limit, zlib.decompressobj(wbits=31), "gzip")
+        data = _inflate_into(out, data, limit, zlib.decompressobj(wbits=31), "gzip", reserve)
     return bytes(out)
 
 
-def inflate(body: bytes, limit: int) -> bytes:
+def inflate(body: bytes, limit: int, reserve: Reserve | None = None) -> bytes:
     """`Content-Encoding: deflate` (a zlib stream, as RFC 9110 has it and OpenTelemetry's
     Python exporter sends it), at most `limit` bytes, like gunzip."""
     out = bytearray()
-    if _inflate_into(out, body, limit, zlib.decompressobj(wbits=15), "deflate"):
+    if _inflate_into(out, body, limit, zlib.decompressobj(wbits=15), "deflate", reserve):
         raise BodyError(400, "bytes after the end of the deflate body")
     return bytes(out)
 
 
-def _inflate_into(out: bytearray, data: bytes, limit: int, inflater: Any, name: str) -> bytes:
-    """One compressed stream of `data` appended to `out`; the bytes after it."""
+def _inflate_into(
+    out: bytearray, data: bytes, limit: int, inflater: Any, name: str, reserve: Reserve | None
+) -> bytes:
+    """One compressed stream of `data` appended to `out`, `INFLATE_STEP` bytes at a time;
+    the bytes after it."""
     try:
-        out += inflater.decompress(data, limit + 1 - len(out))
+        while True:
+            step = min(INFLATE_STEP, limit + 1 - len(out))
+            if reserve is not None:
+                reserve(len(out) + step)
+            out += inflater.decompress(data, step)
+            data = inflater.unconsumed_tail
+            if inflater.eof or not data or len(out) > limit:
+                break
     except zlib.error as exc:
         raise BodyError(400, f"invalid {name} body: {exc}") from exc
     if len(out) > limit:
@@ -93,17 +111,20 @@ def _inflate_into(out: bytearray, data: bytes, limit: int, inflater: Any, name: 
     return inflater.unused_data
 
 
-def unwrap(body: bytes, encoding: str | None, limit: int) -> bytes:
-    """Apply Content-Encoding (identity, gzip or deflate) under the size limit."""
+def unwrap(
+    body: bytes, encoding: str | None, limit: int, reserve: Reserve | None = None
+) -> bytes:
+    """Apply Content-Encoding (identity, gzip or deflate) under the size limit; `reserve`
+    is asked before the decompressed body grows (see gunzip)."""
     encoding = (encoding or "identity").strip().lower()
     if len(body) > limit:
         raise BodyError(413, f"body is larger than {limit} bytes")
     if encoding in ("", "identity"):
         return body
     if encoding in ("gzip", "x-gzip"):
-        return gunzip(body, limit)
+        return gunzip(body, limit, reserve)
     if encoding == "deflate":
-        return inflate(body, limit)
+        return inflate(body, limit, reserve)
     raise BodyError(
         415, f"unsupported Content-Encoding {encoding!r} (use gzip, deflate or none)"
     )

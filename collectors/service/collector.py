@@ -57,8 +57,10 @@ def _yield_to_writer() -> None:
 
 class BodyBudget:
     """The bytes of request bodies the collector holds at once, counted from before a body
-    is read until its rows are queued (the rows, once decoded, stand for it). A body larger
-    than the whole budget is taken when nothing else is held."""
+    is read until its rows are queued (the rows, once decoded, stand for it); a compressed
+    body's share grows as it is decompressed. A share larger than the whole budget is
+    taken when nothing else is held. Waiters are not served in order: a body of the
+    largest size may wait behind a steady flow of small ones until its wait ends."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -77,12 +79,6 @@ class BodyBudget:
             self.held += nbytes
             return True
 
-    def grow(self, nbytes: int) -> None:
-        """Held now, fitting or not: what a body turned out to be once decompressed. Until
-        the total is back under the limit, other bodies wait."""
-        with self._room:
-            self.held += nbytes
-
     def give(self, nbytes: int) -> None:
         with self._room:
             self.held -= nbytes
@@ -96,10 +92,20 @@ class Admission:
         self._budget = budget
         self._nbytes = nbytes
 
-    def grow_to(self, nbytes: int) -> None:
-        """The body is `nbytes` now (decompressed): the share follows it up."""
-        if nbytes > self._nbytes:
-            self._budget.grow(nbytes - self._nbytes)
+    def grow_to(self, nbytes: int, wait: float = 0.0) -> bool:
+        """Whether the share could grow to `nbytes` (a body being decompressed) within
+        `wait` seconds; it holds them if so."""
+        extra = nbytes - self._nbytes
+        if extra > 0:
+            if not self._budget.take(extra, wait):
+                return False
+            self._nbytes = nbytes
+        return True
+
+    def shrink_to(self, nbytes: int) -> None:
+        """The body is `nbytes` after all: what was reserved beyond that is given back."""
+        if nbytes < self._nbytes:
+            self._budget.give(self._nbytes - nbytes)
             self._nbytes = nbytes
 
     def release(self) -> None:
@@ -142,8 +148,7 @@ class Collector:
         # In this process, bodies are decoded on threads of their own rather than on each
         # connection's: the C allocator keeps what a thread freed in that thread's arena,
         # so with a decode on every connection thread each of up to 16 arenas came to hold
-        # a decode's worth of memory (peak RSS from 128 overloading clients, with the body
-        # budget: 418-486 MB decoded on connection threads, 358-367 MB on these).
+        # a decode's worth of memory (peak RSS from 128 overloading clients ~90 MB higher).
         self._decoders = (
             ThreadPoolExecutor(slots, "dupescope-decode", initializer=_yield_to_writer)
             if decode_workers == 0
@@ -155,18 +160,25 @@ class Collector:
         self._closed = False
         self.started = time.time()
 
-    def admit(self, nbytes: int = 0) -> Admission:
+    def admit(self, nbytes: int = 0, wait: float = BUDGET_WAIT) -> Admission:
         """A body of `nbytes` may be read: QueueFull while the queue is full, or when the
-        bodies held leave no room for it within `BUDGET_WAIT` seconds. A receiver asks
+        bodies held leave no room for it within `wait` seconds. A receiver asks
         before it reads a body, so that a body is not read only to be refused, and
         releases the admission once the rows are queued (`commit`). (A batch that does not
         fit the room left in a queue not yet full is refused after it is decoded, by
         `submit`.)"""
         self._check_queue()
-        if not self.bodies.take(nbytes, wait=BUDGET_WAIT):
+        if not self.bodies.take(nbytes, wait):
             self.pipeline.count(throttled=1)
             raise QueueFull(retry_after=1, reason="bodies being received at the limit")
         return Admission(self.bodies, nbytes)
+
+    def reserve(self, admission: Admission, nbytes: int) -> None:
+        """The admitted body will grow to `nbytes` (it is being decompressed): QueueFull
+        when the budget has no room for that within `BUDGET_WAIT` seconds."""
+        if not admission.grow_to(nbytes, BUDGET_WAIT):
+            self.pipeline.count(throttled=1)
+            raise QueueFull(retry_after=1, reason="bodies being received at the limit")
 
     def _check_queue(self) -> None:
         if self.pipeline.depth >= self.pipeline.queue_rows:
@@ -180,10 +192,10 @@ class Collector:
             self.pipeline.count(throttled=1)
             raise QueueFull(retry_after=1)
         try:
-            if self._decoders is None:
-                return work()
             if self._closed:
                 raise WriteFailed("the collector is shutting down")
+            if self._decoders is None:
+                return work()
             try:
                 return self._decoders.submit(work).result()
             except (RuntimeError, CancelledError) as exc:  # the pool shut down meanwhile
@@ -219,9 +231,10 @@ class Collector:
         return self._decode(lambda: self.decoder.jsonlines(body, source))
 
     def otlp(self, kind: str, body: bytes, fmt: str, source: str) -> DecodeResult:
-        """An OTLP export body (unwrapped, read already) -> durable rows; BodyError for a
-        bad body. The body counts against the budget while it is decoded."""
-        with self.admit(len(body)) as admission:
+        """An OTLP export body (unwrapped, received already: gRPC's) -> durable rows;
+        BodyError for a bad body. The body counts against the budget until its rows are
+        queued; without room for it, it is refused at once, since waiting would hold it."""
+        with self.admit(len(body), wait=0.0) as admission:
             return self.commit(self.decode_otlp(kind, body, fmt, source), admission)
 
     def jsonlines(self, body: bytes, source: str) -> DecodeResult:

@@ -137,11 +137,12 @@ class Handler(BaseHTTPRequestHandler):
         length = self.headers.get("Content-Length", "")
         # Else as without the header: a wrong path, a missing token, a missing or too large
         # length are answered as such once the body is sent. The budget is checked here,
-        # not held: it may be taken meanwhile, and the body then refused once sent.
+        # without waiting (curl sends its body anyway after 1 s) and not held: it may be
+        # taken meanwhile, and the body then wait for room once sent.
         sized = length.isdigit() and int(length) <= collector.max_body_bytes
         if self.command == "POST" and ingest and allowed and sized:
             try:
-                collector.admit(int(length)).release()
+                collector.admit(int(length), wait=0.0).release()  # curl waits 1 s
             except QueueFull as exc:
                 self.close_connection = True  # a body sent all the same is not read
                 protobuf = media_type(self.headers.get("Content-Type")) in PROTOBUF_TYPES
@@ -235,13 +236,16 @@ class Handler(BaseHTTPRequestHandler):
     def _decode(
         self, kind: str | None, path: str, protobuf: bool, length: str, admission: Admission
     ) -> DecodeResult:
-        """The body read, unwrapped and decoded; only the rows outlive this call. Once
-        decompressed, the body holds its decompressed size of the budget."""
+        """The body read, unwrapped and decoded; only the rows outlive this call. As it
+        is decompressed, its share of the budget grows with it, room permitting."""
         collector = self.collector
         raw = self.rfile.read(int(length))
-        body = unwrap(raw, self.headers.get("Content-Encoding"), collector.max_body_bytes)
+        body = unwrap(
+            raw, self.headers.get("Content-Encoding"), collector.max_body_bytes,
+            lambda size: collector.reserve(admission, size),
+        )
+        admission.shrink_to(max(len(body), len(raw)))
         del raw
-        admission.grow_to(len(body))
         source = f"http:{path}"
         if kind is None:
             return collector.decode_jsonlines(body, source)
