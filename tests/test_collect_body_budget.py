@@ -337,6 +337,15 @@ def test_a_body_sent_as_the_collector_shuts_down_is_not_stored(tmp_path: Path) -
         collector.otlp("traces", _body(), "protobuf", "t")
 
 
+def test_a_body_sent_as_a_collector_with_decode_workers_shuts_down_is_not_stored(
+    tmp_path: Path,
+) -> None:
+    collector = Collector(EmbeddedStore(tmp_path), decode_workers=1)
+    collector.close()
+    with pytest.raises(WriteFailed):
+        collector.otlp("traces", _body(), "protobuf", "t")
+
+
 def test_bodies_are_decoded_on_the_decoding_threads(tmp_path: Path) -> None:
     collector = Collector(EmbeddedStore(tmp_path))
     name = collector._decode(lambda: threading.current_thread().name)
