@@ -207,6 +207,27 @@ def test_a_stalled_body_gives_its_share_back_when_its_connection_times_out(
     assert closed
 
 
+def test_a_trickled_body_gives_its_share_back_when_its_time_is_up(tmp_path: Path) -> None:
+    options = {**SMALL, "http_read_timeout": 30.0, "http_body_timeout": 1.0}
+    with running(EmbeddedStore(tmp_path / "store"), **options) as collector:
+        budget = collector.collector.bodies
+        with socket.create_connection(("127.0.0.1", collector.http.port), timeout=10) as sock:
+            sock.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: " + PB.encode()
+                         + b"\r\nContent-Length: 4096\r\n\r\n")
+            assert _wait_for(lambda: budget.held == 4096)
+            given_back = False
+            for _ in range(100):  # a byte every 0.1 s: never silent for the 30 s read timeout
+                try:
+                    sock.sendall(b"x")
+                except OSError:
+                    break
+                if budget.held == 0:
+                    given_back = True
+                    break
+                time.sleep(0.1)
+    assert given_back
+
+
 def _expect_100(port: int, length: int) -> list[bytes]:
     """The status codes answered to headers with `Expect: 100-continue`: the first, and
     after a 100 the one answered to `length` zero bytes sent then."""

@@ -205,7 +205,7 @@ def decode_jsonlines(body: bytes, normaliser: Normaliser, source: str) -> Decode
     # collector that only takes OTLP never needs.
     from collectors.files import decode_batch
 
-    lines = list(enumerate(body.splitlines(), start=1))
+    lines = list(enumerate(bytes(body).splitlines(), start=1))  # bytes lines, not bytearray
     decoded = decode_batch(lines, normaliser, source)
     count = len(decoded.rejected)
     shown = "; ".join(str(r) for r in decoded.rejected[:MAX_REASONS])

@@ -14,6 +14,7 @@ import logging
 import socket
 import ssl
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -42,6 +43,7 @@ log = logging.getLogger("dupescope.collect")
 
 DRAIN_LIMIT = 64 * 1024 * 1024
 READ_TIMEOUT = 60.0
+BODY_TIMEOUT = 120.0
 OTLP_PATHS = {"/v1/traces": "traces", "/v1/logs": "logs"}
 LINES_PATH = "/v1/jsonlines"
 _GRPC_CODES = {
@@ -82,6 +84,9 @@ class Handler(BaseHTTPRequestHandler):
     # Seconds a connection may send nothing (a stalled body, an idle keep-alive) before it
     # is closed: a body's share of the body budget is held until it has arrived.
     timeout = READ_TIMEOUT
+    # Seconds a whole body may take to arrive, however it trickles in: its share of the
+    # body budget is held meanwhile.
+    body_timeout = BODY_TIMEOUT
     collector: Collector  # set on the subclass the server builds
     metrics: CollectorMetrics  # likewise
     floods: SummarisedLog  # likewise: 429s and 5xx, which come many at a time
@@ -169,9 +174,8 @@ class Handler(BaseHTTPRequestHandler):
             self._post()
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
-        except TimeoutError:  # a body that stopped arriving: its share of the budget is back
-            log.info("%s %s: body not received within %ss", self.address_string(),
-                     self.path, self.timeout)
+        except TimeoutError as exc:  # a body that did not arrive: its share is back
+            log.info("%s %s: %s", self.address_string(), self.path, exc)
             self.close_connection = True
         except Exception as exc:  # the process stays up on any input
             log.exception("unexpected error on %s", self.path)
@@ -239,7 +243,7 @@ class Handler(BaseHTTPRequestHandler):
         """The body read, unwrapped and decoded; only the rows outlive this call. As it
         is decompressed, its share of the budget grows with it, room permitting."""
         collector = self.collector
-        raw = self.rfile.read(int(length))
+        raw = self._read_body(int(length))
         body = unwrap(
             raw, self.headers.get("Content-Encoding"), collector.max_body_bytes,
             lambda size: collector.reserve(admission, size),
@@ -250,6 +254,31 @@ class Handler(BaseHTTPRequestHandler):
         if kind is None:
             return collector.decode_jsonlines(body, source)
         return collector.decode_otlp(kind, body, "protobuf" if protobuf else "json", source)
+
+    def _read_body(self, size: int) -> bytearray:
+        """The body, which must arrive within `body_timeout` seconds (TimeoutError, which
+        closes the connection): a body trickled in has no longer to hold its share of the
+        budget. Read into one buffer, which the decoders take as it is."""
+        deadline = time.monotonic() + self.body_timeout
+        body = bytearray(size)
+        view = memoryview(body)
+        got = 0
+        try:
+            while got < size:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"body not received within {self.body_timeout}s")
+                self.connection.settimeout(min(left, self.timeout or left))
+                count = self.rfile.readinto1(view[got:])
+                if not count:
+                    break  # the client closed: a short body, refused as truncated
+                got += count
+        finally:
+            view.release()
+            self.connection.settimeout(self.timeout)
+        if got < size:
+            del body[got:]
+        return body
 
     def _refuse(self, status: int, message: str, protobuf: bool, unread: str | None) -> None:
         """Answer an error. An unread body is drained (in small chunks, up to a cap) so
@@ -300,8 +329,8 @@ class _Server(ThreadingHTTPServer):
 
 class HttpReceiver:
     """The HTTP server on its own thread; `port` is the bound one (useful with port 0).
-    With `tls`, it speaks HTTPS only. A connection silent for `read_timeout` seconds is
-    closed."""
+    With `tls`, it speaks HTTPS only. A connection silent for `read_timeout` seconds, or
+    whose body takes over `body_timeout` seconds to arrive, is closed."""
 
     def __init__(
         self,
@@ -310,11 +339,13 @@ class HttpReceiver:
         port: int = 4318,
         tls: ssl.SSLContext | None = None,
         read_timeout: float = READ_TIMEOUT,
+        body_timeout: float = BODY_TIMEOUT,
     ) -> None:
         handler = type(
             "BoundHandler", (Handler,),
             {"collector": collector, "metrics": CollectorMetrics(collector),
-             "floods": SummarisedLog(log), "timeout": read_timeout},
+             "floods": SummarisedLog(log), "timeout": read_timeout,
+             "body_timeout": body_timeout},
         )
         self.server = _Server((host, port), handler)
         self.server.tls = tls

@@ -28,7 +28,7 @@ from collectors.service.collector import (
 )
 from collectors.service.compaction import Compactor
 from collectors.service.grpc_receiver import GrpcReceiver
-from collectors.service.http_receiver import READ_TIMEOUT, HttpReceiver
+from collectors.service.http_receiver import BODY_TIMEOUT, READ_TIMEOUT, HttpReceiver
 from collectors.service.pipeline import RECENT_UIDS
 from collectors.service.tail import Tailer
 from collectors.service.tls import TlsFiles
@@ -57,6 +57,7 @@ class CollectConfig:
     compact_min_segments: int = 16
     tls: TlsFiles | None = None  # both receivers speak TLS only
     http_read_timeout: float = READ_TIMEOUT  # seconds an HTTP connection may send nothing
+    http_body_timeout: float = BODY_TIMEOUT  # seconds an HTTP body may take to arrive
 
 
 def default_state_path(store: Store, store_url: str | None) -> Path:
@@ -112,6 +113,7 @@ class RunningCollector:
             HttpReceiver(
                 self.collector, config.host, config.http_port, tls=context,
                 read_timeout=config.http_read_timeout,
+                body_timeout=config.http_body_timeout,
             ).start()
             if config.http_port is not None
             else None
