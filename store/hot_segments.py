@@ -85,12 +85,17 @@ def _encode_into(table: pa.Table, scratch: mmap.mmap) -> int:
     return sink.tell()
 
 
+def _aligned(size: int) -> int:
+    """`size` rounded up to whole blocks of ALIGN."""
+    return -(-size // ALIGN) * ALIGN
+
+
 def _scratch_of(size: int) -> mmap.mmap:
     """This thread's scratch memory (anonymous, so page-aligned), of at least `size`
     bytes: kept and reused, since mapping fresh memory makes every page fault in again."""
     kept = getattr(_scratch, "memory", None)
     if kept is None or len(kept) < size:
-        kept = _scratch.memory = mmap.mmap(-1, max(-(-size // ALIGN) * ALIGN, 1 << 20))
+        kept = _scratch.memory = mmap.mmap(-1, max(_aligned(size), 1 << 20))
     return kept
 
 
@@ -111,7 +116,7 @@ def _write_file(path: Path, data: memoryview, size: int) -> None:
             _direct["refused"] = True
         else:
             try:
-                written = _write_all(fd, data[: -(-size // ALIGN) * ALIGN])
+                written = _write_all(fd, data[: _aligned(size)])
                 if written is None:
                     os.ftruncate(fd, size)
                     return

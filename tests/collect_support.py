@@ -145,6 +145,30 @@ def post(url: str, body: bytes, content_type: str, **headers: str) -> tuple[int,
         return error.code, dict(error.headers), error.read()
 
 
+def post_head(length: int, expect: bool = False) -> bytes:
+    """The head of a raw `POST /v1/traces` of protobuf announcing `length` bytes of body,
+    with `Expect: 100-continue` if asked."""
+    return (
+        b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf"
+        + b"\r\nContent-Length: " + str(length).encode()
+        + (b"\r\nExpect: 100-continue" if expect else b"") + b"\r\n\r\n"
+    )
+
+
+def expect_100(port: int, body: bytes) -> list[bytes]:
+    """POST with `Expect: 100-continue`, sending the body only if told to; the status
+    codes answered."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        answers = sock.makefile("rb")
+        sock.sendall(post_head(len(body), expect=True))
+        codes = [answers.readline().split()[1]]
+        if codes[0] == b"100":
+            answers.readline()  # the blank line ending the interim answer
+            sock.sendall(body)
+            codes.append(answers.readline().split()[1])
+    return codes
+
+
 def get_json(url: str) -> Any:
     with urllib.request.urlopen(url, timeout=10) as answer:
         return orjson.loads(answer.read())

@@ -7,7 +7,6 @@ import contextlib
 import gzip
 import http.client
 import random
-import socket
 import threading
 import zlib
 from collections.abc import Iterator
@@ -16,7 +15,15 @@ from typing import Any
 
 import grpc
 import pytest
-from collect_support import SlowStore, get_json, job_spans, post, raw_count, running
+from collect_support import (
+    SlowStore,
+    expect_100,
+    get_json,
+    job_spans,
+    post,
+    raw_count,
+    running,
+)
 from google.rpc import status_pb2
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
@@ -212,34 +219,16 @@ def test_a_connection_refused_for_a_full_queue_serves_its_next_request(tmp_path:
     assert answers == [429, 429]
 
 
-def _expect_100(port: int, body: bytes) -> list[bytes]:
-    """POST with `Expect: 100-continue`, sending the body only if told to; the status
-    codes answered."""
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        answers = sock.makefile("rb")
-        sock.sendall(
-            b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: " + PB.encode()
-            + b"\r\nContent-Length: " + str(len(body)).encode()
-            + b"\r\nExpect: 100-continue\r\n\r\n"
-        )
-        codes = [answers.readline().split()[1]]
-        if codes[0] == b"100":
-            answers.readline()  # the blank line ending the interim answer
-            sock.sendall(body)
-            codes.append(answers.readline().split()[1])
-    return codes
-
-
 def test_a_full_queue_answers_429_instead_of_100_continue(tmp_path: Path) -> None:
     with _full_queue(tmp_path) as collector:
-        assert _expect_100(collector.http.port, _valid_body()) == [b"429"]
+        assert expect_100(collector.http.port, _valid_body()) == [b"429"]
 
 
 def test_without_the_token_100_continue_still_ends_in_401(tmp_path: Path) -> None:
     with _full_queue(tmp_path, token="s3cret") as collector:
-        assert _expect_100(collector.http.port, _valid_body()) == [b"100", b"401"]
+        assert expect_100(collector.http.port, _valid_body()) == [b"100", b"401"]
 
 
 def test_100_continue_is_answered_while_the_queue_has_room(tmp_path: Path) -> None:
     with running(EmbeddedStore(tmp_path / "store")) as collector:
-        assert _expect_100(collector.http.port, _valid_body()) == [b"100", b"200"]
+        assert expect_100(collector.http.port, _valid_body()) == [b"100", b"200"]

@@ -17,9 +17,11 @@ import pytest
 from collect_support import (
     SlowStore,
     Subprocess,
+    expect_100,
     get_json,
     job_spans,
     post,
+    post_head,
     running,
 )
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -199,8 +201,7 @@ def test_a_stalled_body_gives_its_share_back_when_its_connection_times_out(
     with running(EmbeddedStore(tmp_path / "store"), **options) as collector:
         budget = collector.collector.bodies
         with socket.create_connection(("127.0.0.1", collector.http.port), timeout=10) as sock:
-            sock.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: " + PB.encode()
-                         + b"\r\nContent-Length: 4096\r\n\r\n")  # and no body
+            sock.sendall(post_head(4096))  # and no body
             assert _wait_for(lambda: budget.held == 4096)
             assert _wait_for(lambda: budget.held == 0, seconds=10)
             closed = sock.recv(1) == b""
@@ -212,8 +213,7 @@ def test_a_trickled_body_gives_its_share_back_when_its_time_is_up(tmp_path: Path
     with running(EmbeddedStore(tmp_path / "store"), **options) as collector:
         budget = collector.collector.bodies
         with socket.create_connection(("127.0.0.1", collector.http.port), timeout=10) as sock:
-            sock.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: " + PB.encode()
-                         + b"\r\nContent-Length: 4096\r\n\r\n")
+            sock.sendall(post_head(4096))
             assert _wait_for(lambda: budget.held == 4096)
             given_back = False
             for _ in range(100):  # a byte every 0.1 s: never silent for the 30 s read timeout
@@ -228,30 +228,12 @@ def test_a_trickled_body_gives_its_share_back_when_its_time_is_up(tmp_path: Path
     assert given_back
 
 
-def _expect_100(port: int, length: int) -> list[bytes]:
-    """The status codes answered to headers with `Expect: 100-continue`: the first, and
-    after a 100 the one answered to `length` zero bytes sent then."""
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        answers = sock.makefile("rb")
-        sock.sendall(
-            b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: " + PB.encode()
-            + b"\r\nContent-Length: " + str(length).encode()
-            + b"\r\nExpect: 100-continue\r\n\r\n"
-        )
-        codes = [answers.readline().split()[1]]
-        if codes[0] == b"100":
-            answers.readline()  # the blank line ending the interim answer
-            sock.sendall(bytes(length))
-            codes.append(answers.readline().split()[1])
-    return codes
-
-
 def test_a_body_over_the_budget_is_answered_429_instead_of_100_continue(
     tmp_path: Path,
 ) -> None:
     with running(EmbeddedStore(tmp_path / "store"), **SMALL) as collector:
         held = collector.collector.admit(SMALL["body_budget_bytes"])
-        codes = _expect_100(collector.http.port, 4096)
+        codes = expect_100(collector.http.port, bytes(4096))
         held.release()
     assert codes == [b"429"]
 
@@ -262,7 +244,7 @@ def test_a_body_over_the_size_limit_is_told_to_continue_then_answered_413(
     with running(EmbeddedStore(tmp_path / "store"), **SMALL) as collector:
         held = collector.collector.admit(SMALL["body_budget_bytes"])
         # 413, not 429: a retry cannot help
-        codes = _expect_100(collector.http.port, SMALL["max_body_bytes"] + 1)
+        codes = expect_100(collector.http.port, bytes(SMALL["max_body_bytes"] + 1))
         held.release()
     assert codes == [b"100", b"413"]
 

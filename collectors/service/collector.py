@@ -169,16 +169,18 @@ class Collector:
         `submit`.)"""
         self._check_queue()
         if not self.bodies.take(nbytes, wait):
-            self.pipeline.count(throttled=1)
-            raise QueueFull(retry_after=1, reason="bodies being received at the limit")
+            self._budget_full()
         return Admission(self.bodies, nbytes)
 
     def reserve(self, admission: Admission, nbytes: int) -> None:
         """The admitted body will grow to `nbytes` (it is being decompressed): QueueFull
         when the budget has no room for that within `BUDGET_WAIT` seconds."""
         if not admission.grow_to(nbytes, BUDGET_WAIT):
-            self.pipeline.count(throttled=1)
-            raise QueueFull(retry_after=1, reason="bodies being received at the limit")
+            self._budget_full()
+
+    def _budget_full(self) -> None:
+        self.pipeline.count(throttled=1)
+        raise QueueFull(retry_after=1, reason="bodies being received at the limit")
 
     def _check_queue(self) -> None:
         if self.pipeline.depth >= self.pipeline.queue_rows:
