@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import tracemalloc
 from pathlib import Path
 
 import orjson
@@ -225,3 +226,71 @@ def test_polling_drops_gone_positions_now_and_then(tmp_path: Path, monkeypatch) 
         monkeypatch.setattr(tail, "PRUNE_EVERY", 0.0)
         tailer.cycle()
     assert list(tailer.state.positions) == [str(tmp_path / "logs" / "b.jsonl")]
+
+
+def test_a_line_longer_than_a_read_is_skipped_and_counted_and_the_rest_kept(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "app.log"
+    log.write_bytes(_lines("a", 1) + b'{"note": "' + b"x" * 1000 + b'"}\n' + _lines("b", 2))
+    store = EmbeddedStore(tmp_path / "store")
+    with running(store, http_port=None, grpc_port=None) as c:
+        tailer = Tailer(c.collector, [str(log)], tmp_path / "state.json", read_chunk=256)
+        assert tailer.poll(str(log)) == 3
+        assert c.collector.health()["rejected"] == 1
+    assert tailer.state.positions[str(log)].offset == log.stat().st_size
+
+
+def test_a_long_line_still_being_written_is_looked_at_in_bounded_memory(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "app.log"
+    log.write_bytes(b"x" * (16 << 20))  # no newline yet
+    store = EmbeddedStore(tmp_path / "store")
+    with running(store, http_port=None, grpc_port=None) as c:
+        tailer = Tailer(c.collector, [str(log)], tmp_path / "state.json", read_chunk=256 << 10)
+        tracemalloc.start()
+        try:
+            assert tailer.poll(str(log)) == 0
+            assert tailer.poll(str(log)) == 0
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 2 << 20  # a few chunks of 256 KB, not the 16 MB line
+        _append(log, b"\n" + _lines("a", 1))
+        assert tailer.poll(str(log)) == 1
+        assert c.collector.health()["rejected"] == 1
+
+
+def test_a_file_rewritten_in_place_past_the_old_offset_is_read_from_its_start(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "app.log"
+    state = tmp_path / "state.json"
+    log.write_bytes(_lines("a", 3))
+    store = EmbeddedStore(tmp_path / "store")
+    with running(store, http_port=None, grpc_port=None) as c:
+        assert Tailer(c.collector, [str(log)], state).poll(str(log)) == 3
+    inode = log.stat().st_ino
+    log.write_bytes(_lines("new", 8))  # emptied and written again while the tail was down
+    assert log.stat().st_ino == inode
+    with running(store, http_port=None, grpc_port=None) as c:
+        assert Tailer(c.collector, [str(log)], state).poll(str(log)) == 8
+    assert raw_count(store) == 11
+
+
+def test_a_file_found_by_the_old_inode_but_starting_otherwise_is_not_read(
+    tmp_path: Path,
+) -> None:
+    log, other = tmp_path / "app.log", tmp_path / "other.log"
+    log.write_bytes(_lines("a", 2))
+    other.write_bytes(_lines("o", 5))
+    head = b"what app.log began with"
+    state = tmp_path / "state.json"
+    state.write_bytes(orjson.dumps({str(log): {
+        "inode": other.stat().st_ino, "offset": 40,
+        "head": tail.fingerprint(head), "head_len": len(head),
+    }}))  # app.log was rotated away and deleted, and its inode number given to other.log
+    store = EmbeddedStore(tmp_path / "store")
+    with running(store, http_port=None, grpc_port=None) as c:
+        assert Tailer(c.collector, [str(log)], state).poll(str(log)) == 2

@@ -247,6 +247,10 @@ class Collector:
     def bad_request(self) -> None:
         self.pipeline.count(bad_requests=1)
 
+    def reject(self, records: int) -> None:
+        """Count records refused before decoding (a tailed line longer than a read)."""
+        self.pipeline.count(rejected=records)
+
     def health(self) -> dict[str, Any]:
         """Counters and state; `status` is "failing" while the latest store write failed
         (until one succeeds, or for `Pipeline.failure_hold` seconds without another try),

@@ -14,17 +14,30 @@ the acknowledged data ends: nothing is lost, and nothing is read twice (and a li
 twice would collapse anyway, its event_uid being a hash of its content). A rotated file
 (same path, new inode) is read to its end first, found by inode in its folder, then the
 new file is read from its start. A file that shrank was truncated: read from the start.
+
+An inode number alone does not tell a file from the next one given that number: a log
+deleted and made anew (or emptied by `copytruncate` and written again) while the
+collector was down can have the same inode and have grown past the old offset. So a
+position also keeps a fingerprint of the file's first bytes read (up to HEAD_BYTES); a
+file whose first bytes no longer match is a new file, read from its start.
+
+A line longer than a read chunk is skipped (and counted as rejected) once its end is
+found, looking for it a chunk at a time: memory stays bounded by the chunk however long
+the line, and a line still being written is looked at again only from where the last
+look stopped.
 """
 
 from __future__ import annotations
 
 import glob
+import hashlib
 import logging
 import os
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import orjson
 
@@ -35,6 +48,8 @@ from collectors.service.pipeline import QueueFull, WriteFailed
 log = logging.getLogger("dupescope.collect")
 
 READ_CHUNK = 4 * 1024 * 1024
+#: How many of a file's first bytes its fingerprint covers.
+HEAD_BYTES = 1024
 #: Seconds between looks for positions of files gone for good, which are then dropped.
 PRUNE_EVERY = 60.0
 
@@ -43,6 +58,28 @@ PRUNE_EVERY = 60.0
 class Position:
     inode: int
     offset: int
+    #: The fingerprint of the file's first `head_len` bytes (`fingerprint`), once read.
+    head: str = ""
+    head_len: int = 0
+    #: Not saved: how far an over-long line starting at `offset` is known to go on.
+    scanned: int = 0
+
+    def restart(self) -> None:
+        """From the file's start, fingerprint and all."""
+        self.offset, self.head, self.head_len, self.scanned = 0, "", 0, 0
+
+
+def fingerprint(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=8).hexdigest()
+
+
+def _head_matches(handle: BinaryIO, position: Position) -> bool:
+    """Whether the open file still starts with the bytes `position` was fingerprinted on
+    (True while it has none yet)."""
+    if position.head_len == 0:
+        return True
+    handle.seek(0)
+    return fingerprint(handle.read(position.head_len)) == position.head
 
 
 class TailState:
@@ -62,7 +99,10 @@ class TailState:
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         temporary = self.path.with_name(self.path.name + ".tmp")
-        data = {k: {"inode": v.inode, "offset": v.offset} for k, v in self.positions.items()}
+        data = {
+            k: {"inode": v.inode, "offset": v.offset, "head": v.head, "head_len": v.head_len}
+            for k, v in self.positions.items()
+        }
         with open(temporary, "wb") as handle:
             handle.write(orjson.dumps(data))
             handle.flush()
@@ -89,9 +129,15 @@ class Tailer:
     """Polls its files; each complete line goes through the JSON-lines/OTLP decoder."""
 
     def __init__(
-        self, collector: Collector, paths: list[str], state_path: Path, interval: float = 0.25
+        self,
+        collector: Collector,
+        paths: list[str],
+        state_path: Path,
+        interval: float = 0.25,
+        read_chunk: int = READ_CHUNK,
     ) -> None:
         self.collector = collector
+        self.read_chunk = read_chunk
         self.paths: list[str] = []
         # (pattern, the file it would name taken literally): a pattern is one as given, its
         # folder escaped when relative, so the folder's own brackets match themselves.
@@ -183,38 +229,69 @@ class Tailer:
         if known is not None and known.inode != status.st_ino:
             rotated = _find_by_inode(Path(path).parent, known.inode)
             if rotated is not None:
-                stored += self._read(path, rotated, known)
+                stored += self._read(path, rotated, known, rotated=True)
             known = None
         if known is None:
             known = Position(status.st_ino, 0)
             self.state.positions[path] = known
         elif status.st_size < known.offset:
             log.warning("tail %s: file shrank, reading it from the start", path)
-            known.offset = 0
+            known.restart()
         stored += self._read(path, Path(path), known)
         return stored
 
-    def _read(self, name: str, file: Path, position: Position) -> int:
-        """Complete lines from `position.offset` on; the offset moves once they are durable."""
+    def _read(self, name: str, file: Path, position: Position, rotated: bool = False) -> int:
+        """Complete lines from `position.offset` on; the offset moves once they are durable.
+        A file that no longer starts as it did is read from its start, or, found by the
+        inode its predecessor had (`rotated`), not at all: it is some other file."""
         stored = 0
         with open(file, "rb") as handle:
+            if not _head_matches(handle, position):
+                if rotated:
+                    return 0
+                log.warning("tail %s: a new file with the same inode, reading it from the "
+                            "start", name)
+                position.restart()
             while True:
                 handle.seek(position.offset)
-                chunk = handle.read(READ_CHUNK)
+                chunk = handle.read(self.read_chunk)
                 end = chunk.rfind(b"\n") + 1
                 if end == 0:
-                    if len(chunk) == READ_CHUNK:  # one line longer than a chunk: skip it
-                        log.warning("tail %s: line over %d bytes skipped", name, READ_CHUNK)
-                        rest = handle.read()
-                        skip = rest.find(b"\n")
-                        if skip < 0:
-                            return stored
-                        position.offset += len(chunk) + skip + 1
-                        continue
-                    return stored
+                    if len(chunk) < self.read_chunk:
+                        return stored  # an unfinished line: read once it ends
+                    after = self._end_of_line(handle, position)
+                    if after is None:
+                        return stored
+                    self._problems.warn(name, "tail %s: line of %d bytes skipped (over %d)",
+                                        name, after - position.offset, self.read_chunk)
+                    self.collector.reject(1)
+                    self._advance(handle, position, after)
+                    continue
                 result = self.collector.jsonlines(chunk[:end], f"tail:{name}")
                 stored += result.accepted
-                position.offset += end
-                self.state.save()
-                if len(chunk) < READ_CHUNK:
+                self._advance(handle, position, position.offset + end)
+                if len(chunk) < self.read_chunk:
                     return stored
+
+    def _end_of_line(self, handle: BinaryIO, position: Position) -> int | None:
+        """The offset after the newline that ends the line at `position.offset`, looked for
+        a chunk at a time from where an earlier look stopped; None while it has none."""
+        start = max(position.offset + self.read_chunk, position.scanned)
+        handle.seek(start)
+        while piece := handle.read(self.read_chunk):
+            newline = piece.find(b"\n")
+            if newline >= 0:
+                return start + newline + 1
+            start += len(piece)
+        position.scanned = start
+        return None
+
+    def _advance(self, handle: BinaryIO, position: Position, offset: int) -> None:
+        """Move to `offset`, durably: the fingerprint grows with the bytes read, up to
+        HEAD_BYTES, and is saved with the offset."""
+        position.offset, position.scanned = offset, 0
+        if position.head_len < HEAD_BYTES:
+            handle.seek(0)
+            head = handle.read(min(HEAD_BYTES, offset))
+            position.head, position.head_len = fingerprint(head), len(head)
+        self.state.save()
