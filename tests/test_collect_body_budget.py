@@ -349,11 +349,16 @@ def test_a_body_sent_as_a_collector_with_decode_workers_shuts_down_is_not_stored
         collector.otlp("traces", _body(), "protobuf", "t")
 
 
-def test_bodies_are_decoded_on_the_decoding_threads(tmp_path: Path) -> None:
+def test_a_body_is_decoded_on_the_thread_that_received_it(tmp_path: Path) -> None:
     collector = Collector(EmbeddedStore(tmp_path))
-    name = collector._decode(lambda: threading.current_thread().name)
+    decoded_on: list[threading.Thread] = []
+    receiver = threading.Thread(
+        target=lambda: decoded_on.append(collector._decode(threading.current_thread))
+    )
+    receiver.start()
+    receiver.join(30)
     collector.close()
-    assert name.startswith("dupescope-decode")
+    assert decoded_on == [receiver]
 
 
 def test_collect_takes_the_budget_from_its_option(tmp_path: Path) -> None:

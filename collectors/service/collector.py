@@ -13,7 +13,6 @@ import os
 import sys
 import threading
 import time
-from concurrent.futures import CancelledError, ThreadPoolExecutor
 from typing import Any
 
 from collectors.mapping import DEFAULT_MAPPING, FieldMapping
@@ -145,15 +144,10 @@ class Collector:
         # memory stays bounded however many clients send; the rest wait briefly, then 429.
         slots = max_decoding or max(4, 2 * decode_workers)
         self._decoding = threading.BoundedSemaphore(slots)
-        # In this process, bodies are decoded on threads of their own rather than on each
-        # connection's: the C allocator keeps what a thread freed in that thread's arena,
-        # so with a decode on every connection thread each of up to 16 arenas came to hold
-        # a decode's worth of memory (peak RSS from 128 overloading clients ~90 MB higher).
-        self._decoders = (
-            ThreadPoolExecutor(slots, "dupescope-decode", initializer=_yield_to_writer)
-            if decode_workers == 0
-            else None
-        )
+        # In this process, a body is decoded on the thread that received it: handed to a
+        # decoding thread and back, each request waited for two more wake-ups (5% fewer
+        # spans/s, docs/collector.md). The memory a decode frees stays in its thread's
+        # malloc arena, so `dupescope collect` caps the arenas (run.py).
         # At least one body of the largest size: a compressed body's share grows while it
         # holds some already, and could otherwise never reach the largest size.
         self.bodies = BodyBudget(max(body_budget, max_body_bytes))
@@ -196,14 +190,7 @@ class Collector:
         try:
             if self._closed:
                 raise WriteFailed("the collector is shutting down")
-            if self._decoders is None:
-                return work()
-            try:
-                return self._decoders.submit(work).result()
-            except (RuntimeError, CancelledError) as exc:  # the pool shut down meanwhile
-                if not self._closed:
-                    raise
-                raise WriteFailed("the collector is shutting down") from exc
+            return work()
         except DecoderUnavailable as exc:
             raise WriteFailed(str(exc)) from exc
         finally:
@@ -273,8 +260,6 @@ class Collector:
         self._closed = True
         self.pipeline.close()
         self.decoder.close()
-        if self._decoders is not None:
-            self._decoders.shutdown(wait=False, cancel_futures=True)
 
 
 __all__ = ["Collector", "QueueFull", "WriteFailed"]

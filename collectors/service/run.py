@@ -162,8 +162,10 @@ class RunningCollector:
             self.compactor.stop()
 
 
-# glibc's malloc options (mallopt): thresholds in bytes.
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+# glibc's malloc options (mallopt): thresholds in bytes, and the most arenas.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
+#: Malloc arenas for the whole process: as many as bodies are decoded at once by default.
+MALLOC_ARENAS = 4
 
 
 def _keep_freed_memory() -> None:
@@ -175,12 +177,29 @@ def _keep_freed_memory() -> None:
     up to 128 MB of free heap is kept rather than given back; peak RSS stays bounded by the
     queue as before (measured at 2x overload: under 450 MB).
     """
+    _mallopt((_M_MMAP_THRESHOLD, 32 << 20), (_M_TRIM_THRESHOLD, 128 << 20))
+
+
+def _few_malloc_arenas() -> None:
+    """At most MALLOC_ARENAS malloc arenas (glibc only; it allows 8 a core).
+
+    Bodies are decoded on the threads that received them, one per connection, and what a
+    decode frees stays in its thread's arena for that arena's next allocation. With an
+    arena for every thread, each came to hold a decode's worth: peak RSS from 128
+    clients at twice the sustainable rate was 397 MB, and 353 MB with four arenas, as
+    many as bodies are decoded at once (317 MB when four threads of their own decoded
+    them, and 5% fewer spans/s). Four arenas cost no measurable CPU (8 alternating runs).
+    """
+    _mallopt((_M_ARENA_MAX, MALLOC_ARENAS))
+
+
+def _mallopt(*settings: tuple[int, int]) -> None:
     if not sys.platform.startswith("linux"):
         return
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)
-        libc.mallopt(_M_TRIM_THRESHOLD, 128 << 20)
+        for option, value in settings:
+            libc.mallopt(option, value)
     except (OSError, AttributeError):  # not glibc: its own defaults
         pass
 
@@ -203,6 +222,7 @@ def serve(store: Store, config: CollectConfig, store_url: str | None = None) -> 
     # requests leave: ~0.7 µs less CPU a span, 10-15% more spans/s.
     gc.freeze()
     _keep_freed_memory()
+    _few_malloc_arenas()
     _arrow_on_malloc()
     print(f"dupescope collect listening {running.describe()}", file=sys.stderr, flush=True)
     stop = threading.Event()
