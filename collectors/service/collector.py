@@ -33,17 +33,17 @@ DECODE_WAIT = 1.0
 # at once, senders that retried soon sent their bodies again and again: from 128 clients
 # retrying after 50 ms, 54-65% as many spans a second were taken (118-141k against 217k).
 BUDGET_WAIT = 1.0
-# How far below the writer the decoding threads run (a nice value, Linux only). There are
-# more decoders than cores, and every one of them waits for the writer's next commit: a
-# writer that had to queue for a core behind them held them all up (measured: 12-22% more
-# spans/s with it than without).
+# How far below the writer the receiving threads, which decode, run (a nice value, Linux
+# only). There are more decoders than cores, and every one of them waits for the writer's
+# next commit: a writer that had to queue for a core behind them held them all up
+# (measured: 12-22% more spans/s with it than without).
 DECODER_NICE = 10
 _lowered = threading.local()
 
 
 def _yield_to_writer() -> None:
-    """Lower this receiving or decoding thread's priority, once per thread (never the main
-    thread's: a process embedding the collector keeps its own)."""
+    """Lower this receiving thread's priority, once per thread (never the main thread's:
+    a process embedding the collector keeps its own)."""
     if getattr(_lowered, "done", False) or threading.current_thread() is threading.main_thread():
         return
     _lowered.done = True
