@@ -5,11 +5,12 @@ A DuckDB database file cannot be shared by a writing and a reading process, so t
 written under a temporary name, fsynced and renamed; readers (CLI, dashboard, alerts) query
 the set of segments they listed, in their own in-process DuckDB. A collector writes hot
 segments instead (`<id>.arrow`, Arrow IPC: `store/hot_segments.py`), which readers map
-into memory beside the Parquet ones. Compaction merges a day's
-segments into one, without repeats and sorted by (idempotency_key, job_id, ts) in small row
-groups, and indexes it (`store/lookup_index.py`) so that a key lookup reads a few row
-groups instead of every day; replaced segments move to `.trash/` and are deleted later,
-so a reader that listed them a moment ago can still finish."""
+into memory beside the Parquet ones. Compaction merges a day's new segments into one,
+without repeats and sorted by (idempotency_key, job_id, ts) in small row groups, merges
+compacted segments of one size tier four at a time, and indexes them
+(`store/lookup_index.py`) so that a key lookup reads a few row groups instead of every
+day; replaced segments move to `.trash/` and are deleted later, so a reader that listed
+them a moment ago can still finish."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from store.base import StoreError, to_frame
 from store.durable import fsync_dir, place, temporary_for
@@ -42,6 +44,18 @@ from store.segments import SEGMENT_SUFFIXES, SegmentWriter, _segment_name, note_
 # ~100 ms at segments.SEGMENT_ROW_GROUP; full scans pay ~1.5x for it.
 COMPACTED_ROW_GROUP = 4096
 TRASH_GRACE_SECONDS = 300.0
+#: Compaction merges segments in tiers: this many compacted segments of one tier make one
+#: of the next. Tier 0 holds segments under TIER_BASE_ROWS rows, tier n under
+#: TIER_BASE_ROWS * MERGE_FANOUT ** n. So each row is rewritten about once per tier, and a
+#: round costs what arrived since the last one, not the whole day so far.
+MERGE_FANOUT = 4
+TIER_BASE_ROWS = 65_536
+#: A compacted segment this large is not merged again (a key lookup opens one row group of
+#: it through the index, however many segments the day has).
+SETTLED_ROWS = 16_000_000
+#: What DuckDB may hold while it merges (sorting, dropping repeats); beyond it, it spills to
+#: `<store>/.tmp`. Unbounded, merging 1.6M rows took 5.4 GB.
+COMPACTION_MEMORY = "256MB"
 
 
 def _segments_in(paths: Iterable[Path]) -> Iterator[Path]:
@@ -218,32 +232,47 @@ class EmbeddedStore:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     def compact(self, min_segments: int = 2) -> int:
-        """Merge each day's segments into one, without repeats, sorted and indexed.
+        """Merge each day's new segments into one, without repeats, sorted and indexed;
+        then merge compacted segments of the same size tier (`MERGE_FANOUT` at a time).
 
-        A day is merged when it has `min_segments` segments or more, or one segment the
-        day's index does not cover yet (written, never compacted). Returns how many
-        segments were replaced. Safe while a writer adds segments (only the segments
-        listed at the start are merged) and while readers query.
+        A day's new segments (hot ones, and Parquet ones its index does not cover yet) are
+        merged when the day has `min_segments` segments or more, or nothing but new ones.
+        Returns how many segments were replaced. Safe while a writer adds segments (only
+        the segments listed at the start are merged) and while readers query.
         """
         replaced = 0
         with self._maintenance_lock():
             changed = False
             for folder in sorted(self.events_dir.glob("day=*")):
-                inputs = sorted(_segments_in(folder.iterdir()))
-                if not inputs:
-                    continue
                 day = folder.name.removeprefix("day=")
-                covered = self._day_covers(day)
-                if len(inputs) < min_segments and any(p.name in covered for p in inputs):
-                    continue
-                merged = self._merge(folder, inputs)
-                write_day_index(self.index_dir, day, [merged])
-                replaced += len(inputs)
-                changed = True
+                merged, compacted = self._compact_day(
+                    folder, self._day_covers(day), min_segments
+                )
+                if merged:
+                    write_day_index(self.index_dir, day, sorted(compacted))
+                    replaced += merged
+                    changed = True
             if changed or self._global_is_stale():
                 self._merge_index()
             self._empty_trash()
         return replaced
+
+    def _compact_day(
+        self, folder: Path, covered: set[str], min_segments: int
+    ) -> tuple[int, list[Path]]:
+        """How many of the day's segments were merged away (see `compact`), and its
+        compacted segments now."""
+        segments = sorted(_segments_in(folder.iterdir()))
+        compacted = [p for p in segments if p.name in covered]
+        new = [p for p in segments if p.name not in covered]
+        replaced = 0
+        if new and (len(segments) >= min_segments or not compacted):
+            compacted.append(self._merge(folder, new))
+            replaced += len(new)
+        while group := _tier_to_merge(compacted):
+            compacted = [p for p in compacted if p not in group] + [self._merge(folder, group)]
+            replaced += len(group)
+        return replaced, compacted
 
     def _day_covers(self, day: str) -> set[str]:
         path = self.index_dir / f"day={day}.parquet"
@@ -271,18 +300,20 @@ class EmbeddedStore:
         target = str(temporary).replace("'", "''")  # COPY's target cannot be a parameter
         columns = ", ".join(EVENTS_SCHEMA.names)
         parquet = [str(p) for p in inputs if not is_hot(p)]
-        hot = [read_ipc(p) for p in inputs if is_hot(p)]
+        hot = [p for p in inputs if is_hot(p)]
         sources = []
         if parquet:
             sources.append(
                 f"SELECT {columns} FROM read_parquet($files, union_by_name = true, "
                 f"hive_partitioning = false)"
             )
-        con = duckdb.connect()
+        con = duckdb.connect(
+            config={"memory_limit": COMPACTION_MEMORY, "temp_directory": str(self.root / ".tmp")}
+        )
         try:
             con.execute("SET TimeZone = 'UTC'")
-            if hot:
-                con.register("hot_segments", pa.concat_tables(hot))
+            if hot:  # streamed a segment at a time, not expanded all at once
+                con.register("hot_segments", _hot_rows(hot))
                 sources.append(f"SELECT {columns} FROM hot_segments")
             con.execute(
                 f"COPY (SELECT {columns} FROM ({' UNION ALL '.join(sources)}) "
@@ -336,3 +367,31 @@ class EmbeddedStore:
                 self._merge_index()
         return dropped
 
+
+def _hot_rows(paths: list[Path]) -> pa.RecordBatchReader:
+    """The rows of hot segments in EVENTS_SCHEMA, read one segment at a time."""
+    return pa.RecordBatchReader.from_batches(
+        EVENTS_SCHEMA, (batch for path in paths for batch in read_ipc(path).to_batches())
+    )
+
+
+def _tier(rows: int) -> int:
+    """0 under TIER_BASE_ROWS rows, n under TIER_BASE_ROWS * MERGE_FANOUT ** n."""
+    tier, bound = 0, TIER_BASE_ROWS
+    while rows >= bound:
+        tier, bound = tier + 1, bound * MERGE_FANOUT
+    return tier
+
+
+def _tier_to_merge(compacted: list[Path]) -> list[Path]:
+    """The MERGE_FANOUT smallest compacted segments of the lowest tier that has that many
+    (settled ones aside); none when no tier has."""
+    tiers: dict[int, list[tuple[int, Path]]] = {}
+    for path in compacted:
+        rows = pq.read_metadata(path).num_rows
+        if rows < SETTLED_ROWS:
+            tiers.setdefault(_tier(rows), []).append((rows, path))
+    for tier in sorted(tiers):
+        if len(tiers[tier]) >= MERGE_FANOUT:
+            return [path for _, path in sorted(tiers[tier])[:MERGE_FANOUT]]
+    return []

@@ -5,9 +5,10 @@ alphabet of keys, so min/max statistics alone still make a lookup open every day
 its cost grows with the number of days kept. The index turns a lookup into one small read:
 
 - per day, `index/day=YYYY-MM-DD.parquet`: each distinct idempotency_key and job_id of the
-  day's compacted segment (one column, `lookup`) -> (`segment`, `row_group`), with the
+  day's compacted segments (one column, `lookup`) -> (`segment`, `row_group`), with the
   segments it covers in the file's metadata. Written when the day is merged, replaced when
-  it is re-merged, moved to `.trash/` with the day by retention.
+  it is merged again (keeping the entries of segments not merged again), moved to
+  `.trash/` with the day by retention.
 - global, `index/lookup-<generation>.parquet`: every day index merged, sorted by `lookup`,
   in small row groups, so a probe bisects the row groups' min/max (read once per
   generation) and decodes one row group. Written atomically (temporary name, fsync,
@@ -97,14 +98,28 @@ def segment_entries(path: Path) -> pa.Table:
 
 
 def write_day_index(index_dir: Path, day: str, segments: list[Path]) -> Path:
-    """The day's index over its (compacted) segments, replacing the previous one."""
+    """The day's index over its (compacted) segments, replacing the previous one. The
+    entries of segments the previous one covered are taken from it: only new segments are
+    read, not the whole day again."""
     index_dir.mkdir(parents=True, exist_ok=True)
-    parts = [segment_entries(p) for p in segments]
-    table = pa.concat_tables(parts) if parts else INDEX_SCHEMA.empty_table()
-    table = table.sort_by([("lookup", "ascending")])
     final = index_dir / f"day={day}.parquet"
-    _write_atomic(table, final, [segment_name(p) for p in segments])
+    names = [segment_name(p) for p in segments]
+    kept, known = _entries_of(final, set(names))
+    fresh = [p for p in segments if segment_name(p) not in known]
+    parts = [kept, *(segment_entries(p) for p in fresh)]
+    table = pa.concat_tables(parts).sort_by([("lookup", "ascending")])
+    _write_atomic(table, final, names)
     return final
+
+
+def _entries_of(index: Path, segments: set[str]) -> tuple[pa.Table, set[str]]:
+    """The rows of an index file for those of `segments` it covers, and which those are."""
+    if not index.exists():
+        return INDEX_SCHEMA.empty_table(), set()
+    known = covered_by(index) & segments
+    table = pq.read_table(index, schema=INDEX_SCHEMA)
+    keep = pc.is_in(table["segment"], value_set=pa.array(sorted(known), pa.string()))
+    return table.filter(keep).replace_schema_metadata(None), known
 
 
 def write_global_index(index_dir: Path, generation: str) -> Path | None:

@@ -248,6 +248,60 @@ def test_a_compacted_and_indexed_day_is_not_merged_again(embedded, make_table) -
     assert embedded.compact() == 0
 
 
+def _charge(key: str) -> list[dict]:
+    """CHARGE for another job and key."""
+    return [{**r, "job_id": f"job-{key}", "idempotency_key": key} for r in CHARGE]
+
+
+def test_new_rows_are_compacted_without_rewriting_the_day(embedded, make_table) -> None:
+    embedded.write(make_table(_charge("inv-1")))
+    embedded.compact()
+    (first,) = embedded.segments()
+    embedded.write(make_table(_charge("inv-2")))
+    assert embedded.compact() == 1
+    assert first in embedded.segments() and len(embedded.segments()) == 2
+    assert count(embedded) == 8
+
+
+def test_compacted_segments_of_one_tier_are_merged_four_at_a_time(embedded, make_table) -> None:
+    for n in range(3):
+        embedded.write(make_table(_charge(f"inv-{n}")))
+        embedded.compact()
+    assert len(embedded.segments()) == 3
+    embedded.write(make_table(_charge("inv-3")))
+    assert embedded.compact() == 1 + 4  # the new rows, then the four small segments
+    (merged,) = embedded.segments()
+    keys = pq.read_table(merged, columns=["idempotency_key"])["idempotency_key"].to_pylist()
+    assert keys == sorted(keys) and len(keys) == 16
+
+
+def test_settled_segments_are_not_merged_again(embedded, make_table, monkeypatch) -> None:
+    import store.embedded
+
+    monkeypatch.setattr(store.embedded, "SETTLED_ROWS", len(CHARGE))
+    for n in range(5):
+        embedded.write(make_table(_charge(f"inv-{n}")))
+        embedded.compact()
+    assert len(embedded.segments()) == 5
+
+
+def test_the_day_index_keeps_the_segments_not_merged_again(embedded, make_table) -> None:
+    from store.lookup_index import LookupIndex, global_indexes, segment_name
+
+    embedded.write(make_table(_charge("inv-1")))
+    embedded.compact()
+    (first,) = embedded.segments()
+    embedded.write(make_table(_charge("inv-2")))
+    embedded.compact()
+    (second,) = (p for p in embedded.segments() if p != first)
+    index = LookupIndex(global_indexes(embedded.root / "index")[-1])
+    try:
+        assert index.find(["inv-1"]) == {(segment_name(first), 0)}
+        assert index.find(["inv-2"]) == {(segment_name(second), 0)}
+    finally:
+        index.close()
+
+
 def test_retention_drops_the_days_index(embedded, make_table) -> None:
     old = [{**r, "ts": r["ts"].replace("2025-11-30", "2025-10-01")} for r in CHARGE]
     embedded.write(make_table(old + CHARGE))
