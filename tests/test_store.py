@@ -302,6 +302,15 @@ def test_the_day_index_keeps_the_segments_not_merged_again(embedded, make_table)
         index.close()
 
 
+def test_compaction_clears_what_a_merge_that_died_spilled(embedded, make_table) -> None:
+    left = embedded.root / ".compaction-spill" / "duckdb_temp_storage-0.tmp"
+    left.parent.mkdir(parents=True)
+    left.write_bytes(b"x" * 4096)
+    embedded.write(make_table(CHARGE))
+    embedded.compact()
+    assert not left.exists()
+
+
 def test_retention_drops_the_days_index(embedded, make_table) -> None:
     old = [{**r, "ts": r["ts"].replace("2025-11-30", "2025-10-01")} for r in CHARGE]
     embedded.write(make_table(old + CHARGE))
