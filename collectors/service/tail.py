@@ -70,6 +70,7 @@ class Position:
 
 
 def fingerprint(data: bytes) -> str:
+    """A file's first bytes as a short digest: the state file keeps that, not the bytes."""
     return hashlib.blake2b(data, digest_size=8).hexdigest()
 
 
