@@ -232,14 +232,18 @@ class EmbeddedStore:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
-    def compact(self, min_segments: int = 2) -> int:
+    def compact(self, min_segments: int = 2, index_every: float = 0.0) -> int:
         """Merge each day's new segments into one, without repeats, sorted and indexed;
         then merge compacted segments of the same size tier (`MERGE_FANOUT` at a time).
 
         A day's new segments (hot ones, and Parquet ones its index does not cover yet) are
         merged when the day has `min_segments` segments or more, or nothing but new ones.
-        Returns how many segments were replaced. Safe while a writer adds segments (only
-        the segments listed at the start are merged) and while readers query.
+        The global lookup index is merged again from the day indexes once one changed, but
+        no sooner than `index_every` seconds after its last merge: that merge reads every
+        day kept (0.5 s at 4M events), and meanwhile readers consult the newer day indexes
+        beside it (`lookup_index.current_indexes`). Returns how many segments were
+        replaced. Safe while a writer adds segments (only the segments listed at the start
+        are merged) and while readers query.
         """
         replaced = 0
         with self._maintenance_lock():
@@ -256,7 +260,7 @@ class EmbeddedStore:
                     write_day_index(self.index_dir, day, sorted(compacted))
                     replaced += merged
                     changed = True
-            if changed or self._global_is_stale():
+            if (changed or self._global_is_stale()) and self._index_age() >= index_every:
                 self._merge_index()
             self._empty_trash()
         return replaced
@@ -291,6 +295,13 @@ class EmbeddedStore:
             return bool(days)
         newest = generations[-1].stat().st_mtime_ns
         return any(p.stat().st_mtime_ns > newest for p in days)
+
+    def _index_age(self) -> float:
+        """Seconds since the newest global index was written (infinite without one)."""
+        generations = global_indexes(self.index_dir)
+        if not generations:
+            return float("inf")
+        return time.time() - generations[-1].stat().st_mtime
 
     def _merge_index(self) -> None:
         """A new global generation from the day indexes; older generations to `.trash/`."""

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from store.hot_segments import HotTables, is_hot
-from store.lookup_index import LookupIndex, global_indexes
+from store.lookup_index import IndexSet, LookupIndex, current_indexes
 from store.schema import EVENTS_SCHEMA
 from store.segments import CHANGES, SEGMENT_SUFFIXES
 
@@ -126,29 +126,32 @@ class KeyFinder:
         self.events_dir = events_dir
         self.index_dir = index_dir
         self.listing = DayListing(events_dir)
-        self._index: LookupIndex | None = None
+        self._index: IndexSet | None = None
+        # Open index files by (path, inode): a day's index is replaced under its name.
+        self._opened: dict[tuple[Path, int], LookupIndex] = {}
         self._files: OrderedDict[str, pq.ParquetFile] = OrderedDict()
         self._groups: OrderedDict[tuple[str, int], pa.Table] = OrderedDict()
         self._group_bytes = 0
         self._con: duckdb.DuckDBPyConnection | None = None
         self._hot = HotTables()
 
-    def _current_index(self) -> LookupIndex | None:
+    def _current_index(self) -> IndexSet | None:
         if self._index is not None and not self.listing.relisted:
             return self._index  # nothing changed since the last look (compaction notes it)
-        generations = global_indexes(self.index_dir)
-        if not generations:
-            self._drop_index()
-            return None
-        if self._index is None or self._index.path != generations[-1]:
-            self._drop_index()
-            self._index = LookupIndex(generations[-1])
+        wanted = {(path, path.stat().st_ino): path for path in current_indexes(self.index_dir)}
+        for identity in set(self._opened) - set(wanted):
+            self._opened.pop(identity).close()
+        for identity, path in wanted.items():
+            if identity not in self._opened:
+                self._opened[identity] = LookupIndex(path)
+        self._index = IndexSet([self._opened[i] for i in wanted]) if wanted else None
         return self._index
 
     def _drop_index(self) -> None:
-        if self._index is not None:
-            self._index.close()
-            self._index = None
+        for index in self._opened.values():
+            index.close()
+        self._opened.clear()
+        self._index = None
 
     def _file(self, segment: str) -> pq.ParquetFile:
         handle = self._files.pop(segment, None)
@@ -196,7 +199,7 @@ class KeyFinder:
     def _hop(
         self,
         values: list[str],
-        index: LookupIndex | None,
+        index: IndexSet | None,
         listed: set[str],
         uncovered: list[str],
     ) -> pa.Table:

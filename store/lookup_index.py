@@ -12,13 +12,14 @@ its cost grows with the number of days kept. The index turns a lookup into one s
 - global, `index/lookup-<generation>.parquet`: every day index merged, sorted by `lookup`,
   in small row groups, so a probe bisects the row groups' min/max (read once per
   generation) and decodes one row group. Written atomically (temporary name, fsync,
-  rename); readers take the newest generation, older ones go to `.trash/`.
+  rename); readers take the newest generation, older ones go to `.trash/`. Merging it
+  reads every day kept, so a collector does it at most every 10 minutes; readers take the
+  day indexes written since beside it (`current_indexes`).
 
 Row groups rather than whole segments are named because decoding is the cost: a 4-8k row
-group of all columns decodes in 1-2 ms, a whole day's file in ~100 ms. The index records
-which segments it covers; a reader scans only listed segments it does not cover (recent
-writes, a day re-merged since the last global merge), so the index can lag but never hide
-a row.
+group of all columns decodes in 1-2 ms, a whole day's file in ~100 ms. The indexes record
+which segments they cover; a reader scans only listed segments none covers (recent
+writes, a merge under way), so the index can lag but never hide a row.
 """
 
 from __future__ import annotations
@@ -152,8 +153,22 @@ def global_indexes(index_dir: Path) -> list[Path]:
     return sorted(p for p in index_dir.glob(f"{GLOBAL_PREFIX}*.parquet"))
 
 
+def current_indexes(index_dir: Path) -> list[Path]:
+    """What a reader consults: the newest global generation, then the day indexes written
+    since it (or every day index, without one). A day compacted after the last global
+    merge is found through its own index, so the global one may be merged seldom."""
+    generations = global_indexes(index_dir)
+    days = sorted(index_dir.glob("day=*.parquet")) if index_dir.exists() else []
+    if not generations:
+        return days
+    newest = generations[-1]
+    since = newest.stat().st_mtime_ns  # a day written in the same clock tick is taken too
+    return [newest, *(p for p in days if p.stat().st_mtime_ns >= since)]
+
+
 class LookupIndex:
-    """One global generation, opened by a reader: bisects row-group bounds, reads one group."""
+    """One index file (a global generation or a day's), opened by a reader: bisects
+    row-group bounds, reads one group."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -193,3 +208,15 @@ class LookupIndex:
 
     def close(self) -> None:
         self._file.close()
+
+
+class IndexSet:
+    """Several open index files as one: what any of them covers and finds."""
+
+    def __init__(self, indexes: list[LookupIndex]) -> None:
+        self.indexes = indexes
+        self.covers: set[str] = set().union(*(index.covers for index in indexes))
+
+    def find(self, values: Iterable[str]) -> set[tuple[str, int]]:
+        values = list(values)
+        return set().union(*(index.find(values) for index in self.indexes))

@@ -110,3 +110,18 @@ def test_a_store_without_a_change_file_is_listed_every_time(embedded, make_table
     timeline(embedded, "inv-1")
     timeline(embedded, "inv-1")
     assert embedded._finder.listing.relisted is True
+
+
+def test_days_compacted_after_the_global_index_are_found_through_their_own(
+    embedded, make_table
+) -> None:
+    embedded.write(make_table(_job("2025-11-29", "inv-1", "j1")))
+    embedded.compact()  # the global index: inv-1's day
+    for key, job in (("inv-2", "j2"), ("inv-3", "j3")):  # the day index replaced twice
+        embedded.write(make_table(_job("2025-11-30", key, job)))
+        embedded.compact(index_every=3600)  # no new global index
+        assert len(timeline(embedded, key)) == 3
+        covered = embedded._finder._current_index().covers
+        listed = embedded._finder.listing.segments()
+        assert set(listed) <= covered  # nothing left to scan
+    assert len(timeline(embedded, "inv-1")) == 3

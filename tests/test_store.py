@@ -311,6 +311,19 @@ def test_compaction_clears_what_a_merge_that_died_spilled(embedded, make_table) 
     assert not left.exists()
 
 
+def test_the_global_index_is_merged_no_sooner_than_asked(embedded, make_table) -> None:
+    from store.lookup_index import global_indexes
+
+    embedded.write(make_table(_charge("inv-1")))
+    embedded.compact(index_every=3600)  # none yet: merged
+    (first,) = global_indexes(embedded.root / "index")
+    embedded.write(make_table(_charge("inv-2")))
+    embedded.compact(index_every=3600)
+    assert global_indexes(embedded.root / "index") == [first]
+    embedded.compact(index_every=0)
+    assert global_indexes(embedded.root / "index") != [first]
+
+
 def test_retention_drops_the_days_index(embedded, make_table) -> None:
     old = [{**r, "ts": r["ts"].replace("2025-11-30", "2025-10-01")} for r in CHARGE]
     embedded.write(make_table(old + CHARGE))

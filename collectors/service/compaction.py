@@ -3,7 +3,9 @@
 The collector writes one small segment per group commit; left alone, a day would gather
 thousands of them and every reader would open them all. Every `interval` seconds the
 compactor merges the days that have gathered `min_segments` segments (the embedded store
-only: ClickHouse merges by itself). A failed round is logged and tried again later.
+only: ClickHouse merges by itself). The global lookup index, which reads every day kept,
+is merged again at most every 10 minutes; readers take the day indexes written since
+beside it. A failed round is logged and tried again later.
 """
 
 from __future__ import annotations
@@ -19,10 +21,13 @@ log = logging.getLogger("dupescope.collect")
 class Compactor:
     """A daemon thread calling `store.compact(min_segments)` on a fixed interval."""
 
-    def __init__(self, store: Store, interval: float, min_segments: int) -> None:
+    def __init__(
+        self, store: Store, interval: float, min_segments: int, index_every: float = 600.0
+    ) -> None:
         self.store = store
         self.interval = interval
         self.min_segments = min_segments
+        self.index_every = index_every
         self.rounds = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="compactor", daemon=True)
@@ -38,7 +43,9 @@ class Compactor:
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             try:
-                replaced = self.store.compact(min_segments=self.min_segments)  # type: ignore[attr-defined]
+                replaced = self.store.compact(  # type: ignore[attr-defined]
+                    min_segments=self.min_segments, index_every=self.index_every
+                )
                 if replaced:
                     log.info("compacted %d segment(s)", replaced)
             except Exception:  # a sink's error is logged, never raised into the loop
