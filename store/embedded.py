@@ -81,6 +81,8 @@ class EmbeddedStore:
         self.trash_dir = self.root / ".trash"
         self.index_dir = self.root / "index"
         self._spill_dir = self.root / ".compaction-spill"  # where a merge's DuckDB spills
+        self._merging: duckdb.DuckDBPyConnection | None = None  # a merge under way
+        self._interrupted = threading.Event()
         self._lock = threading.RLock()
         self._con: duckdb.DuckDBPyConnection | None = None
         self._snapshot: tuple[str, ...] | None = None
@@ -296,6 +298,16 @@ class EmbeddedStore:
         newest = generations[-1].stat().st_mtime_ns
         return any(p.stat().st_mtime_ns > newest for p in days)
 
+    def interrupt_compaction(self) -> None:
+        """Stop a compaction under way, and any later one, at its next merge: a merge of
+        millions of rows takes many seconds, and a collector shutting down should not
+        wait for it. What was merged and placed stays; the rest is merged by the next
+        compaction of another store object."""
+        self._interrupted.set()
+        merging = self._merging
+        if merging is not None:
+            merging.interrupt()
+
     def _index_age(self) -> float:
         """Seconds since the newest global index was written (infinite without one)."""
         generations = global_indexes(self.index_dir)
@@ -325,7 +337,10 @@ class EmbeddedStore:
         con = duckdb.connect(
             config={"memory_limit": COMPACTION_MEMORY, "temp_directory": str(self._spill_dir)}
         )
+        self._merging = con
         try:
+            if self._interrupted.is_set():
+                raise CompactionInterrupted("compaction was interrupted")
             con.execute("SET TimeZone = 'UTC'")
             if hot:  # streamed a segment at a time, not expanded all at once
                 con.register("hot_segments", _hot_rows(hot))
@@ -338,7 +353,15 @@ class EmbeddedStore:
                 f"ROW_GROUP_SIZE {COMPACTED_ROW_GROUP})",
                 {"files": parquet} if parquet else {},
             )
+            if self._interrupted.is_set():  # asked before the COPY began, which clears it
+                raise CompactionInterrupted("compaction was interrupted")
+        except BaseException as exc:
+            temporary.unlink(missing_ok=True)
+            if self._interrupted.is_set():
+                raise CompactionInterrupted("compaction was interrupted") from exc
+            raise
         finally:
+            self._merging = None
             con.close()
         place(temporary, final)
         self._discard(inputs)
@@ -381,6 +404,10 @@ class EmbeddedStore:
             if dropped and global_indexes(self.index_dir):
                 self._merge_index()
         return dropped
+
+
+class CompactionInterrupted(StoreError):
+    """A compaction stopped by `interrupt_compaction`."""
 
 
 def _hot_rows(paths: list[Path]) -> pa.RecordBatchReader:

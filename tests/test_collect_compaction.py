@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 from collect_support import post, running
+from rows_support import many_rows
 
 from queries import timeline
 from store.embedded import EmbeddedStore
@@ -44,3 +45,19 @@ def test_background_compaction_can_be_turned_off(tmp_path: Path) -> None:
         for i in range(3):
             post(url, _batch(i), "application/x-ndjson")
     assert len(store.segments()) == 3
+
+
+def test_stopping_the_compactor_interrupts_a_merge_under_way(tmp_path: Path) -> None:
+    from collectors.service.compaction import Compactor
+
+    store = EmbeddedStore(tmp_path / "store")
+    rows = many_rows(500_000)
+    store.write(rows)
+    store.write(rows)
+    compactor = Compactor(store, interval=0.01, min_segments=2).start()
+    deadline = time.monotonic() + 30
+    while store._merging is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    compactor.stop()
+    assert len(store.segments()) == 2  # not merged: stopped part way
+    assert not list(store.events_dir.rglob("*.tmp"))

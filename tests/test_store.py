@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from rows_support import many_rows
 
 from queries import timeline
 from store.clickhouse import events_ddl
@@ -374,3 +375,38 @@ def test_a_timeline_read_while_a_writer_process_adds_jobs_is_whole(tmp_path: Pat
 
 def test_clickhouse_ddl_indexes_job_id_for_the_timeline() -> None:
     assert "INDEX job_id_bloom job_id TYPE bloom_filter" in events_ddl("jobs")[1]
+
+
+def test_an_interrupted_compaction_keeps_every_row_and_no_partial_file(embedded) -> None:
+    import threading
+
+    import pytest
+
+    from store.embedded import CompactionInterrupted
+
+    rows = many_rows(500_000)
+    embedded.write(rows)
+    embedded.write(rows)  # sent twice: a merge long enough to interrupt
+    before = sorted(embedded.segments())
+    raised: list[BaseException] = []
+
+    def compact() -> None:
+        try:
+            embedded.compact()
+        except BaseException as exc:  # noqa: BLE001 - the test inspects it
+            raised.append(exc)
+
+    worker = threading.Thread(target=compact)
+    worker.start()
+    deadline = time.monotonic() + 30
+    while embedded._merging is None and worker.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    embedded.interrupt_compaction()
+    worker.join(30)
+    assert [type(exc) for exc in raised] == [CompactionInterrupted]
+    assert sorted(embedded.segments()) == before
+    assert not list(embedded.events_dir.rglob("*.tmp"))
+    with pytest.raises(CompactionInterrupted):
+        embedded.compact()  # this store object compacts no more
+    assert EmbeddedStore(embedded.root).compact() == 2
+    assert count(embedded) == 500_000

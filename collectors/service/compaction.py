@@ -49,9 +49,17 @@ class Compactor:
                 if replaced:
                     log.info("compacted %d segment(s)", replaced)
             except Exception:  # a sink's error is logged, never raised into the loop
+                if self._stop.is_set():  # interrupted by `stop`
+                    log.info("compaction stopped for shutdown; the next one resumes it")
+                    break
                 log.exception("compaction failed; will try again")
             self.rounds += 1
 
     def stop(self) -> None:
+        """Stop, interrupting a merge under way rather than waiting for it (it may take
+        many seconds); what it had not placed yet is merged by the next compaction."""
         self._stop.set()
+        interrupt = getattr(self.store, "interrupt_compaction", None)
+        if interrupt is not None:
+            interrupt()
         self._thread.join(timeout=60)
