@@ -14,6 +14,7 @@ them a moment ago can still finish."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import os
@@ -306,7 +307,8 @@ class EmbeddedStore:
         self._interrupted.set()
         merging = self._merging
         if merging is not None:
-            merging.interrupt()
+            with contextlib.suppress(duckdb.Error):  # closed as its merge ended
+                merging.interrupt()
 
     def _index_age(self) -> float:
         """Seconds since the newest global index was written (infinite without one)."""
