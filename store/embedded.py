@@ -310,6 +310,10 @@ class EmbeddedStore:
             with contextlib.suppress(duckdb.Error):  # closed as its merge ended
                 merging.interrupt()
 
+    def _stop_if_interrupted(self) -> None:
+        if self._interrupted.is_set():
+            raise CompactionInterrupted("compaction was interrupted")
+
     def _index_age(self) -> float:
         """Seconds since the newest global index was written (infinite without one)."""
         generations = global_indexes(self.index_dir)
@@ -341,8 +345,7 @@ class EmbeddedStore:
         )
         self._merging = con
         try:
-            if self._interrupted.is_set():
-                raise CompactionInterrupted("compaction was interrupted")
+            self._stop_if_interrupted()
             con.execute("SET TimeZone = 'UTC'")
             if hot:  # streamed a segment at a time, not expanded all at once
                 con.register("hot_segments", _hot_rows(hot))
@@ -355,11 +358,10 @@ class EmbeddedStore:
                 f"ROW_GROUP_SIZE {COMPACTED_ROW_GROUP})",
                 {"files": parquet} if parquet else {},
             )
-            if self._interrupted.is_set():  # asked before the COPY began, which clears it
-                raise CompactionInterrupted("compaction was interrupted")
+            self._stop_if_interrupted()  # asked before the COPY began, which clears it
         except BaseException as exc:
             temporary.unlink(missing_ok=True)
-            if self._interrupted.is_set():
+            if self._interrupted.is_set() and not isinstance(exc, CompactionInterrupted):
                 raise CompactionInterrupted("compaction was interrupted") from exc
             raise
         finally:

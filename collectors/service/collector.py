@@ -144,10 +144,6 @@ class Collector:
         # memory stays bounded however many clients send; the rest wait briefly, then 429.
         slots = max_decoding or max(4, 2 * decode_workers)
         self._decoding = threading.BoundedSemaphore(slots)
-        # In this process, a body is decoded on the thread that received it: handed to a
-        # decoding thread and back, each request waited for two more wake-ups (5% fewer
-        # spans/s, docs/collector.md). The memory a decode frees stays in its thread's
-        # malloc arena, so `dupescope collect` caps the arenas (run.py).
         # At least one body of the largest size: a compressed body's share grows while it
         # holds some already, and could otherwise never reach the largest size.
         self.bodies = BodyBudget(max(body_budget, max_body_bytes))
@@ -190,6 +186,10 @@ class Collector:
         try:
             if self._closed:
                 raise WriteFailed("the collector is shutting down")
+            # On the thread that received the body: handed to a decoding thread and back,
+            # each request waited for two more wake-ups (5% fewer spans/s,
+            # docs/collector.md). The memory a decode frees stays in its thread's malloc
+            # arena, so `dupescope collect` caps the arenas (run.py).
             return work()
         except DecoderUnavailable as exc:
             raise WriteFailed(str(exc)) from exc
