@@ -1,12 +1,13 @@
-"""Hot segments: the collector's small, frequent writes, kept as Arrow IPC files.
+"""Hot segments: the collector's small, frequent writes, kept as Arrow IPC streams.
 
 A collector commits a group of batches every few milliseconds, and its background
 compaction rewrites those small segments into one per day. Encoding them as Parquet took
 most of the writer's time (about 2 µs a row against 0.3 for Arrow IPC), so they are
-written as Arrow IPC files (`<id>.arrow`, uncompressed) beside the Parquet segments, and
+written as Arrow IPC streams (`<id>.arrow`, uncompressed) beside the Parquet segments, and
 compaction turns them into Parquet with the rest of their day. Readers map them into
-memory: an IPC file is read without decoding, and a mapped file stays readable after
-compaction has moved it away.
+memory: an IPC stream is read without decoding, and a mapped file stays readable after
+compaction has moved it away. Hot segments written before streams, as Arrow IPC files
+(which begin with `ARROW1`), are read as well.
 
 Rows of spans with lifecycle steps arrive run-end encoded (`store.schema.RUNS_SCHEMA`)
 and are written so: a span's job id, trace id, attributes and the rest are stored once
@@ -28,6 +29,8 @@ import pyarrow as pa
 from store.schema import EVENTS_SCHEMA, as_events
 
 SUFFIX = ".arrow"
+#: How an Arrow IPC file (the format of hot segments written before streams) begins.
+FILE_MAGIC = b"ARROW1"
 #: What direct I/O needs aligned: the memory written from, the length and the offset.
 ALIGN = max(4096, mmap.PAGESIZE)
 #: Scratch memory a writing thread keeps between writes, the largest file written direct.
@@ -43,15 +46,19 @@ def is_hot(path: str | Path) -> bool:
 
 
 def write_ipc(table: pa.Table, path: Path) -> None:
-    """`table` (in EVENTS_SCHEMA or RUNS_SCHEMA) as an Arrow IPC file at `path`; the
+    """`table` (in EVENTS_SCHEMA or RUNS_SCHEMA) as an Arrow IPC stream at `path`; the
     caller makes it durable and places it.
 
-    A file that fits the writer's scratch memory is encoded there, page-aligned, and
+    A stream that fits the writer's scratch memory is encoded there, page-aligned, and
     written in one call with direct I/O (`O_DIRECT`) where the file system takes it: the
     disk reads the bytes from that memory, where a buffered write had the kernel copy them
-    into its page cache first, which took a third of the collector writer's CPU. The fsync
-    that follows is needed either way. A larger file (a group commit under overload) is
-    streamed through a small buffer instead, so that it costs no memory of its size.
+    into its page cache first, which took a third of the collector writer's CPU. Direct
+    I/O writes whole blocks, so the file ends in up to a block of zeros after the stream's
+    end marker, where readers stop. (An IPC file must end with its footer: cutting it to
+    size made the system read its last block back from disk and write it again, ~8% of a
+    group commit.) The fsync that follows is needed either way. A larger stream (a group
+    commit under overload) is written through a small buffer instead, so that it costs no
+    memory of its size.
     """
     batches = max(1, table.column(0).num_chunks)
     bound = table.nbytes + 65536 + 4096 * batches  # + metadata and padding, per batch
@@ -73,14 +80,14 @@ def _write_streamed(table: pa.Table, path: Path) -> None:
     batch was a system call of its own, twice the CPU of the copy."""
     file = pa.OSFile(str(path), "wb")
     with pa.BufferedOutputStream(file, buffer_size=STREAM_BUFFER) as sink:
-        with pa.ipc.new_file(sink, table.schema) as writer:
+        with pa.ipc.new_stream(sink, table.schema) as writer:
             writer.write_table(table)
 
 
 def _encode_into(table: pa.Table, scratch: mmap.mmap) -> int:
-    """The IPC file's bytes at the start of `scratch`, and their count."""
+    """The IPC stream's bytes at the start of `scratch`, and their count."""
     sink = pa.FixedSizeBufferWriter(pa.py_buffer(scratch))
-    with pa.ipc.new_file(sink, table.schema) as writer:
+    with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
     return sink.tell()
 
@@ -101,7 +108,8 @@ def _scratch_of(size: int) -> mmap.mmap:
 
 def _write_file(path: Path, data: memoryview, size: int) -> None:
     """The first `size` bytes of `data` (page-aligned, at least `size` aligned up) as the
-    file `path`: with direct I/O, whole blocks and then cut to `size`, where it is taken.
+    file `path`: with direct I/O, whole blocks, zeros after the first `size` bytes, where
+    it is taken; else exactly `size` bytes.
 
     A file system that refuses to open a file for direct I/O, or to write its first
     block so, is not asked again by this process; any other failure of a direct write
@@ -116,9 +124,10 @@ def _write_file(path: Path, data: memoryview, size: int) -> None:
             _direct["refused"] = True
         else:
             try:
-                written = _write_all(fd, data[: _aligned(size)])
+                blocks = _aligned(size)
+                data[size:blocks] = bytes(blocks - size)  # not what an earlier write left
+                written = _write_all(fd, data[:blocks])
                 if written is None:
-                    os.ftruncate(fd, size)
                     return
                 if written == 0:  # not even the first block: direct I/O is not for here
                     _direct["refused"] = True
@@ -151,9 +160,12 @@ def _write_all(fd: int, data: memoryview) -> int | None:
 
 def read_ipc(path: str | Path) -> pa.Table:
     """A hot segment's rows in EVENTS_SCHEMA: mapped rather than copied, but for columns
-    stored as runs, which are expanded."""
+    stored as runs, which are expanded. An IPC stream, or an IPC file from before."""
     with pa.memory_map(str(path)) as source:
-        return as_events(pa.ipc.open_file(source).read_all())
+        is_file = source.read(len(FILE_MAGIC)) == FILE_MAGIC
+        source.seek(0)
+        reader = pa.ipc.open_file(source) if is_file else pa.ipc.open_stream(source)
+        return as_events(reader.read_all())
 
 
 class HotTables:

@@ -7,8 +7,6 @@ write their own segments, import only Arrow and NumPy.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -117,11 +115,17 @@ class SegmentWriter:
         return final
 
     def _write_hot(self, table: pa.Table, final: Path) -> None:
-        """`table` as the hot segment `final`, written into a spare file where one is ready."""
-        temporary = temporary_for(final)
-        spare = self.spares.take() if self.spares is not None else None
-        if spare is not None:
-            with contextlib.suppress(OSError):  # gone: the write creates its own file
-                os.rename(spare, temporary)
-        hot_segments.write_ipc(table, temporary)
-        place(temporary, final)
+        """`table` as the hot segment `final`: written into a spare file where it lies
+        and renamed from there into its day folder, one rename (without a spare ready,
+        written under a temporary name in the day folder). A spare is never visible to
+        readers, so it needs no temporary name of its own."""
+        written = self.spares.take() if self.spares is not None else None
+        try:
+            if written is not None:
+                hot_segments.write_ipc(table, written)
+        except FileNotFoundError:  # the spares' folder went: written as without one
+            written = None
+        if written is None:
+            written = temporary_for(final)
+            hot_segments.write_ipc(table, written)
+        place(written, final)

@@ -191,7 +191,7 @@ def _spans_table(spans: int = 300) -> pa.Table:
 
 def _ipc_size(table: pa.Table) -> int:
     counter = pa.MockOutputStream()
-    with pa.ipc.new_file(counter, table.schema) as writer:
+    with pa.ipc.new_stream(counter, table.schema) as writer:
         writer.write_table(table)
     return counter.size()
 
@@ -234,13 +234,79 @@ def test_a_hot_segment_is_written_with_direct_io(tmp_path: Path, monkeypatch) ->
     assert files.opened == [str(tmp_path / "one.arrow")]
 
 
-def test_a_hot_segment_file_holds_its_ipc_bytes_and_no_padding(tmp_path: Path) -> None:
+def test_a_direct_write_pads_the_stream_to_whole_blocks_and_reads_back(
+    tmp_path: Path, monkeypatch
+) -> None:
+    DirectFiles(monkeypatch)
     table = _spans_table()
     path = tmp_path / "one.arrow"
     hot_segments.write_ipc(table, path)
-    assert _ipc_size(table) % hot_segments.ALIGN  # the direct write was padded, then cut
-    assert path.stat().st_size == _ipc_size(table)
+    if not hasattr(os, "O_DIRECT") or hot_segments._direct["refused"]:
+        pytest.skip("no direct I/O on this file system")
+    assert _ipc_size(table) % hot_segments.ALIGN  # the stream alone is not whole blocks
+    assert path.stat().st_size == -(-_ipc_size(table) // hot_segments.ALIGN) * hot_segments.ALIGN
     assert hot_segments.read_ipc(path).equals(as_events(table))
+
+
+def test_the_padding_after_a_stream_is_zeros_whatever_the_scratch_held(
+    tmp_path: Path, monkeypatch
+) -> None:
+    DirectFiles(monkeypatch)
+    hot_segments.write_ipc(_spans_table(900), tmp_path / "large.arrow")  # fills the scratch
+    table = _spans_table(10)
+    hot_segments.write_ipc(table, tmp_path / "small.arrow")
+    if not hasattr(os, "O_DIRECT") or hot_segments._direct["refused"]:
+        pytest.skip("no direct I/O on this file system")
+    padding = (tmp_path / "small.arrow").read_bytes()[_ipc_size(table):]
+    assert padding and padding == bytes(len(padding))
+
+
+def test_a_hot_segment_written_as_an_ipc_file_by_an_earlier_version_is_read(
+    embedded, make_table
+) -> None:
+    embedded.write_hot(make_table(CHARGE))
+    [segment] = embedded.segments()
+    table = hot_segments.read_ipc(segment)  # mapped: the file is replaced, not rewritten
+    earlier = segment.with_name("earlier")
+    with pa.OSFile(str(earlier), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)  # the format hot segments had before streams
+    earlier.replace(segment)
+    assert segment.read_bytes().startswith(hot_segments.FILE_MAGIC)
+    reader = EmbeddedStore(embedded.root)
+    assert count(reader) == 4
+    reader.close()
+
+
+def test_a_hot_write_renames_its_spare_once_straight_into_place(
+    embedded, make_table, monkeypatch
+) -> None:
+    embedded.write_hot(make_table(CHARGE[:1]))
+    _wait_for_spares(embedded.events_dir / ".spare", 8)
+    renames: list[tuple[Path, Path]] = []
+    real_rename = os.rename
+
+    def rename(source, target) -> None:
+        renames.append((Path(source), Path(target)))
+        real_rename(source, target)
+
+    monkeypatch.setattr(os, "rename", rename)
+    embedded.write_hot(make_table(CHARGE[1:]))
+    [(source, target)] = renames
+    assert source.parent.name == ".spare" and target == embedded.segments()[-1]
+    assert count(embedded) == 4
+
+
+def test_a_hot_write_whose_spares_folder_went_is_written_all_the_same(
+    embedded, make_table
+) -> None:
+    embedded.write_hot(make_table(CHARGE[:1]))
+    spares = embedded.events_dir / ".spare"
+    _wait_for_spares(spares, 8)
+    for spare in spares.iterdir():
+        spare.unlink()
+    spares.rmdir()
+    embedded.write_hot(make_table(CHARGE[1:]))
+    assert count(embedded) == 4
 
 
 def test_a_file_system_refusing_direct_io_gets_the_same_file(tmp_path: Path, monkeypatch) -> None:
@@ -276,7 +342,7 @@ def test_metadata_beyond_the_estimate_is_written_all_the_same(tmp_path: Path) ->
     table = table.replace_schema_metadata({"note": "x" * hot_segments.KEEP_SCRATCH})
     hot_segments.write_ipc(table, tmp_path / "noted.arrow")
     with pa.memory_map(str(tmp_path / "noted.arrow")) as source:
-        written = pa.ipc.open_file(source).read_all()
+        written = pa.ipc.open_stream(source).read_all()
     assert written.equals(table) and written.schema.metadata == table.schema.metadata
 
 
