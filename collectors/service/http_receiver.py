@@ -43,6 +43,11 @@ log = logging.getLogger("dupescope.collect")
 
 DRAIN_LIMIT = 64 * 1024 * 1024
 READ_TIMEOUT = 60.0
+#: Seconds a kept-alive connection may wait for its next request: longer than clients' own
+#: limit (Go's HTTP transport, which the OpenTelemetry Collector's exporters use, closes a
+#: connection idle for 90 s), so that the client closes first. Closed by the server first,
+#: a connection can be taken for an export just as it closes, and that export fails.
+IDLE_TIMEOUT = 120.0
 BODY_TIMEOUT = 120.0
 OTLP_PATHS = {"/v1/traces": "traces", "/v1/logs": "logs"}
 LINES_PATH = "/v1/jsonlines"
@@ -81,9 +86,11 @@ class Handler(BaseHTTPRequestHandler):
     # Headers and body are separate writes; with Nagle on, the body waits for the
     # client's delayed ACK (~40 ms per request on a keep-alive connection).
     disable_nagle_algorithm = True
-    # Seconds a connection may send nothing (a stalled body, an idle keep-alive) before it
-    # is closed: a body's share of the body budget is held until it has arrived.
+    # Seconds a request may send nothing (a stalled head or body) before its connection is
+    # closed: a body's share of the body budget is held until it has arrived.
     timeout = READ_TIMEOUT
+    # Seconds a connection may wait for its next request.
+    idle_timeout = IDLE_TIMEOUT
     # Seconds a whole body may take to arrive, however it trickles in: its share of the
     # body budget is held meanwhile.
     body_timeout = BODY_TIMEOUT
@@ -131,6 +138,20 @@ class Handler(BaseHTTPRequestHandler):
                 log.info("TLS handshake with %s failed: %s", self.address_string(), exc)
                 return
         super().handle()
+
+    def handle_one_request(self) -> None:
+        """Waits up to `idle_timeout` for the request to begin, then reads it with
+        `timeout`."""
+        try:
+            self.connection.settimeout(self.idle_timeout)
+            begun = bool(self.rfile.peek(1))  # nothing: the client closed the connection
+        except OSError:  # TimeoutError included: idle for too long
+            begun = False
+        if not begun:
+            self.close_connection = True
+            return
+        self.connection.settimeout(self.timeout)
+        super().handle_one_request()
 
     def handle_expect_100(self) -> bool:
         """`Expect: 100-continue` (curl sends it for bodies over 1 MB): a full queue or
@@ -329,8 +350,9 @@ class _Server(ThreadingHTTPServer):
 
 class HttpReceiver:
     """The HTTP server on its own thread; `port` is the bound one (useful with port 0).
-    With `tls`, it speaks HTTPS only. A connection silent for `read_timeout` seconds, or
-    whose body takes over `body_timeout` seconds to arrive, is closed."""
+    With `tls`, it speaks HTTPS only. A connection that waits `idle_timeout` seconds for
+    its next request is closed, and so is one whose request is silent for `read_timeout`
+    seconds, or whose body takes over `body_timeout` seconds to arrive."""
 
     def __init__(
         self,
@@ -340,12 +362,13 @@ class HttpReceiver:
         tls: ssl.SSLContext | None = None,
         read_timeout: float = READ_TIMEOUT,
         body_timeout: float = BODY_TIMEOUT,
+        idle_timeout: float = IDLE_TIMEOUT,
     ) -> None:
         handler = type(
             "BoundHandler", (Handler,),
             {"collector": collector, "metrics": CollectorMetrics(collector),
              "floods": SummarisedLog(log), "timeout": read_timeout,
-             "body_timeout": body_timeout},
+             "body_timeout": body_timeout, "idle_timeout": idle_timeout},
         )
         self.server = _Server((host, port), handler)
         self.server.tls = tls

@@ -28,7 +28,12 @@ from collectors.service.collector import (
 )
 from collectors.service.compaction import Compactor
 from collectors.service.grpc_receiver import GrpcReceiver
-from collectors.service.http_receiver import BODY_TIMEOUT, READ_TIMEOUT, HttpReceiver
+from collectors.service.http_receiver import (
+    BODY_TIMEOUT,
+    IDLE_TIMEOUT,
+    READ_TIMEOUT,
+    HttpReceiver,
+)
 from collectors.service.pipeline import RECENT_UIDS
 from collectors.service.tail import Tailer
 from collectors.service.tls import TlsFiles
@@ -56,8 +61,9 @@ class CollectConfig:
     compact_every: float = 60.0  # seconds; 0 turns background compaction off
     compact_min_segments: int = 16
     tls: TlsFiles | None = None  # both receivers speak TLS only
-    http_read_timeout: float = READ_TIMEOUT  # seconds an HTTP connection may send nothing
+    http_read_timeout: float = READ_TIMEOUT  # seconds an HTTP request may send nothing
     http_body_timeout: float = BODY_TIMEOUT  # seconds an HTTP body may take to arrive
+    http_idle_timeout: float = IDLE_TIMEOUT  # seconds a connection may wait for a request
 
 
 def default_state_path(store: Store, store_url: str | None) -> Path:
@@ -114,6 +120,7 @@ class RunningCollector:
                 self.collector, config.host, config.http_port, tls=context,
                 read_timeout=config.http_read_timeout,
                 body_timeout=config.http_body_timeout,
+                idle_timeout=config.http_idle_timeout,
             ).start()
             if config.http_port is not None
             else None
