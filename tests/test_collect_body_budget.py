@@ -28,7 +28,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 
 from collectors.service.bodies import unwrap
-from collectors.service.collector import BodyBudget, Collector
+from collectors.service.collector import Admission, BodyBudget, Collector
 from collectors.service.pipeline import QueueFull, WriteFailed
 from store.embedded import EmbeddedStore
 
@@ -88,6 +88,43 @@ def test_a_body_that_finds_no_room_within_its_wait_is_not_taken() -> None:
     assert budget.take(100)
     assert not budget.take(50, wait=0.05)
     assert budget.held == 100
+
+
+def _waiting_in_a_thread(budget: BodyBudget, nbytes: int, wait: float) -> list[bool]:
+    """Starts `budget.take(nbytes, wait)` on a thread; its answer lands in the list."""
+    answer: list[bool] = []
+    before = budget.waiting
+    threading.Thread(target=lambda: answer.append(budget.take(nbytes, wait=wait))).start()
+    assert _wait_for(lambda: budget.waiting > before)
+    return answer
+
+
+def test_a_body_that_fits_waits_behind_an_earlier_one_that_does_not() -> None:
+    budget = BodyBudget(100)
+    assert budget.take(50)
+    first = _waiting_in_a_thread(budget, 80, wait=10)
+    assert not budget.take(30, wait=0.2)  # fits, but 80 came first
+    budget.give(50)
+    assert _wait_for(lambda: first == [True]) and budget.held == 80
+
+
+def test_a_body_that_stops_waiting_lets_the_next_in_line_go() -> None:
+    budget = BodyBudget(100)
+    assert budget.take(50)
+    first = _waiting_in_a_thread(budget, 80, wait=0.3)
+    second = _waiting_in_a_thread(budget, 30, wait=10)
+    assert _wait_for(lambda: first == [False] and second == [True])
+    assert budget.held == 80
+
+
+def test_a_held_body_that_grows_does_not_wait_behind_new_ones() -> None:
+    budget = BodyBudget(100)
+    assert budget.take(50)
+    admission = Admission(budget, 50)  # a body admitted, then decompressed
+    _waiting_in_a_thread(budget, 80, wait=10)
+    assert admission.grow_to(70, wait=0.2)  # a body being decompressed goes on
+    assert budget.held == 70
+    admission.release()
 
 
 def test_the_budget_is_at_least_one_body_of_the_largest_size(tmp_path: Path) -> None:

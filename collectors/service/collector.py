@@ -13,6 +13,7 @@ import os
 import sys
 import threading
 import time
+from collections import deque
 from typing import Any
 
 from collectors.mapping import DEFAULT_MAPPING, FieldMapping
@@ -58,25 +59,47 @@ class BodyBudget:
     """The bytes of request bodies the collector holds at once, counted from before a body
     is read until its rows are queued (the rows, once decoded, stand for it); a compressed
     body's share grows as it is decompressed. A share larger than the whole budget is
-    taken when nothing else is held. Waiters are not served in order: a body of the
-    largest size may wait behind a steady flow of small ones until its wait ends."""
+    taken when nothing else is held. Bodies waiting for room are served in the order they
+    came: a large one is not passed, and so starved, by a steady flow of small ones that
+    each fit."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.held = 0
         self._room = threading.Condition(threading.Lock())
+        self._line: deque[object] = deque()  # the bodies waiting for room, first first
+
+    @property
+    def waiting(self) -> int:
+        """Bodies waiting for room now."""
+        return len(self._line)
 
     def _fits(self, nbytes: int) -> bool:
         return not nbytes or not self.held or self.held + nbytes <= self.limit
 
-    def take(self, nbytes: int, wait: float = 0.0) -> bool:
+    def take(self, nbytes: int, wait: float = 0.0, in_turn: bool = True) -> bool:
         """Whether `nbytes` more fit, within `wait` seconds (then they are held); nothing
-        always fits. Waiting costs no memory where the body is not read yet (HTTP)."""
+        always fits. Waiting costs no memory where the body is not read yet (HTTP). A
+        body already held that grows (`in_turn=False`) does not wait behind new ones: its
+        sender is part way through sending it."""
         with self._room:
-            if not self._room.wait_for(lambda: self._fits(nbytes), timeout=wait):
-                return False
-            self.held += nbytes
-            return True
+            if not nbytes or not in_turn:
+                if not self._room.wait_for(lambda: self._fits(nbytes), timeout=wait):
+                    return False
+                self.held += nbytes
+                return True
+            turn = object()
+            self._line.append(turn)
+            try:
+                taken = self._room.wait_for(
+                    lambda: self._line[0] is turn and self._fits(nbytes), timeout=wait
+                )
+                if taken:
+                    self.held += nbytes
+                return taken
+            finally:
+                self._line.remove(turn)
+                self._room.notify_all()  # the next in line may fit, or is first now
 
     def give(self, nbytes: int) -> None:
         with self._room:
@@ -96,7 +119,7 @@ class Admission:
         `wait` seconds; it holds them if so."""
         extra = nbytes - self._nbytes
         if extra > 0:
-            if not self._budget.take(extra, wait):
+            if not self._budget.take(extra, wait, in_turn=False):
                 return False
             self._nbytes = nbytes
         return True
