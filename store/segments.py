@@ -119,13 +119,13 @@ class SegmentWriter:
         and renamed from there into its day folder, one rename (without a spare ready,
         written under a temporary name in the day folder). A spare is never visible to
         readers, so it needs no temporary name of its own."""
-        written = self.spares.take() if self.spares is not None else None
+        spare = self.spares.take() if self.spares is not None else None
+        written = spare if spare is not None else temporary_for(final)
         try:
-            if written is not None:
-                hot_segments.write_ipc(table, written)
-        except FileNotFoundError:  # the spares' folder went: written as without one
-            written = None
-        if written is None:
-            written = temporary_for(final)
+            hot_segments.write_ipc(table, written)
+        except FileNotFoundError:
+            if spare is None:
+                raise
+            written = temporary_for(final)  # the spares' folder went: as without a spare
             hot_segments.write_ipc(table, written)
         place(written, final)
