@@ -82,24 +82,23 @@ class BodyBudget:
         always fits. Waiting costs no memory where the body is not read yet (HTTP). A
         body already held that grows (`in_turn=False`) does not wait behind new ones: its
         sender is part way through sending it."""
+        queued = bool(nbytes) and in_turn
+        turn = object()
         with self._room:
-            if not nbytes or not in_turn:
-                if not self._room.wait_for(lambda: self._fits(nbytes), timeout=wait):
-                    return False
-                self.held += nbytes
-                return True
-            turn = object()
-            self._line.append(turn)
+            if queued:
+                self._line.append(turn)
             try:
                 taken = self._room.wait_for(
-                    lambda: self._line[0] is turn and self._fits(nbytes), timeout=wait
+                    lambda: (not queued or self._line[0] is turn) and self._fits(nbytes),
+                    timeout=wait,
                 )
                 if taken:
                     self.held += nbytes
                 return taken
             finally:
-                self._line.remove(turn)
-                self._room.notify_all()  # the next in line may fit, or is first now
+                if queued:
+                    self._line.remove(turn)
+                    self._room.notify_all()  # the next in line may fit, or is first now
 
     def give(self, nbytes: int) -> None:
         with self._room:
