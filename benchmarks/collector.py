@@ -116,30 +116,6 @@ def decode_rate(bodies: list[bytes], spans_per_body: int, seconds: float = 2.0) 
     return done / (time.perf_counter() - started)
 
 
-def fresh_process_decode_rate(bodies: list[bytes], spans_per_body: int) -> float:
-    """`decode_rate` in a new process with glibc's default malloc settings: a reference
-    for figures measured that way, not the baseline."""
-    with tempfile.NamedTemporaryFile(suffix=".bodies") as file:
-        for body in bodies[:20]:
-            file.write(len(body).to_bytes(4, "little") + body)
-        file.flush()
-        script = (
-            "import sys\n"
-            "from benchmarks.collector import decode_rate\n"
-            "data = open(sys.argv[1], 'rb').read()\n"
-            "bodies, at = [], 0\n"
-            "while at < len(data):\n"
-            "    n = int.from_bytes(data[at:at + 4], 'little')\n"
-            "    bodies.append(data[at + 4:at + 4 + n])\n"
-            "    at += 4 + n\n"
-            "print(decode_rate(bodies, int(sys.argv[2])))\n"
-        )
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        answer = subprocess.run([sys.executable, "-c", script, file.name, str(spans_per_body)],
-                                env=env, capture_output=True, text=True, check=True)
-    return float(answer.stdout)
-
-
 def _free_port() -> int:
     import socket
 
@@ -287,9 +263,6 @@ def main() -> None:
         parse = [decode_rate(bodies, args.batch)]
         print(f"decode only (ParseFromString): {parse[0]:,.0f} spans/s, with the "
               f"collector's malloc settings")
-        fresh = fresh_process_decode_rate(bodies, args.batch)
-        print(f"  for reference, in a fresh process with glibc's defaults: {fresh:,.0f} "
-              f"spans/s (freed pages go back to the system after each parse)")
         rates, ratios, rss = [], [], 0.0
         for round_ in range(1, args.rounds + 1):
             rate, peak = end_to_end(Path(folder) / f"store-{round_}", bodies, warm, args)
