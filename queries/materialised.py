@@ -23,7 +23,7 @@ from pathlib import Path
 import duckdb
 
 from store.durable import place
-from store.hot_segments import is_hot
+from store.hot_log import is_hot
 
 STALE_GRACE_SECONDS = 300.0
 _CHECKED = "unique-segments.txt"

@@ -3,11 +3,12 @@
 A DuckDB database file cannot be shared by a writing and a reading process, so the writer
 (ingest, the collector) adds immutable segments `events/day=YYYY-MM-DD/<id>.parquet`, each
 written under a temporary name, fsynced and renamed; readers (CLI, dashboard, alerts) query
-the set of segments they listed, in their own in-process DuckDB. A collector writes hot
-segments instead (`<id>.arrow`, Arrow IPC: `store/hot_segments.py`), which readers map
-into memory beside the Parquet ones. Compaction merges a day's new segments into one,
-without repeats and sorted by (idempotency_key, job_id, ts) in small row groups, merges
-compacted segments of one size tier four at a time, and indexes them
+the set of segments they listed, in their own in-process DuckDB. A collector appends its
+commits to hot logs instead (`<id>.arrowlog`, frames of Arrow IPC: `store/hot_log.py`; a
+commit too large for that, a hot segment `<id>.arrow`: `store/hot_segments.py`), which
+readers map into memory beside the Parquet segments. Compaction merges a day's new
+segments into one, without repeats and sorted by (idempotency_key, job_id, ts) in small
+row groups, merges compacted segments of one size tier four at a time, and indexes them
 (`store/lookup_index.py`) so that a key lookup reads a few row groups instead of every
 day; replaced segments move to `.trash/` and are deleted later, so a reader that listed
 them a moment ago can still finish."""
@@ -35,7 +36,8 @@ import pyarrow.parquet as pq
 
 from store.base import StoreError, to_frame
 from store.durable import fsync_dir, place, temporary_for
-from store.hot_segments import HotTables, SpareFiles, is_hot, read_ipc
+from store.hot_log import HotLogs, HotTables, frame_count, is_hot, is_log, is_open, read_hot, sizes
+from store.hot_segments import SpareFiles
 from store.key_lookup import KeyFinder
 from store.lookup_index import covered_by, global_indexes, write_day_index, write_global_index
 from store.schema import EVENTS_SCHEMA
@@ -64,10 +66,12 @@ def _segments_in(paths: Iterable[Path]) -> Iterator[Path]:
     return (p for p in paths if p.suffix in SEGMENT_SUFFIXES)
 
 
-def _digest(segments: Iterable[Path]) -> str:
+def _digest(segments: Iterable[Path], log_sizes: Iterable[int] = ()) -> str:
     digest = hashlib.blake2b(digest_size=8)
     for segment in segments:
         digest.update(segment.name.encode())
+    for size in log_sizes:  # a hot log grows under the same name
+        digest.update(size.to_bytes(8, "little"))
     return digest.hexdigest()
 
 
@@ -87,10 +91,12 @@ class EmbeddedStore:
         self._lock = threading.RLock()
         self._con: duckdb.DuckDBPyConnection | None = None
         self._snapshot: tuple[str, ...] | None = None
+        self._log_sizes: tuple[int, ...] = ()  # of the hot logs in the snapshot, as read
         self._finder: KeyFinder | None = None
         self._hot = HotTables()
         self._hot_table: pa.Table | None = None
         self._spares: SpareFiles | None = None
+        self._logs: HotLogs | None = None
 
     # ---- writing -------------------------------------------------------------------
 
@@ -101,9 +107,12 @@ class EmbeddedStore:
     def write_hot(self, table: pa.Table) -> int:
         """`write` for a small batch that compaction will soon rewrite (a collector's group
         commit): one hot segment per day, durable on return (`store/hot_segments.py`)."""
-        if self._spares is None:
+        if self._logs is None:
             self._spares = SpareFiles(self.events_dir / ".spare")
-        return SegmentWriter(self.events_dir, hot=True, spares=self._spares).write(table)
+            self._logs = HotLogs(self._spares)
+        return SegmentWriter(
+            self.events_dir, hot=True, spares=self._spares, logs=self._logs
+        ).write(table)
 
     def segment_writer(self) -> SegmentWriter:
         """What `write` does, as a small value another process can run (ingest's workers)."""
@@ -123,8 +132,10 @@ class EmbeddedStore:
         return sorted(p.name.removeprefix("day=") for p in self.events_dir.glob("day=*"))
 
     def snapshot_id(self) -> str:
-        """Changes whenever the set of segments changes: a cache key for derived data."""
-        return _digest(self.segments())
+        """Changes whenever the segments change (a hot log grows): a cache key for derived
+        data."""
+        segments = self.segments()
+        return _digest(segments, sizes([str(p) for p in segments]))
 
     def _connection(self) -> duckdb.DuckDBPyConnection:
         if self._con is None:
@@ -136,7 +147,8 @@ class EmbeddedStore:
     def _refresh(self) -> None:
         for attempt in range(3):
             files = tuple(str(p) for p in self.segments())
-            if files == self._snapshot:
+            log_sizes = sizes(list(files))
+            if files == self._snapshot and log_sizes == self._log_sizes:
                 return
             try:
                 hot = self._hot.table([f for f in files if is_hot(f)])
@@ -145,6 +157,7 @@ class EmbeddedStore:
                 if attempt == 2:  # compacted away as it was listed: list again
                     raise
         self._view(files, hot)
+        self._log_sizes = log_sizes
 
     def _view(self, files: tuple[str, ...], hot: pa.Table) -> None:
         """`events` over the Parquet segments read by DuckDB plus the mapped hot ones."""
@@ -188,7 +201,9 @@ class EmbeddedStore:
         """The reader's connection and the snapshot id of exactly the segments it reads."""
         with self._lock:
             self._refresh()
-            return self._connection(), _digest(Path(p) for p in self._snapshot or ())
+            return self._connection(), _digest(
+                (Path(p) for p in self._snapshot or ()), self._log_sizes
+            )
 
     def forget_snapshot(self) -> None:
         """List the segments again before the next query (one was compacted away)."""
@@ -219,6 +234,9 @@ class EmbeddedStore:
             self._finder = None
         self._hot.clear()
         self._hot_table = None
+        if self._logs is not None:
+            self._logs.close()
+            self._logs = None
         if self._spares is not None:
             self._spares.close()
             self._spares = None
@@ -249,6 +267,8 @@ class EmbeddedStore:
         are merged) and while readers query.
         """
         replaced = 0
+        if self._logs is not None:
+            self._logs.close()  # this store's own logs: the next commit starts new ones
         with self._maintenance_lock():
             # What a merge spilled and left when its process died: only merges, under this
             # lock, write there.
@@ -273,11 +293,16 @@ class EmbeddedStore:
     ) -> tuple[int, list[Path]]:
         """How many of the day's segments were merged away (see `compact`), and its
         compacted segments now."""
-        segments = sorted(_segments_in(folder.iterdir()))
+        # A log a writer holds may grow still: it waits for a later round.
+        segments = [p for p in sorted(_segments_in(folder.iterdir())) if not _is_open_log(p)]
         compacted = [p for p in segments if p.name in covered]
         new = [p for p in segments if p.name not in covered]
         replaced = 0
-        if new and (len(segments) >= min_segments or not compacted):
+        commits = {p: frame_count(p) if is_log(p) else 1 for p in new}
+        if empty := [p for p in new if commits[p] == 0]:  # a log closed before its first
+            self._discard(empty)
+            new = [p for p in new if commits[p]]
+        if new and (len(compacted) + sum(commits.values()) >= min_segments or not compacted):
             compacted.append(self._merge(folder, new))
             replaced += len(new)
         while group := _tier_to_merge(compacted):
@@ -417,8 +442,15 @@ class CompactionInterrupted(StoreError):
 def _hot_rows(paths: list[Path]) -> pa.RecordBatchReader:
     """The rows of hot segments in EVENTS_SCHEMA, read one segment at a time."""
     return pa.RecordBatchReader.from_batches(
-        EVENTS_SCHEMA, (batch for path in paths for batch in read_ipc(path).to_batches())
+        EVENTS_SCHEMA, (batch for path in paths for batch in read_hot(path).to_batches())
     )
+
+
+def _is_open_log(path: Path) -> bool:
+    try:
+        return is_log(path) and is_open(path)
+    except FileNotFoundError:  # moved away meanwhile
+        return True
 
 
 def _tier(rows: int) -> int:

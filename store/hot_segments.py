@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from store.schema import EVENTS_SCHEMA, as_events
+from store.schema import as_events
 
 SUFFIX = ".arrow"
 #: How an Arrow IPC file (the format of hot segments written before streams) begins.
@@ -36,8 +36,8 @@ ALIGN = max(4096, mmap.PAGESIZE)
 #: Scratch memory a writing thread keeps between writes, the largest file written direct.
 KEEP_SCRATCH = 8 << 20
 STREAM_BUFFER = 1 << 20
-_O_DIRECT = getattr(os, "O_DIRECT", 0)  # Linux and some BSDs
-_direct = {"refused": _O_DIRECT == 0}  # a file system refused it once: not asked again
+O_DIRECT = getattr(os, "O_DIRECT", 0)  # Linux and some BSDs
+_direct = {"refused": O_DIRECT == 0}  # a file system refused it once: not asked again
 _scratch = threading.local()
 
 
@@ -63,9 +63,9 @@ def write_ipc(table: pa.Table, path: Path) -> None:
     batches = max(1, table.column(0).num_chunks)
     bound = table.nbytes + 65536 + 4096 * batches  # + metadata and padding, per batch
     if bound <= KEEP_SCRATCH:
-        scratch = _scratch_of(bound)
+        scratch = scratch_of(bound)
         try:
-            size = _encode_into(table, scratch)
+            size = encode_into(table, scratch)
         except OSError:  # more metadata than the bound allowed for
             pass
         else:
@@ -84,26 +84,35 @@ def _write_streamed(table: pa.Table, path: Path) -> None:
             writer.write_table(table)
 
 
-def _encode_into(table: pa.Table, scratch: mmap.mmap) -> int:
-    """The IPC stream's bytes at the start of `scratch`, and their count."""
-    sink = pa.FixedSizeBufferWriter(pa.py_buffer(scratch))
+def encode_into(table: pa.Table, scratch: mmap.mmap, offset: int = 0) -> int:
+    """The IPC stream's bytes at `offset` in `scratch`, and their count."""
+    sink = pa.FixedSizeBufferWriter(pa.py_buffer(memoryview(scratch)[offset:]))
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
     return sink.tell()
 
 
-def _aligned(size: int) -> int:
+def aligned(size: int) -> int:
     """`size` rounded up to whole blocks of ALIGN."""
     return -(-size // ALIGN) * ALIGN
 
 
-def _scratch_of(size: int) -> mmap.mmap:
+def scratch_of(size: int) -> mmap.mmap:
     """This thread's scratch memory (anonymous, so page-aligned), of at least `size`
     bytes: kept and reused, since mapping fresh memory makes every page fault in again."""
     kept = getattr(_scratch, "memory", None)
     if kept is None or len(kept) < size:
-        kept = _scratch.memory = mmap.mmap(-1, max(_aligned(size), 1 << 20))
+        kept = _scratch.memory = mmap.mmap(-1, max(aligned(size), 1 << 20))
     return kept
+
+
+def direct_refused() -> bool:
+    """Whether this process writes buffered: a file system refused direct I/O once."""
+    return _direct["refused"]
+
+
+def refuse_direct() -> None:
+    _direct["refused"] = True
 
 
 def _write_file(path: Path, data: memoryview, size: int) -> None:
@@ -117,14 +126,14 @@ def _write_file(path: Path, data: memoryview, size: int) -> None:
     """
     if not _direct["refused"]:
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _O_DIRECT, 0o644)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | O_DIRECT, 0o644)
         except OSError as exc:
             if exc.errno != errno.EINVAL:
                 raise
             _direct["refused"] = True
         else:
             try:
-                blocks = _aligned(size)
+                blocks = aligned(size)
                 data[size:blocks] = bytes(blocks - size)  # not what an earlier write left
                 written = _write_all(fd, data[:blocks])
                 if written is None:
@@ -166,29 +175,6 @@ def read_ipc(path: str | Path) -> pa.Table:
         source.seek(0)
         reader = pa.ipc.open_file(source) if is_file else pa.ipc.open_stream(source)
         return as_events(reader.read_all())
-
-
-class HotTables:
-    """The mapped tables of the hot segments a reader listed, each opened once.
-
-    Segments are immutable, so a table opened for one listing serves every later listing
-    that still names it; those no longer listed (compacted) are let go.
-    """
-
-    def __init__(self) -> None:
-        self._tables: dict[str, pa.Table] = {}
-
-    def table(self, paths: list[str]) -> pa.Table:
-        """Every listed hot segment's rows as one table (FileNotFoundError if one went)."""
-        opened = {p: self._tables[p] if p in self._tables else read_ipc(p) for p in paths}
-        self._tables = opened
-        tables = [t for t in opened.values() if t.num_rows]
-        if not tables:
-            return EVENTS_SCHEMA.empty_table()
-        return pa.concat_tables(tables)
-
-    def clear(self) -> None:
-        self._tables = {}
 
 
 class SpareFiles:

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from store.hot_segments import HotTables, is_hot
+from store.hot_log import HotTables, is_hot
 from store.lookup_index import IndexSet, LookupIndex, current_indexes
 from store.schema import EVENTS_SCHEMA
 from store.segments import CHANGES, SEGMENT_SUFFIXES

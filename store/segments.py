@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from store import hot_segments
+from store import hot_log, hot_segments
 from store.durable import place, temporary_for, write_parquet
 from store.schema import EVENTS_SCHEMA, VIEW_SCHEMA, as_events, is_runs
 
@@ -34,7 +34,7 @@ _EPOCH_DAY = date(1970, 1, 1)
 #: or dropped: readers stat it instead of every day folder to learn that nothing changed.
 CHANGES = ".changes"
 #: What the names of a day folder's segments end with: Parquet, and hot segments.
-SEGMENT_SUFFIXES = (".parquet", hot_segments.SUFFIX)
+SEGMENT_SUFFIXES = (".parquet", hot_segments.SUFFIX, hot_log.LOG_SUFFIX)
 
 
 def note_change(events_dir: Path) -> None:
@@ -66,6 +66,9 @@ class SegmentWriter:
     hot: bool = False
     #: Files made ahead for hot segments; without them each write creates its file.
     spares: hot_segments.SpareFiles | None = field(default=None, compare=False)
+    #: The open hot logs hot writes append to (`store/hot_log.py`); without them each
+    #: hot write is a hot segment of its own.
+    logs: hot_log.HotLogs | None = field(default=None, compare=False)
 
     def write(self, table: pa.Table) -> int:
         """Write one segment per UTC day present in the batch; durable on return.
@@ -95,6 +98,11 @@ class SegmentWriter:
         folder = self.events_dir / f"day={day}"
         if not folder.is_dir():  # a look, where mkdir of an existing folder raises
             folder.mkdir(parents=True, exist_ok=True)
+        if self.hot and self.logs is not None:
+            log = self.logs.append(folder, table, _segment_name(hot_log.LOG_SUFFIX))
+            if log is not None:
+                note_change(self.events_dir)
+                return log
         final = folder / _segment_name(hot_segments.SUFFIX if self.hot else ".parquet")
         if self.hot:
             self._write_hot(table, final)

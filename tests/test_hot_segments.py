@@ -24,9 +24,11 @@ def _names(store: EmbeddedStore) -> list[str]:
     return [p.suffix for p in store.segments()]
 
 
-def test_a_hot_write_is_an_arrow_segment(embedded, make_table) -> None:
-    embedded.write_hot(make_table(CHARGE))
-    assert _names(embedded) == [".arrow"]
+def test_hot_writes_are_appended_to_one_hot_log(embedded, make_table) -> None:
+    embedded.write_hot(make_table(CHARGE[:2]))
+    embedded.write_hot(make_table(CHARGE[2:]))
+    assert _names(embedded) == [".arrowlog"]
+    assert count(embedded) == 4
 
 
 def test_hot_rows_are_read_with_the_parquet_rows(embedded, make_table) -> None:
@@ -73,7 +75,7 @@ def test_spans_with_steps_make_hot_segments_of_less_than_half_the_bytes(
 def test_hot_segments_of_runs_compact_into_plain_parquet(embedded, make_table) -> None:
     embedded.write_hot(as_runs(make_table(CHARGE[:2])))
     embedded.write_hot(make_table(CHARGE[2:]))
-    assert embedded.compact() == 2
+    assert embedded.compact() == 1  # the one log
     assert pq.read_table(embedded.segments()[0])["job_id"].to_pylist() == ["j1"] * 4
 
 
@@ -89,7 +91,7 @@ def test_compaction_turns_hot_segments_into_one_parquet_segment(embedded, make_t
     embedded.write(make_table(CHARGE[:2]))
     embedded.write_hot(make_table(CHARGE[2:]))
     embedded.write_hot(make_table(CHARGE))  # a resent batch: its rows are repeats
-    assert embedded.compact() == 3
+    assert embedded.compact() == 2  # the Parquet segment and the log
     assert _names(embedded) == [".parquet"]
     assert pq.read_table(embedded.segments()[0]).num_rows == 4
 
@@ -137,21 +139,26 @@ def _wait_for_spares(folder: Path, count: int) -> set[int]:
     raise AssertionError(f"fewer than {count} spare files in {folder}")
 
 
-def test_a_hot_write_fills_a_spare_file_made_ahead(embedded, make_table) -> None:
+def test_a_new_hot_log_fills_a_spare_file_made_ahead(embedded, make_table) -> None:
     embedded.write_hot(make_table(CHARGE[:2]))  # the first write starts making spares
     spares = _wait_for_spares(embedded.events_dir / ".spare", 8)
+    embedded.compact()  # closes the log: the next write starts another
     embedded.write_hot(make_table(CHARGE[2:]))
     newest = embedded.segments()[-1]
-    assert newest.stat().st_ino in spares
+    assert newest.suffix == ".arrowlog" and newest.stat().st_ino in spares
     assert count(embedded) == 4
 
 
-def test_spare_files_are_made_again_once_half_are_used(embedded, make_table) -> None:
-    embedded.write_hot(make_table(CHARGE[:1]))
-    first = _wait_for_spares(embedded.events_dir / ".spare", 8)
-    for event in CHARGE:  # four more writes: half the spares
-        embedded.write_hot(make_table([event]))
-    again = _wait_for_spares(embedded.events_dir / ".spare", 8)
+def test_spare_files_are_made_again_once_half_are_used(tmp_path: Path) -> None:
+    spares = hot_segments.SpareFiles(tmp_path / ".spare")
+    spares.take()  # the first take starts making spares
+    first = _wait_for_spares(tmp_path / ".spare", 8)
+    taken = [spares.take() for _ in range(4)]  # half of them
+    for path in taken:  # moved away as a hot log would be (kept: their inodes stay taken)
+        assert path is not None
+        path.rename(tmp_path / path.name)
+    again = _wait_for_spares(tmp_path / ".spare", 8)
+    spares.close()
     assert len(again - first) >= 4
 
 
@@ -264,24 +271,25 @@ def test_the_padding_after_a_stream_is_zeros_whatever_the_scratch_held(
 def test_a_hot_segment_written_as_an_ipc_file_by_an_earlier_version_is_read(
     embedded, make_table
 ) -> None:
-    embedded.write_hot(make_table(CHARGE))
+    embedded.write(make_table(CHARGE))
     [segment] = embedded.segments()
-    table = hot_segments.read_ipc(segment)  # mapped: the file is replaced, not rewritten
-    earlier = segment.with_name("earlier")
+    table = pq.read_table(segment)
+    earlier = segment.with_suffix(hot_segments.SUFFIX)
     with pa.OSFile(str(earlier), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)  # the format hot segments had before streams
-    earlier.replace(segment)
-    assert segment.read_bytes().startswith(hot_segments.FILE_MAGIC)
+    segment.unlink()
+    assert earlier.read_bytes().startswith(hot_segments.FILE_MAGIC)
     reader = EmbeddedStore(embedded.root)
     assert count(reader) == 4
     reader.close()
 
 
-def test_a_hot_write_renames_its_spare_once_straight_into_place(
+def test_a_hot_log_is_renamed_from_its_spare_once_and_appends_rename_nothing(
     embedded, make_table, monkeypatch
 ) -> None:
     embedded.write_hot(make_table(CHARGE[:1]))
     _wait_for_spares(embedded.events_dir / ".spare", 8)
+    embedded.compact()  # closes the log: the next write starts another
     renames: list[tuple[Path, Path]] = []
     real_rename = os.rename
 
@@ -290,7 +298,8 @@ def test_a_hot_write_renames_its_spare_once_straight_into_place(
         real_rename(source, target)
 
     monkeypatch.setattr(os, "rename", rename)
-    embedded.write_hot(make_table(CHARGE[1:]))
+    embedded.write_hot(make_table(CHARGE[1:2]))
+    embedded.write_hot(make_table(CHARGE[2:]))
     [(source, target)] = renames
     assert source.parent.name == ".spare" and target == embedded.segments()[-1]
     assert count(embedded) == 4
