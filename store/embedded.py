@@ -106,7 +106,7 @@ class EmbeddedStore:
 
     def write_hot(self, table: pa.Table) -> int:
         """`write` for a small batch that compaction will soon rewrite (a collector's group
-        commit): one hot segment per day, durable on return (`store/hot_segments.py`)."""
+        commit): a frame of each day's hot log, durable on return (`store/hot_log.py`)."""
         if self._logs is None:
             self._spares = SpareFiles(self.events_dir / ".spare")
             self._logs = HotLogs(self._spares)

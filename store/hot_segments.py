@@ -60,8 +60,7 @@ def write_ipc(table: pa.Table, path: Path) -> None:
     commit under overload) is written through a small buffer instead, so that it costs no
     memory of its size.
     """
-    batches = max(1, table.column(0).num_chunks)
-    bound = table.nbytes + 65536 + 4096 * batches  # + metadata and padding, per batch
+    bound = encoded_bound(table)
     if bound <= KEEP_SCRATCH:
         scratch = scratch_of(bound)
         try:
@@ -90,6 +89,12 @@ def encode_into(table: pa.Table, scratch: mmap.mmap, offset: int = 0) -> int:
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
     return sink.tell()
+
+
+def encoded_bound(table: pa.Table) -> int:
+    """What `table` takes at most as an IPC stream, but for unusual metadata (`encode_into`
+    raises OSError where that does not fit): its buffers, plus metadata and padding."""
+    return table.nbytes + 65536 + 4096 * max(1, table.column(0).num_chunks)
 
 
 def aligned(size: int) -> int:

@@ -33,7 +33,7 @@ _EPOCH_DAY = date(1970, 1, 1)
 #: A file in the events folder that grows by a byte whenever a segment is added, replaced
 #: or dropped: readers stat it instead of every day folder to learn that nothing changed.
 CHANGES = ".changes"
-#: What the names of a day folder's segments end with: Parquet, and hot segments.
+#: What the names of a day folder's segments end with: Parquet, hot segments and hot logs.
 SEGMENT_SUFFIXES = (".parquet", hot_segments.SUFFIX, hot_log.LOG_SUFFIX)
 
 
