@@ -315,7 +315,6 @@ typedef struct {
     int n_kinds;
     char *worker_key;      /* where host:pid is kept (mapping.RESOURCE_WORKER_ID) */
     size_t worker_key_len;
-    uint64_t micros_below; /* epoch values at or above this are nanoseconds */
     long deliver;          /* the kinds entry of `deliver` */
     /* Keys a span row sets itself, classified once. */
     Attr t_trace, t_span, t_execution, t_name, t_end, t_ts, t_event, t_worker;
@@ -1378,7 +1377,6 @@ static int emit(Ctx *x, Record *r, long kind, uint64_t time_ns, const char *uid)
     /* ts and event are the ones set here; any other spelling of them is the reference's. */
     if (best[F_TS] < 0 || !(r->e[best[F_TS]]->flags & K_TS)) return ODD;
     if (best[F_EVENT] < 0 || !(r->e[best[F_EVENT]]->flags & K_EVENT)) return ODD;
-    if (time_ns < c->micros_below || time_ns > (uint64_t)INT64_MAX) return ODD;
     if (mapped_execution) return ODD;
     if (execution >= 0 && r->e[execution]->type != V_STR && r->e[execution]->type != V_NONE)
         return ODD;
@@ -1457,7 +1455,6 @@ static int emit(Ctx *x, Record *r, long kind, uint64_t time_ns, const char *uid)
 static int emit_again(Ctx *x, size_t row, long kind, uint64_t time_ns, const char *uid) {
     const Config *c = x->c;
     Out *o = x->out;
-    if (time_ns < c->micros_below || time_ns > (uint64_t)INT64_MAX) return ODD;
     if (!(kind & N_KIND)) return ODD;
     size_t event_len;
     const char *event = kind_name(c, kind, &event_len);
@@ -1934,18 +1931,17 @@ static void decoder_dealloc(DecoderObject *self) {
 
 static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs) {
     static char *names[] = {"aliases", "keys", "kinds", "operations", "kind_names",
-                            "worker_key", "micros_below", NULL};
+                            "worker_key", NULL};
     PyObject *aliases, *keys, *kinds, *ops, *kind_names;
     const char *worker_key;
     Py_ssize_t worker_len;
-    unsigned long long micros_below;
     if (self->ready) {
         PyErr_SetString(PyExc_RuntimeError, "already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOO!s#K", names, &aliases, &keys, &kinds,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOO!s#", names, &aliases, &keys, &kinds,
                                      &ops, &PyTuple_Type, &kind_names, &worker_key,
-                                     &worker_len, &micros_below))
+                                     &worker_len))
         return -1;
     Config *c = &self->config;
     if (PyTuple_GET_SIZE(kind_names) > 255) {
@@ -1969,7 +1965,6 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs) {
     if (!c->worker_key) { PyErr_NoMemory(); return -1; }
     memcpy(c->worker_key, worker_key, (size_t)worker_len + 1);
     c->worker_key_len = (size_t)worker_len;
-    c->micros_below = micros_below;
     c->deliver = table_get(&c->kinds, (const uint8_t *)"deliver", 7,
                            hash_bytes((const uint8_t *)"deliver", 7), 0);
     if (!(c->deliver & N_KIND)) {

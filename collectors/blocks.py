@@ -21,7 +21,7 @@ from collectors.arrow_batch import rows_to_table
 from collectors.columnar import ColumnarNormaliser, DecodeFailed, LineMarks
 from collectors.jsonlines import Rejected, decode_lines
 from collectors.mapping import FieldMapping
-from collectors.normalise import Normaliser
+from collectors.normalise import MAX_DEPTH, Normaliser
 from collectors.otlp_lines import decode_otlp_lines, is_otlp_line
 from collectors.uids import column_uids, line_uids
 from store.schema import EVENTS_SCHEMA
@@ -75,6 +75,18 @@ def _scan(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, tuple[int, int
         low,
         (quotes, colons),
     )
+
+
+def _openers(data: np.ndarray) -> np.ndarray:
+    """Where `{` and `[` are, a piece at a time: a line holding more than MAX_DEPTH of them
+    may nest deeper than that, which only the per-line path measures (polars' reader
+    crashes the process on a few hundred levels)."""
+    found = [
+        np.flatnonzero((piece == ord("{")) | (piece == ord("["))) + at
+        for at in range(0, len(data), SCAN_BYTES)
+        for piece in (data[at : at + SCAN_BYTES],)
+    ]
+    return np.concatenate([np.zeros(0, dtype=np.int64), *found])
 
 
 def _otlp_words(data: np.ndarray) -> np.ndarray:
@@ -184,6 +196,10 @@ def _classify(lines: Lines) -> Classified:
         control = control[~own_cr]
         if len(control):
             suspect[lines.at(control)] = True
+    openers = _openers(data)
+    if len(openers) > MAX_DEPTH:
+        bounds = np.concatenate((starts, ends[-1:]))
+        suspect |= np.diff(np.searchsorted(openers, bounds))[:count] > MAX_DEPTH
     escaped = np.zeros(count, dtype=bool)
     backslashed = np.zeros(count, dtype=bool)
     escapes = lines.backslashes

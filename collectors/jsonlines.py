@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from collectors.normalise import Normaliser, RecordError, Row, flatten
+from collectors.normalise import MAX_DEPTH, Normaliser, RecordError, Row, flatten, nesting
 
 
 @dataclass
@@ -52,6 +52,11 @@ def decode_lines(
         if not isinstance(record, dict):
             kind = type(record).__name__
             out.rejected.append(Rejected(f"{source}:{number}", f"expected an object, got {kind}"))
+            continue
+        # Nesting is measured only where the brackets could reach the limit at all.
+        if line.count(b"{") + line.count(b"[") > MAX_DEPTH and nesting(record) > MAX_DEPTH:
+            reason = f"nested deeper than {MAX_DEPTH} levels"
+            out.rejected.append(Rejected(f"{source}:{number}", reason))
             continue
         try:
             row = normaliser.normalise(flatten(record), uid=uid, source=source)

@@ -25,6 +25,11 @@ from store.schema import EVENT_KINDS, INT_FIELDS, STRING_FIELDS
 
 _KINDS = frozenset(EVENT_KINDS)
 _NO_JOB_ID = frozenset({"enqueue_deduped", "worker_start", "worker_stop"})
+# What the store's integer columns hold: delivery_attempt is 32-bit, the TTLs 64-bit.
+_INT_RANGES = {name: (-(2**63), 2**63 - 1) for name in INT_FIELDS}
+_INT_RANGES["delivery_attempt"] = (-(2**31), 2**31 - 1)
+#: How deeply objects and arrays may nest in a record (JSON lines).
+MAX_DEPTH = 64
 Row = dict[str, Any]
 
 
@@ -32,16 +37,38 @@ class RecordError(ValueError):
     """A record that cannot become a contract event; the message says why."""
 
 
-def flatten(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested objects become dotted keys, so `{"job": {"id": 1}}` reads as `job.id`."""
+def flatten(record: Mapping[str, Any], prefix: str = "", depth: int = 1) -> dict[str, Any]:
+    """Nested objects become dotted keys, so `{"job": {"id": 1}}` reads as `job.id`.
+
+    Raises RecordError for objects nested deeper than MAX_DEPTH (a record, not the
+    process, pays for a hostile one)."""
+    if depth > MAX_DEPTH:
+        raise RecordError(f"nested deeper than {MAX_DEPTH} levels")
     flat: dict[str, Any] = {}
     for key, value in record.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict) and value:
-            flat.update(flatten(value, f"{name}."))
+            flat.update(flatten(value, f"{name}.", depth + 1))
         else:
             flat[name] = value
     return flat
+
+
+def nesting(value: Any) -> int:
+    """How deeply objects and arrays nest in a decoded JSON value (a scalar is 0)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return deepest
 
 
 def content_uid(*parts: object) -> str:
@@ -124,7 +151,7 @@ class Normaliser:
                 continue
             value = take(flat, name, present)
             if value is not None:
-                row[name] = _as_int(name, value)
+                row[name] = _in_range(name, _as_int(name, value))
         return row
 
     def finish(self, row: Row, rest: dict[str, Any]) -> Row:
@@ -135,9 +162,13 @@ class Normaliser:
         attempt = row.get("delivery_attempt")
         if attempt is not None and attempt < 1:
             raise RecordError(f"delivery_attempt must be >= 1, got {attempt}")
+        _in_range("delivery_attempt", attempt)
         if row["event"] not in _NO_JOB_ID and not row.get("job_id"):
             raise RecordError(f"event {row['event']!r} needs a job_id")
-        row["attrs"] = orjson.dumps(rest, default=str).decode() if rest else None
+        try:
+            row["attrs"] = orjson.dumps(rest, default=str).decode() if rest else None
+        except TypeError as exc:  # orjson.JSONEncodeError: nested too deeply, say
+            raise RecordError(f"attributes cannot be kept as JSON: {exc}") from exc
         return row
 
     def sources_of(self, canonical: str) -> tuple[str, ...]:
@@ -176,6 +207,14 @@ class Normaliser:
         return name
 
 
+def _in_range(name: str, value: int | None) -> int | None:
+    """The value, if the store's column for `name` can hold it."""
+    low, high = _INT_RANGES[name]
+    if value is not None and not low <= value <= high:
+        raise RecordError(f"{name} out of range ({low} to {high}), got {value}")
+    return value
+
+
 def _as_int(name: str, value: Any) -> int:
     if isinstance(value, bool):
         raise RecordError(f"{name} must be an integer, got {value!r}")
@@ -184,5 +223,8 @@ def _as_int(name: str, value: Any) -> int:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
+        try:
+            return int(value)
+        except ValueError:  # digits int() refuses: other scripts', or too many of them
+            pass
     raise RecordError(f"{name} must be an integer, got {value!r}")

@@ -17,6 +17,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from collectors.jsonlines import Decoded, Rejected
 from collectors.mapping import OPERATION_EVENTS, OPERATION_KEYS, RESOURCE_WORKER_ID
 from collectors.normalise import Normaliser, RecordError, content_uid
+from collectors.timestamps import Nanos
 from store.schema import EVENT_KINDS, EXECUTION_STEPS
 
 _KINDS = frozenset(EVENT_KINDS)
@@ -155,7 +156,7 @@ def _decode_span(
 
     for index, time_ns, attrs, place in records:
         attrs.pop("job.event", None)
-        attrs["ts"] = time_ns
+        attrs["ts"] = Nanos(time_ns)
         attrs.setdefault("trace_id", trace_id)
         attrs.setdefault("span_id", span_id)
         if execution_id is not None:
@@ -187,7 +188,7 @@ def decode_logs(request: ExportLogsServiceRequest, normaliser: Normaliser, sourc
                 elif body is not None:
                     attrs.setdefault("msg", body)
                 if "ts" not in attrs and not any(k in attrs for k in ("timestamp", "time")):
-                    attrs["ts"] = record.time_unix_nano or record.observed_time_unix_nano
+                    attrs["ts"] = Nanos(record.time_unix_nano or record.observed_time_unix_nano)
                 if record.trace_id:
                     attrs.setdefault("trace_id", record.trace_id.hex())
                 if record.span_id:

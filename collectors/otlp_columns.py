@@ -26,7 +26,7 @@ from collectors.otlp import (
     _worker_identity,
     attributes,
 )
-from collectors.timestamps import epoch_to_micros
+from collectors.timestamps import Nanos
 from store.schema import EVENT_KINDS, EVENTS_SCHEMA
 
 _KINDS = frozenset(EVENT_KINDS)
@@ -122,7 +122,7 @@ def _shared_row(
     name = normaliser.event_name(event)
     if name is None:
         return None
-    row: Row = {"event_uid": uid, "ts": epoch_to_micros(time_ns), "event": name,
+    row: Row = {"event_uid": uid, "ts": time_ns // 1_000, "event": name,
                 "source": source, **shared.fields, **fields}
     rest = {**shared.rest, **extra} if extra else dict(shared.rest)
     if execution_id is not None and "execution_id" not in rest:
@@ -218,7 +218,7 @@ def decode_traces_rows(
                             continue
                     attrs = {**span_attrs, **extra, "event": event}
                     attrs.pop("job.event", None)
-                    attrs["ts"] = time_ns
+                    attrs["ts"] = Nanos(time_ns)
                     attrs.setdefault("trace_id", trace_id)
                     attrs.setdefault("span_id", span_id)
                     if execution_id is not None:

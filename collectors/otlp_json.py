@@ -21,20 +21,46 @@ class OtlpJsonError(ValueError):
     """A JSON document that is not an OTLP export request."""
 
 
-def _fix_ids(node: Any) -> None:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key in _ID_HEX_LENGTHS and isinstance(value, str):
-                if value and len(value) == _ID_HEX_LENGTHS[key]:
-                    try:
-                        node[key] = base64.b64encode(bytes.fromhex(value)).decode()
-                    except ValueError as exc:
-                        raise OtlpJsonError(f"{key} is not hex: {value!r}") from exc
-            else:
-                _fix_ids(value)
-    elif isinstance(node, list):
-        for item in node:
-            _fix_ids(item)
+_INT_KEYS = ("intValue", "int_value")
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _wide_int(node: dict[str, Any]) -> None:
+    """An intValue protobuf cannot hold (beyond 64 bits) is kept as the text it was, so
+    that its record alone is refused (a canonical field) or keeps it (any other)."""
+    for key in _INT_KEYS:
+        value = node.get(key)
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            try:
+                value = int(value)
+            except ValueError:
+                value = None
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            if not _INT64[0] <= value <= _INT64[1]:
+                del node[key]
+                node["stringValue"] = str(value)
+
+
+def _fix_ids(document: Any) -> None:
+    """Hex ids -> base64, in place; a loop, not recursion, so that no depth breaks it
+    (protobuf's parser then refuses a document nested too deeply)."""
+    stack = [document]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if "intValue" in node or "int_value" in node:
+                _wide_int(node)
+            for key, value in node.items():
+                if key in _ID_HEX_LENGTHS and isinstance(value, str):
+                    if value and len(value) == _ID_HEX_LENGTHS[key]:
+                        try:
+                            node[key] = base64.b64encode(bytes.fromhex(value)).decode()
+                        except ValueError as exc:
+                            raise OtlpJsonError(f"{key} is not hex: {value!r}") from exc
+                elif isinstance(value, dict | list):
+                    stack.append(value)
+        elif isinstance(node, list):
+            stack.extend(item for item in node if isinstance(item, dict | list))
 
 
 def kind_of(document: dict[str, Any]) -> str | None:

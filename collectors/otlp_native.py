@@ -29,7 +29,6 @@ from collectors.mapping import (
 from collectors.normalise import Normaliser
 from collectors.otlp import _ATTEMPT_KEYS, _JOB_ID_KEYS
 from collectors.otlp_columns import decode_traces_rows, rows_table
-from collectors.timestamps import _MICROS_BELOW
 from store.schema import (
     EVENT_KINDS,
     EVENTS_SCHEMA,
@@ -117,7 +116,6 @@ class NativeTraceDecoder:
                 operations={op: EVENT_KINDS.index(kind) for op, kind in OPERATION_EVENTS.items()},
                 kind_names=EVENT_KINDS,
                 worker_key=RESOURCE_WORKER_ID,
-                micros_below=int(_MICROS_BELOW),
             )
 
     def decode(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -11,13 +12,22 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _SECONDS_BELOW = 1e11
 _MILLIS_BELOW = 1e14
 _MICROS_BELOW = 1e17
+# The store's `ts` column holds signed 64-bit microseconds.
+_MICROS_RANGE = (-(2**63), 2**63 - 1)
 
 
 class TimestampError(ValueError):
     """A value that is neither RFC 3339 nor an epoch number."""
 
 
+class Nanos(int):
+    """An OTLP time field (`time_unix_nano`): nanoseconds by definition, so its unit is
+    never guessed from its magnitude as a bare epoch number's is (1 is 1 ns after 1970)."""
+
+
 def epoch_to_micros(value: float | int) -> int:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise TimestampError(f"not a timestamp: {value!r}")
     magnitude = abs(value)
     if magnitude < _SECONDS_BELOW:
         return round(value * 1_000_000)
@@ -40,7 +50,17 @@ def rfc3339_to_micros(text: str) -> int:
 
 
 def to_micros(value: object) -> int:
-    """Accept RFC 3339 text (any offset) or epoch s/ms/µs/ns as a number or digit string."""
+    """Accept RFC 3339 text (any offset) or epoch s/ms/µs/ns as a number or digit string;
+    a `Nanos` is nanoseconds. Raises TimestampError, also for a time the store cannot hold."""
+    micros = _to_micros(value)
+    if not _MICROS_RANGE[0] <= micros <= _MICROS_RANGE[1]:
+        raise TimestampError(f"timestamp out of range: {value!r}")
+    return micros
+
+
+def _to_micros(value: object) -> int:
+    if isinstance(value, Nanos):
+        return value // 1_000
     if isinstance(value, bool):
         raise TimestampError(f"not a timestamp: {value!r}")
     if isinstance(value, int | float):

@@ -174,6 +174,15 @@ def decode_otlp(
     kind: str, body: bytes, fmt: str, normaliser: Normaliser, source: str
 ) -> DecodeResult:
     """An OTLP export request body (already unwrapped) -> rows, partial-success counts."""
+    try:
+        return _decode_otlp(kind, body, fmt, normaliser, source)
+    except RecursionError as exc:  # the parsers bound depth; this is the last guard
+        raise BodyError(400, "body nested too deeply") from exc
+
+
+def _decode_otlp(
+    kind: str, body: bytes, fmt: str, normaliser: Normaliser, source: str
+) -> DecodeResult:
     if kind == "traces" and fmt == "protobuf":
         table, rejected, ignored = decoder_for(normaliser).decode(
             body, lambda: parse_otlp(kind, body, fmt), source  # type: ignore[arg-type,return-value]
