@@ -11,14 +11,22 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import grpc
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from collect_support import ROOT
+from collect_support import ROOT, post, rows, running
 from google.protobuf import json_format
-from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from test_collect_native import _native_and_reference
 
@@ -29,8 +37,10 @@ from collectors.normalise import MAX_DEPTH, Normaliser
 from collectors.otlp import decode_logs, decode_traces
 from collectors.otlp_columns import decode_traces_table
 from collectors.service.bodies import BodyError, decode_otlp
+from store.embedded import EmbeddedStore
 
 T0 = 1_760_000_000_000_000_000
+PB, JSON = "application/x-protobuf", "application/json"
 GOOD = {"ts": "2025-11-30T12:00:00Z", "event": "deliver", "job_id": "j", "delivery_attempt": 1}
 
 
@@ -316,3 +326,80 @@ def test_the_epoch_unit_is_still_read_from_a_json_lines_timestamp() -> None:
     assert rows[0]["ts"] == 1_700_000_000_000_000
     table = BlockDecoder(DEFAULT_MAPPING).decode(line, 1, "f").table
     assert pc.equal(table["ts"].cast(pa.int64()), 1_700_000_000_000_000).to_pylist() == [True]
+
+
+# ---- through a running collector -------------------------------------------------------
+
+
+def _log_request(*extras: dict[str, Any]) -> ExportLogsServiceRequest:
+    request = ExportLogsServiceRequest()
+    records = request.resource_logs.add().scope_logs.add().log_records
+    for i, extra in enumerate(extras):
+        record = records.add()
+        record.time_unix_nano = T0 + i
+        record.attributes.extend([_kv("event", "enqueue"), _kv("job_id", f"l{i}"),
+                                  *(_kv(k, v) for k, v in extra.items())])
+    return request
+
+
+def test_every_receiver_keeps_the_rest_of_a_batch_and_names_what_it_refused(
+    tmp_path: Path,
+) -> None:
+    store = EmbeddedStore(tmp_path / "store")
+    block, _ = _block(3)
+    spans = HOSTILE_SPANS
+    logs = _log_request({}, {"delivery_attempt": 2**31}, {"lock_ttl_ms": 1e30})
+    with running(store) as collector:
+        base = f"http://127.0.0.1:{collector.http.port}"
+        for _ in range(2):  # a resend gets the same answer
+            status, _, answer = post(base + "/v1/jsonlines", block, "application/x-ndjson")
+            assert status == 200, answer
+            lines = orjson.loads(answer)
+            assert (lines["accepted"], lines["rejected"]) == (3, len(HOSTILE_LINES))
+            assert "http:/v1/jsonlines:2: delivery_attempt out of range" in lines["error_message"]
+
+            status, _, answer = post(base + "/v1/traces", spans.SerializeToString(), PB)
+            assert status == 200, answer
+            traced = ExportTraceServiceResponse.FromString(answer).partial_success
+            assert traced.rejected_spans == 4 and "out of range" in traced.error_message
+
+            status, _, answer = post(base + "/v1/traces", orjson.dumps(_otlp_json(spans)), JSON)
+            assert status == 200, answer
+            assert orjson.loads(answer)["partialSuccess"]["rejectedSpans"] == "4"
+
+            status, _, answer = post(base + "/v1/logs", logs.SerializeToString(), PB)
+            assert status == 200, answer
+            logged = ExportLogsServiceResponse.FromString(answer).partial_success
+            assert logged.rejected_log_records == 2
+
+            channel = grpc.insecure_channel(f"127.0.0.1:{collector.grpc.port}")
+            answer = trace_service_pb2_grpc.TraceServiceStub(channel).Export(spans, timeout=10)
+            channel.close()
+            assert answer.partial_success.rejected_spans == 4
+    stored = rows(store)
+    assert stored.num_rows == 3 + 6 + 1  # lines, span rows, log records (repeats collapse)
+
+
+@pytest.mark.parametrize("kind", ["traces", "logs"])
+def test_a_deep_otlp_json_body_gets_400_and_the_collector_serves_on(
+    tmp_path: Path, kind: str
+) -> None:
+    store = EmbeddedStore(tmp_path / "store")
+    with running(store) as collector:
+        base = f"http://127.0.0.1:{collector.http.port}"
+        status, _, answer = post(f"{base}/v1/{kind}", _deep_otlp_json(kind, 330), JSON)
+        assert status == 400, answer
+        ok, _, _ = post(base + "/v1/traces", HOSTILE_SPANS.SerializeToString(), PB)
+        assert ok == 200
+
+
+def test_a_deep_json_line_is_refused_alone_on_the_jsonlines_path(tmp_path: Path) -> None:
+    store = EmbeddedStore(tmp_path / "store")
+    body = b"\n".join([orjson.dumps(GOOD), _deep(1000), orjson.dumps({**GOOD, "job_id": "k"})])
+    with running(store) as collector:
+        url = f"http://127.0.0.1:{collector.http.port}/v1/jsonlines"
+        status, _, answer = post(url, body, "application/x-ndjson")
+    assert status == 200, answer
+    assert orjson.loads(answer)["accepted"] == 2
+    assert f"jsonlines:2: nested deeper than {MAX_DEPTH} levels" in orjson.loads(answer)[
+        "error_message"]
