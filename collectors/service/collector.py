@@ -141,6 +141,13 @@ class Admission:
         self.release()
 
 
+def store_kind(store: Any) -> str:
+    """What kind of store this is, never where: /healthz needs no token, and even with
+    one, the collector's answers name no path on its host."""
+    kinds = {"EmbeddedStore": "embedded", "ChdbStore": "chdb", "ClickHouseStore": "clickhouse"}
+    return kinds.get(type(store).__name__, str(getattr(store, "dialect", "other")))
+
+
 class Collector:
     """One store, one writer, any number of receivers."""
 
@@ -270,7 +277,7 @@ class Collector:
             status="failing" if failure else "ok",
             last_error=failure.error if failure else None,
             failing_since=round(failure.since, 3) if failure else None,
-            store=self.store.describe(),
+            store=store_kind(self.store),
             uptime_s=round(time.time() - self.started, 1),
             decode_workers=self.decoder.workers,
             bodies_held_bytes=self.bodies.held,

@@ -11,7 +11,6 @@ grpc_health_probe).
 
 from __future__ import annotations
 
-import hmac
 import logging
 import threading
 from concurrent import futures
@@ -24,6 +23,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
+from collectors.service.auth import bearer_matches
 from collectors.service.bodies import BodyError
 from collectors.service.collector import Collector
 from collectors.service.http_receiver import otlp_response
@@ -131,7 +131,7 @@ class GrpcReceiver:
             if collector.token is not None:
                 metadata = dict(context.invocation_metadata())
                 given = str(metadata.get("authorization", ""))
-                if not hmac.compare_digest(given.encode(), f"Bearer {collector.token}".encode()):
+                if not bearer_matches(given, collector.token):
                     context.abort(grpc.StatusCode.UNAUTHENTICATED, "missing or wrong bearer token")
             try:
                 result = collector.otlp(kind, body, "protobuf", f"grpc:{kind}")

@@ -9,8 +9,8 @@ only have to hand to threads anyway. It needs no dependency beyond Python itself
 
 from __future__ import annotations
 
-import hmac
 import logging
+import re
 import socket
 import ssl
 import threading
@@ -24,6 +24,7 @@ from google.rpc import code_pb2, status_pb2
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
+from collectors.service.auth import bearer_matches
 from collectors.service.bodies import (
     JSON_TYPES,
     LINES_TYPES,
@@ -51,16 +52,69 @@ IDLE_TIMEOUT = 120.0
 BODY_TIMEOUT = 120.0
 OTLP_PATHS = {"/v1/traces": "traces", "/v1/logs": "logs"}
 LINES_PATH = "/v1/jsonlines"
+#: Paths that tell about the collector: with a token set, they need it too (/healthz, for
+#: probes, does not).
+PRIVATE_PATHS = frozenset({"/stats", "/metrics"})
+#: Longest chunk-size line (with extensions) or trailer line of a chunked body.
+CHUNK_LINE_LIMIT = 4096
+MAX_TRAILERS = 64
+_DIGITS = re.compile(r"[0-9]+")
+_CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,16})[ \t]*(;[^\r\n]*)?\r?\n")
 _GRPC_CODES = {
     400: code_pb2.INVALID_ARGUMENT,
     401: code_pb2.UNAUTHENTICATED,
     404: code_pb2.NOT_FOUND,
     413: code_pb2.INVALID_ARGUMENT,
     415: code_pb2.INVALID_ARGUMENT,
+    411: code_pb2.INVALID_ARGUMENT,
     429: code_pb2.RESOURCE_EXHAUSTED,
     500: code_pb2.INTERNAL,
+    501: code_pb2.UNIMPLEMENTED,
     503: code_pb2.UNAVAILABLE,
 }
+
+
+class FramingError(ValueError):
+    """A request whose body's extent cannot be known for sure (RFC 9112 6): answered, and
+    the connection closed, since where the next request would begin is unknown."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+CHUNKED = -1  # the body's length, when it comes chunked
+
+
+def body_length(headers: Any) -> int | None:
+    """The announced length of a request's body, CHUNKED, or None when it has neither
+    header. FramingError where the headers disagree or cannot be read: a Content-Length
+    given twice with two values, one that is not digits, or Transfer-Encoding with
+    Content-Length (a request smuggled past a proxy would be framed so), which RFC 9112
+    6.3 lets a server refuse."""
+    codings = [
+        c.strip().lower()
+        for value in headers.get_all("Transfer-Encoding") or []
+        for c in value.split(",")
+        if c.strip()
+    ]
+    lengths = {
+        v.strip() for value in headers.get_all("Content-Length") or [] for v in value.split(",")
+    }
+    if codings:
+        if lengths:
+            raise FramingError(400, "both Transfer-Encoding and Content-Length")
+        if codings != ["chunked"]:
+            raise FramingError(501, f"unsupported Transfer-Encoding {', '.join(codings)!r}")
+        return CHUNKED
+    if not lengths:
+        return None
+    if len(lengths) > 1:
+        raise FramingError(400, "Content-Length given with different values")
+    (length,) = lengths
+    if not _DIGITS.fullmatch(length):
+        raise FramingError(400, f"Content-Length is not a number: {length[:40]!r}")
+    return int(length)
 
 
 def otlp_response(kind: str, result: DecodeResult) -> Any:
@@ -180,7 +234,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
         path = self.path.split("?", 1)[0]
-        if path in ("/healthz", "/stats"):
+        token = self.collector.token
+        if path in PRIVATE_PATHS and token is not None and not self._authorised(token):
+            self._error(401, "missing or wrong bearer token", protobuf=False)
+        elif path in ("/healthz", "/stats"):
             health = self.collector.health()
             # A probe reads the code: 503 while the store cannot be written. /stats is 200.
             status = 503 if path == "/healthz" and health["status"] != "ok" else 200
@@ -198,6 +255,11 @@ class Handler(BaseHTTPRequestHandler):
         except TimeoutError as exc:  # a body that did not arrive: its share is back
             log.info("%s %s: %s", self.address_string(), self.path, exc)
             self.close_connection = True
+        except FramingError as exc:
+            self.close_connection = True
+            self.collector.bad_request()
+            protobuf = media_type(self.headers.get("Content-Type")) in PROTOBUF_TYPES
+            self._error(exc.status, str(exc), protobuf)
         except Exception as exc:  # the process stays up on any input
             log.exception("unexpected error on %s", self.path)
             self.close_connection = True
@@ -212,14 +274,20 @@ class Handler(BaseHTTPRequestHandler):
         ctype = media_type(self.headers.get("Content-Type"))
         protobuf = ctype in PROTOBUF_TYPES
         collector = self.collector
-        length = self.headers.get("Content-Length")
+        size = body_length(self.headers)  # first: no answer can be given before it is known
+        closing = self.close_connection
+        if size == CHUNKED:
+            # Until the body has been read to its end, no refusal can leave the
+            # connection in a known place: it is closed after the answer.
+            self.close_connection = True
+        length = str(size) if size is not None and size != CHUNKED else None
         if kind is None and path != LINES_PATH:
             return self._refuse(404, f"no such path {path}", protobuf, length)
         if collector.token is not None and not self._authorised(collector.token):
             return self._refuse(401, "missing or wrong bearer token", protobuf, length)
-        if length is None or not length.isdigit():
-            return self._refuse(411, "Content-Length is required", protobuf, None)
-        if int(length) > collector.max_body_bytes:
+        if size is None:
+            return self._refuse(411, "Content-Length or chunked body required", protobuf, None)
+        if size > collector.max_body_bytes:
             return self._refuse(
                 413, f"body is larger than {collector.max_body_bytes} bytes", protobuf, length
             )
@@ -229,14 +297,14 @@ class Handler(BaseHTTPRequestHandler):
             return self._refuse(415, f"unsupported Content-Type {ctype!r}", False, length)
         try:
             # Before the body is read: while the queue is full, or the bodies being
-            # received take the whole budget.
-            admission = collector.admit(int(length))
+            # received take the whole budget. A chunked body takes its share as it comes.
+            admission = collector.admit(max(size, 0))
         except QueueFull as exc:
             self._drain(length)
             return self._throttled(exc, protobuf)
         try:
             with admission:
-                decoded = self._decode(kind, path, protobuf, length, admission)
+                decoded = self._decode(kind, path, protobuf, size, admission, closing)
                 result = collector.commit(decoded, admission)
         except BodyError as exc:
             return self._refuse(exc.status, str(exc), protobuf, None)
@@ -259,12 +327,18 @@ class Handler(BaseHTTPRequestHandler):
                        "application/json")
 
     def _decode(
-        self, kind: str | None, path: str, protobuf: bool, length: str, admission: Admission
+        self, kind: str | None, path: str, protobuf: bool, size: int, admission: Admission,
+        closing: bool = False,
     ) -> DecodeResult:
         """The body read, unwrapped and decoded; only the rows outlive this call. As it
-        is decompressed, its share of the budget grows with it, room permitting."""
+        is decompressed (or as its chunks arrive), its share of the budget grows with it,
+        room permitting."""
         collector = self.collector
-        raw = self._read_body(int(length))
+        if size == CHUNKED:
+            raw = self._read_chunked(lambda total: collector.reserve(admission, total))
+            self.close_connection = closing
+        else:
+            raw = self._read_body(size)
         body = unwrap(
             raw, self.headers.get("Content-Encoding"), collector.max_body_bytes,
             lambda size: collector.reserve(admission, size),
@@ -286,20 +360,76 @@ class Handler(BaseHTTPRequestHandler):
         got = 0
         try:
             while got < size:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError(f"body not received within {self.body_timeout}s")
-                self.connection.settimeout(min(left, self.timeout or left))
+                self._before(deadline)
                 count = self.rfile.readinto1(view[got:])
                 if not count:
-                    break  # the client closed: a short body, refused as truncated
+                    break
                 got += count
         finally:
             view.release()
             self.connection.settimeout(self.timeout)
-        if got < size:
-            del body[got:]
+        if got < size:  # the client closed: what came is not the body it announced
+            self.close_connection = True
+            raise BodyError(400, f"body ended after {got} of its {size} bytes")
         return body
+
+    def _before(self, deadline: float) -> None:
+        """Before a read of the body: TimeoutError once `deadline` has passed, and the
+        next read may take no longer than what is left."""
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"body not received within {self.body_timeout}s")
+        self.connection.settimeout(min(left, self.timeout or left))
+
+    def _read_chunked(self, reserve: Any) -> bytearray:
+        """A chunked body (RFC 9112 7.1), decoded, under the same limits as one with a
+        Content-Length: `max_body_bytes` in all, `reserve(total)` asked before it grows
+        to `total` bytes (the budget), all within `body_timeout` seconds. A refusal part
+        way through leaves the connection to be closed (`_post` marked it so)."""
+        deadline = time.monotonic() + self.body_timeout
+        limit = self.collector.max_body_bytes
+        body = bytearray()
+        try:
+            while True:
+                self._before(deadline)
+                line = self.rfile.readline(CHUNK_LINE_LIMIT + 1)
+                match = _CHUNK_SIZE.fullmatch(line)
+                if not match:
+                    raise BodyError(400, self._chunk_fault(line, "chunk size line"))
+                size = int(match.group(1), 16)
+                if size == 0:
+                    break
+                if len(body) + size > limit:
+                    raise BodyError(413, f"body is larger than {limit} bytes")
+                reserve(len(body) + size)
+                while size:
+                    self._before(deadline)
+                    data = self.rfile.read1(size)
+                    if not data:
+                        raise BodyError(400, "body ended inside a chunk")
+                    body += data
+                    size -= len(data)
+                self._before(deadline)
+                if self.rfile.readline(3) not in (b"\r\n", b"\n"):
+                    raise BodyError(400, "chunk not followed by a line end")
+            for _ in range(MAX_TRAILERS + 1):  # trailer fields, read past
+                self._before(deadline)
+                line = self.rfile.readline(CHUNK_LINE_LIMIT + 1)
+                if line in (b"\r\n", b"\n"):
+                    return body
+                if not line.endswith(b"\n"):
+                    raise BodyError(400, self._chunk_fault(line, "trailer line"))
+            raise BodyError(400, f"more than {MAX_TRAILERS} trailer lines")
+        finally:
+            self.connection.settimeout(self.timeout)
+
+    @staticmethod
+    def _chunk_fault(line: bytes, what: str) -> str:
+        if not line:
+            return f"body ended before its {what}"
+        if not line.endswith(b"\n"):
+            return f"{what} too long or cut off"
+        return f"invalid {what}: {line[:40]!r}"
 
     def _refuse(self, status: int, message: str, protobuf: bool, unread: str | None) -> None:
         """Answer an error. An unread body is drained (in small chunks, up to a cap) so
@@ -328,8 +458,7 @@ class Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
 
     def _authorised(self, token: str) -> bool:
-        given = self.headers.get("Authorization", "")
-        return hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
+        return bearer_matches(self.headers.get("Authorization"), token)
 
 
 class _Server(ThreadingHTTPServer):
