@@ -28,6 +28,7 @@ import polars as pl
 import pyarrow as pa
 
 from collectors.mapping import CELERY_RETRIES, OPERATION_EVENTS, OPERATION_KEYS, FieldMapping
+from collectors.timestamps import MICROS_RANGE
 from collectors.timestamps_vec import micros_column
 from store.schema import EVENT_KINDS, EVENTS_SCHEMA, INT_FIELDS, STRING_FIELDS, VIEW_SCHEMA
 
@@ -269,7 +270,7 @@ class ColumnarNormaliser:
         exprs["ts"] = _first_present(
             [(pl.col(n).is_not_null(), pl.col(_TS + n)) for n, _ in ts_sources]
         )
-        needs.append(_out("ts").is_null())
+        needs.append(_out("ts").is_null() | ~_out("ts").is_between(*MICROS_RANGE))
 
         exprs["event"], event_needs = self._event(take("event"), leaves, consumed, dtypes)
         needs.append(event_needs | ~_out("event").is_in(EVENT_KINDS).fill_null(False))

@@ -20,7 +20,7 @@ from collectors.mapping import (
     OPERATION_KEYS,
     FieldMapping,
 )
-from collectors.timestamps import TimestampError, to_micros
+from collectors.timestamps import MICROS_RANGE, TimestampError, to_micros
 from store.schema import EVENT_KINDS, INT_FIELDS, STRING_FIELDS
 
 _KINDS = frozenset(EVENT_KINDS)
@@ -125,6 +125,8 @@ class Normaliser:
             ts = to_micros(ts_value)
         except TimestampError as exc:
             raise RecordError(str(exc)) from exc
+        if not MICROS_RANGE[0] <= ts <= MICROS_RANGE[1]:
+            raise RecordError(f"timestamp out of range (years 1 to 9999): {ts_value!r}")
 
         event = self._event(flat, take(flat, "event", present))
         row: Row = {"event_uid": uid, "ts": ts, "event": event, "source": source}
