@@ -15,6 +15,9 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 _ID_HEX_LENGTHS = {"traceId": 32, "spanId": 16, "parentSpanId": 16}
+#: JSON levels an OTLP document may nest: more than protobuf's limit of 100 nested
+#: messages can take in any case (an attribute's kvlist costs four levels per message).
+MAX_DEPTH = 256
 
 
 class OtlpJsonError(ValueError):
@@ -42,11 +45,14 @@ def _wide_int(node: dict[str, Any]) -> None:
 
 
 def _fix_ids(document: Any) -> None:
-    """Hex ids -> base64, in place; a loop, not recursion, so that no depth breaks it
-    (protobuf's parser then refuses a document nested too deeply)."""
-    stack = [document]
+    """Hex ids -> base64 and over-wide integers -> text, in place. A loop, not recursion,
+    so that no depth breaks it: a document nested deeper than MAX_DEPTH is refused (one
+    within it still meets protobuf's own limit on nested messages)."""
+    stack = [(document, 1)]
     while stack:
-        node = stack.pop()
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise OtlpJsonError(f"nested deeper than {MAX_DEPTH} levels")
         if isinstance(node, dict):
             if "intValue" in node or "int_value" in node:
                 _wide_int(node)
@@ -58,9 +64,9 @@ def _fix_ids(document: Any) -> None:
                         except ValueError as exc:
                             raise OtlpJsonError(f"{key} is not hex: {value!r}") from exc
                 elif isinstance(value, dict | list):
-                    stack.append(value)
+                    stack.append((value, depth + 1))
         elif isinstance(node, list):
-            stack.extend(item for item in node if isinstance(item, dict | list))
+            stack.extend((item, depth + 1) for item in node if isinstance(item, dict | list))
 
 
 def kind_of(document: dict[str, Any]) -> str | None:

@@ -247,24 +247,29 @@ def test_an_otlp_json_integer_wider_than_64_bits_refuses_its_record_alone() -> N
     assert kept["note"] == str(2**63)  # kept as it was written, as text
 
 
-def _deep_otlp_json(kind: str, depth: int) -> bytes:
+def _deep_otlp_json(kind: str, depth: int, unknown: bool = False) -> bytes:
+    """An OTLP/JSON request with an attribute nested `depth` kvlists deep, or (`unknown`)
+    a field protobuf does not know holding `depth` nested arrays."""
     value = '{"stringValue":"x"}'
-    for _ in range(depth):
+    for _ in range(0 if unknown else depth):
         value = '{"kvlistValue":{"values":[{"key":"k","value":' + value + "}]}}"
     attribute = '{"key":"deep","value":' + value + "}"
+    extra = ',"extra":' + "[" * depth + "]" * depth if unknown else ""
     if kind == "traces":
         return ('{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"' + "01" * 16
                 + '","spanId":"' + "02" * 8 + '","name":"deliver","attributes":['
-                + attribute + "]}]}]}]}").encode()
+                + attribute + "]}]}]}]" + extra + "}").encode()
     return ('{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"attributes":['
-            + attribute + "]}]}]}]}").encode()
+            + attribute + "]}]}]}]" + extra + "}").encode()
 
 
 @pytest.mark.parametrize("kind", ["traces", "logs"])
-@pytest.mark.parametrize("depth", [150, 330])
-def test_an_otlp_json_body_nested_too_deeply_is_refused_with_400(kind: str, depth: int) -> None:
+@pytest.mark.parametrize("depth,unknown", [(40, False), (150, False), (1000, True)])
+def test_an_otlp_json_body_nested_too_deeply_is_refused_with_400(
+    kind: str, depth: int, unknown: bool
+) -> None:
     with pytest.raises(BodyError) as refused:
-        decode_otlp(kind, _deep_otlp_json(kind, depth), "json", Normaliser(), "s")
+        decode_otlp(kind, _deep_otlp_json(kind, depth, unknown), "json", Normaliser(), "s")
     assert refused.value.status == 400
 
 
@@ -393,10 +398,12 @@ def test_a_deep_otlp_json_body_gets_400_and_the_collector_serves_on(
     store = EmbeddedStore(tmp_path / "store")
     with running(store) as collector:
         base = f"http://127.0.0.1:{collector.http.port}"
-        status, _, answer = post(f"{base}/v1/{kind}", _deep_otlp_json(kind, 330), JSON)
-        assert status == 400, answer
-        ok, _, _ = post(base + "/v1/traces", HOSTILE_SPANS.SerializeToString(), PB)
-        assert ok == 200
+        for body in (_deep_otlp_json(kind, 1000, unknown=True), _deep_otlp_json(kind, 240)):
+            status, _, answer = post(f"{base}/v1/{kind}", body, JSON)
+            assert status == 400, answer
+            assert b"nested" in answer or b"too deep" in answer
+        body = orjson.dumps(_otlp_json(_traces(({"delivery_attempt": 1}, []))))
+        assert post(base + "/v1/traces", body, JSON)[0] == 200
 
 
 def test_a_deep_json_line_is_refused_alone_on_the_jsonlines_path(tmp_path: Path) -> None:
