@@ -73,8 +73,9 @@ def test_two_different_content_lengths_are_refused(collector) -> None:
     assert raw_count(collector.store) == 0
 
 
-def test_a_content_length_that_is_not_ascii_digits_is_refused(collector) -> None:
-    status, _ = _exchange(collector.http.port, _head("Content-Length: ²") + LINES)
+@pytest.mark.parametrize("expect", [[], ["Expect: 100-continue"]])
+def test_a_content_length_that_is_not_ascii_digits_is_refused(collector, expect) -> None:
+    status, _ = _exchange(collector.http.port, _head("Content-Length: ²", *expect) + LINES)
     assert status == 400
 
 

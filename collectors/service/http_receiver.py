@@ -219,7 +219,7 @@ class Handler(BaseHTTPRequestHandler):
         # length are answered as such once the body is sent. The budget is checked here,
         # without waiting (curl sends its body anyway after 1 s) and not held: it may be
         # taken meanwhile, and the body then wait for room once sent.
-        sized = length.isdigit() and int(length) <= collector.max_body_bytes
+        sized = bool(_DIGITS.fullmatch(length)) and int(length) <= collector.max_body_bytes
         if self.command == "POST" and ingest and allowed and sized:
             try:
                 collector.admit(int(length), wait=0.0).release()  # curl waits 1 s
