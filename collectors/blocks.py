@@ -81,8 +81,8 @@ def _openers(data: np.ndarray) -> np.ndarray:
     """Where `{` and `[` are, a piece at a time: a line holding more than MAX_DEPTH of them
     may nest deeper than that, which only the per-line path measures (polars' reader
     crashes the process on a few hundred levels)."""
-    found = [
-        np.flatnonzero((piece == ord("{")) | (piece == ord("["))) + at
+    found = [  # `[` is 0x5B, `{` 0x7B: one OR finds both, and no other byte
+        np.flatnonzero((piece | 0x20) == ord("{")) + at
         for at in range(0, len(data), SCAN_BYTES)
         for piece in (data[at : at + SCAN_BYTES],)
     ]
