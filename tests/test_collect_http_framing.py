@@ -5,12 +5,14 @@ case-insensitive. Spoken over raw sockets, as a client that gets framing wrong w
 
 from __future__ import annotations
 
+import errno
 import http.client
 import socket
 from pathlib import Path
 
 import grpc
 import orjson
+import pyarrow as pa
 import pytest
 from collect_support import job_spans, raw_count, running
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -150,6 +152,24 @@ def test_no_answer_names_the_store_path(tmp_path: Path) -> None:
             assert status == 200
             assert str(tmp_path).encode() not in answer
         assert orjson.loads(_get(collector.http.port, "/stats")[1])["store"] == "embedded"
+
+
+class ReadOnlyDisk(EmbeddedStore):
+    """An embedded store whose writes fail with an OSError naming a file in it."""
+
+    def write_hot(self, table: pa.Table) -> int:
+        raise OSError(errno.EROFS, "Read-only file system", str(self.root / "hot" / "x"))
+
+
+def test_a_write_error_is_told_without_the_path_it_names(tmp_path: Path) -> None:
+    with running(ReadOnlyDisk(tmp_path / "store")) as collector:
+        request = _head(f"Content-Length: {len(LINES)}") + LINES
+        status, answer = _exchange(collector.http.port, request)
+        assert status == 503 and b"Read-only file system" in answer
+        health = _get(collector.http.port, "/stats")[1]
+    assert b"Read-only file system" in health
+    for said in (answer, health):
+        assert str(tmp_path).encode() not in said
 
 
 @pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER", "bEaReR"])

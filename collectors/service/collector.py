@@ -10,6 +10,7 @@ batch is durable.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 import time
@@ -139,6 +140,15 @@ class Admission:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+_PATH = re.compile(r"(?<![\w:/.~-])/[^\s'\"]+")
+
+
+def without_paths(text: str) -> str:
+    """An error message fit for an answer: absolute paths (a store file's, in an OSError)
+    become `<path>`."""
+    return _PATH.sub("<path>", text)
 
 
 def store_kind(store: Any) -> str:
@@ -275,7 +285,7 @@ class Collector:
         failure = self.pipeline.failure()
         data.update(
             status="failing" if failure else "ok",
-            last_error=failure.error if failure else None,
+            last_error=without_paths(failure.error) if failure else None,
             failing_since=round(failure.since, 3) if failure else None,
             store=store_kind(self.store),
             uptime_s=round(time.time() - self.started, 1),

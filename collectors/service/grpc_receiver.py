@@ -25,7 +25,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from collectors.service.auth import bearer_matches
 from collectors.service.bodies import BodyError
-from collectors.service.collector import Collector
+from collectors.service.collector import Collector, without_paths
 from collectors.service.http_receiver import otlp_response
 from collectors.service.log_limit import SummarisedLog
 from collectors.service.pipeline import QueueFull, WriteFailed
@@ -142,7 +142,7 @@ class GrpcReceiver:
                 self._refuse_full(kind, exc, context)
             except WriteFailed as exc:
                 self._refused("UNAVAILABLE", kind, exc)
-                context.abort(grpc.StatusCode.UNAVAILABLE, f"not stored: {exc}")
+                context.abort(grpc.StatusCode.UNAVAILABLE, f"not stored: {without_paths(str(exc))}")
             return otlp_response(kind, result)
 
         return export

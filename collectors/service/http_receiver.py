@@ -34,7 +34,7 @@ from collectors.service.bodies import (
     media_type,
     unwrap,
 )
-from collectors.service.collector import Admission, Collector
+from collectors.service.collector import Admission, Collector, without_paths
 from collectors.service.log_limit import SummarisedLog
 from collectors.service.metrics import CollectorMetrics
 from collectors.service.pipeline import QueueFull, WriteFailed
@@ -311,7 +311,9 @@ class Handler(BaseHTTPRequestHandler):
         except QueueFull as exc:
             return self._throttled(exc, protobuf)
         except WriteFailed as exc:
-            return self._error(503, f"not stored: {exc}", protobuf, Retry_After="5")
+            return self._error(
+                503, f"not stored: {without_paths(str(exc))}", protobuf, Retry_After="5"
+            )
         if kind is None:
             answer = {
                 "accepted": result.accepted,
