@@ -408,11 +408,13 @@ def test_a_deep_otlp_json_body_gets_400_and_the_collector_serves_on(
 
 def test_a_deep_json_line_is_refused_alone_on_the_jsonlines_path(tmp_path: Path) -> None:
     store = EmbeddedStore(tmp_path / "store")
-    body = b"\n".join([orjson.dumps(GOOD), _deep(1000), orjson.dumps({**GOOD, "job_id": "k"})])
+    body = b"\n".join([orjson.dumps(GOOD), _deep(1000), orjson.dumps({**GOOD, "job_id": "k"}),
+                       _deep_otlp_json("traces", 1000, unknown=True)])
     with running(store) as collector:
         url = f"http://127.0.0.1:{collector.http.port}/v1/jsonlines"
         status, _, answer = post(url, body, "application/x-ndjson")
     assert status == 200, answer
-    assert orjson.loads(answer)["accepted"] == 2
-    assert f"jsonlines:2: nested deeper than {MAX_DEPTH} levels" in orjson.loads(answer)[
-        "error_message"]
+    said = orjson.loads(answer)
+    assert (said["accepted"], said["rejected"]) == (2, 2)
+    assert f"jsonlines:2: nested deeper than {MAX_DEPTH} levels" in said["error_message"]
+    assert "jsonlines:4: invalid OTLP JSON: nested deeper than" in said["error_message"]
