@@ -100,6 +100,9 @@ def dashboard(tmp_path: Path, *args: str, **popen) -> Iterator[tuple[subprocess.
 
 
 def test_streamlit_always_runs_headless() -> None:
+    # Headless is what makes Streamlit skip its e-mail prompt and its "install agent
+    # skills" toast (streamlit.web.skills.nudge_suppression_reason: "headless"); the toast
+    # itself never shows in an automated browser, so this flag is what can be checked.
     command = cli_dashboard.dashboard_command(8600)
     assert command[command.index("--server.headless") + 1] == "true"
 
