@@ -14,8 +14,8 @@ from dupescope.output import FORMATS
 STORE_ENV = "DUPESCOPE_STORE"
 STORE_HELP = (
     "Where events live: a folder (embedded store), clickhouse://user:pass@host:8123/db "
-    "or chdb:///path. Default: $DUPESCOPE_STORE or ./dupescope-data. Also accepted before "
-    "the command: dupescope --store PATH COMMAND."
+    "or chdb:///path. Default: the store given before the command, $DUPESCOPE_STORE or "
+    "./dupescope-data."
 )
 
 
@@ -40,7 +40,13 @@ def store_option(command):  # type: ignore[no-untyped-def]
 def group_store_option(command):  # type: ignore[no-untyped-def]
     """--store before the command name (or DUPESCOPE_STORE), for every command after it."""
     return click.option(
-        "--store", "store_url", envvar=STORE_ENV, metavar="STORE", help=STORE_HELP
+        "--store",
+        "store_url",
+        envvar=STORE_ENV,
+        metavar="STORE",
+        help="Where events live, for the command that follows (which may also take --store "
+        "itself): a folder (embedded store), clickhouse://user:pass@host:8123/db or "
+        "chdb:///path. Default: $DUPESCOPE_STORE or ./dupescope-data.",
     )(command)
 
 
