@@ -14,7 +14,6 @@ Streamlit server holding the port.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import signal
 import subprocess
@@ -23,6 +22,7 @@ import threading
 import time
 import urllib.request
 import webbrowser
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -68,16 +68,24 @@ def dashboard_command(port: int, host: str = "127.0.0.1") -> list[str]:
     ]
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: SIGTERM when the parent dies, even by SIGKILL (Linux)."""
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return
-    libc = ctypes.CDLL(name, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    # The parent may have died between fork and prctl: then nobody would signal us.
-    if os.getppid() == 1:
-        os.kill(os.getpid(), signal.SIGTERM)
+def _die_with_parent() -> Callable[[], None] | None:
+    """What the child runs before exec: SIGTERM when the parent dies, even by SIGKILL.
+
+    libc is looked up here, in the parent: between fork and exec the child may only make
+    plain system calls (ctypes.util.find_library would start a subprocess there).
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)  # the symbols already loaded, libc among them
+    parent = os.getpid()
+
+    def in_child() -> None:
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        # The parent may have died between fork and prctl: then nobody would signal us.
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return in_child
 
 
 def start_dashboard(
@@ -95,9 +103,8 @@ def start_dashboard(
     store = _store_value(store_url)
     if store:
         env["DUPESCOPE_STORE"] = store
-    preexec = _die_with_parent if sys.platform.startswith("linux") else None
     return subprocess.Popen(  # type: ignore[call-overload]
-        dashboard_command(port, host), env=env, preexec_fn=preexec, **popen
+        dashboard_command(port, host), env=env, preexec_fn=_die_with_parent(), **popen
     )
 
 
