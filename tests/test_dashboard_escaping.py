@@ -130,18 +130,11 @@ def _hostile_markup(texts: list[str]) -> list[str]:
     return [t for t in texts if re.search(r"<(a|img)\b", t, re.IGNORECASE)]
 
 
-def test_the_swimlane_escapes_worker_ids_lock_owners_and_reasons(make_table) -> None:
+def test_the_swimlane_escapes_worker_ids_lock_owners_and_reasons(embedded, make_table) -> None:
     from queries import timeline
-    from store.embedded import EmbeddedStore
 
-    frame = None
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as folder:
-        store = EmbeddedStore(folder)
-        store.write(make_table(hostile_events()))
-        frame = timeline(store, HOSTILE_KEY)
-        store.close()
+    embedded.write(make_table(hostile_events()))
+    frame = timeline(embedded, HOSTILE_KEY)
     figure = swimlane_figure(frame, summarise(frame))
     texts = _figure_texts(figure)
     assert not _hostile_markup(texts)
