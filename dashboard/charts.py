@@ -1,7 +1,9 @@
 """Plotly figures for the overview, durations, alerts and checklist pages.
 
 Pure functions from query answers to figures, so each can be tested without Streamlit.
-Harmful is always red and absorbed always blue-grey, on every page.
+Harmful is always red and absorbed always blue-grey, on every page. Every figure draws
+its frame through `plain_frame`: Plotly renders HTML in labels, legends and hover texts,
+and job types, worker ids and keys come from whoever writes events.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
+
+from dashboard.escape import html, plain_frame
 
 HARMFUL = "#d62728"
 OTHER = "other job types"
@@ -49,7 +53,7 @@ def top_job_types(over_time: pd.DataFrame, keep: int) -> pd.DataFrame:
 
 def duplicates_over_time_figure(over_time: pd.DataFrame, keep: int = 8) -> go.Figure:
     """Duplicate keys per bucket and job type, harmful above and absorbed below."""
-    long = _naive(top_job_types(over_time, keep), "bucket").melt(
+    long = _naive(top_job_types(plain_frame(over_time), keep), "bucket").melt(
         id_vars=["bucket", "job_type"],
         value_vars=["harmful", "absorbed"],
         var_name="outcome",
@@ -76,6 +80,7 @@ def duplicates_over_time_figure(over_time: pd.DataFrame, keep: int = 8) -> go.Fi
 
 def causes_figure(duplicates: pd.DataFrame) -> go.Figure:
     """How many duplicate keys each cause explains, split by outcome."""
+    duplicates = plain_frame(duplicates)
     counts = (
         duplicates.assign(outcome=duplicates["harmful"].map({True: "harmful", False: "absorbed"}))
         .groupby(["cause", "outcome"], as_index=False)
@@ -126,6 +131,7 @@ def worst_keys(duplicates: pd.DataFrame, limit: int = 50) -> pd.DataFrame:
 
 def duration_figure(samples: pd.DataFrame, summary: pd.Series) -> go.Figure:
     """Histogram of one job type's execution durations with its percentiles and limits."""
+    samples = plain_frame(samples)
     fig = px.histogram(
         samples, x="duration_ms", nbins=60, labels={"duration_ms": "execution duration (ms)"},
         color_discrete_sequence=[ABSORBED],
@@ -147,8 +153,8 @@ def duration_figure(samples: pd.DataFrame, summary: pd.Series) -> go.Figure:
             annotation_y=1 - 0.08 * position, annotation_yref="paper",
             annotation_font_color=color,
         )
-    fig.update_layout(height=360, yaxis_title="executions", bargap=0.05,
-                      title=f"{summary.get('job_type')}: how long executions ran", **LAYOUT)
+    title = f"{html(summary.get('job_type'), 80)}: how long executions ran"
+    fig.update_layout(height=360, yaxis_title="executions", bargap=0.05, title=title, **LAYOUT)
     return fig
 
 
@@ -158,7 +164,7 @@ def headroom_figure(durations: pd.DataFrame, limit: int = 15) -> go.Figure:
     A share makes job types of very different lengths comparable; past 100% the setting
     is shorter than one run in a hundred.
     """
-    used = durations.assign(
+    used = plain_frame(durations).assign(
         lock=durations["p99_ms"] / durations["lock_ttl_ms"],
         visibility=durations["p99_ms"] / durations["visibility_timeout_ms"],
     )
@@ -189,7 +195,7 @@ def headroom_figure(durations: pd.DataFrame, limit: int = 15) -> go.Figure:
 
 def overruns_figure(overruns: pd.DataFrame) -> go.Figure:
     """Each lock that expired while its execution ran: when, by how much, and if overlapped."""
-    frame = _naive(overruns, "expired_at").assign(
+    frame = _naive(plain_frame(overruns), "expired_at").assign(
         overlap=overruns["overlapped_by"].notna().map({True: "another owner took it",
                                                        False: "nobody took it"})
     )
@@ -209,6 +215,7 @@ def ratio_figure(frame: pd.DataFrame, x: str, y: str, title: str, label: str,
                  hover: list[str] | None = None, percent: bool = False,
                  limit: int = 12) -> go.Figure:
     """A horizontal bar per row (job type or worker), the `limit` highest first."""
+    frame = plain_frame(frame)
     numeric = frame.assign(**{x: pd.to_numeric(frame[x], errors="coerce").astype("float64")})
     top = numeric.dropna(subset=[x]).nlargest(limit, x)
     if len(frame) > len(top):
@@ -223,7 +230,8 @@ def ratio_figure(frame: pd.DataFrame, x: str, y: str, title: str, label: str,
 
 def skew_figure(skew: pd.DataFrame, tolerance_ms: float) -> go.Figure:
     """Estimated clock offset per worker, with the tolerance drawn."""
-    frame = skew.assign(flag=skew["skewed"].map({True: "skewed", False: "within tolerance"}))
+    frame = plain_frame(skew)
+    frame = frame.assign(flag=frame["skewed"].map({True: "skewed", False: "within tolerance"}))
     fig = px.bar(frame.sort_values("behind_ms"), x="behind_ms", y="worker_id", color="flag",
                  orientation="h", hover_data=["causal_pairs", "violations"],
                  color_discrete_map={"skewed": HARMFUL, "within tolerance": ABSORBED},
@@ -237,7 +245,7 @@ def skew_figure(skew: pd.DataFrame, tolerance_ms: float) -> go.Figure:
 
 def stampede_figure(stampedes: pd.DataFrame) -> go.Figure:
     """Bursts of executions on one resource key: when, how many, how many ran the effect."""
-    frame = _naive(stampedes, "window_start")
+    frame = _naive(plain_frame(stampedes), "window_start")
     fig = px.scatter(frame, x="window_start", y="executions", size="executions",
                      color="job_type", hover_data=["resource_key", "keys", "side_effects"],
                      labels={"window_start": "time (UTC)", "executions": "executions in window"})
@@ -247,7 +255,8 @@ def stampede_figure(stampedes: pd.DataFrame) -> go.Figure:
 
 def crash_loop_figure(crashes: pd.DataFrame) -> go.Figure:
     """Unclean restarts per worker, coloured by the service version it ran."""
-    frame = crashes.assign(service_version=crashes["service_version"].fillna("unknown"))
+    frame = plain_frame(crashes)
+    frame = frame.assign(service_version=frame["service_version"].fillna("unknown"))
     fig = px.bar(frame.sort_values("unclean_restarts"), x="unclean_restarts", y="worker_id",
                  color="service_version", orientation="h",
                  hover_data=["starts", "stops", "version_changes"],

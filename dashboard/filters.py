@@ -14,6 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import loaders
+from dashboard.escape import md
 from dashboard.source import snapshot, store_url
 
 #: Windows end at the store's newest event, not at the wall clock: a store loaded from
@@ -54,6 +55,7 @@ class Filters:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
     def describe(self) -> str:
+        """In words, for a sentence; values from the URL, so draw it through escape.md."""
         parts = [f"{k}={v}" for k, v in asdict(self).items() if v is not None and k not in
                  ("since", "until")]
         if self.since or self.until:
@@ -106,7 +108,7 @@ def sidebar() -> None:
         summary = loaders.store_summary(url, snap)
         values = loaders.filter_values(url, snap)
     except Exception as exc:  # a store that cannot be opened still gets a page
-        st.sidebar.error(f"Cannot read the store {url}: {exc}")
+        st.sidebar.error(f"Cannot read the store {md(url)}: {md(exc, 500)}")
         return
     with st.sidebar:
         st.subheader("Filters")
@@ -139,7 +141,7 @@ def sidebar() -> None:
             help="For a store a collector is writing to: re-reads it as segments arrive.",
         )
         events = int(summary.get("events") or 0)
-        st.caption(f"{events:,} events · {loaders.describe_store(url)}")
+        st.caption(f"{events:,} events · {md(loaders.describe_store(url))}")
 
 
 def current() -> Filters:

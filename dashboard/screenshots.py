@@ -61,7 +61,7 @@ def serving(store: str, port: int | None = None, timeout: float = 60) -> Iterato
     from dupescope.cli_dashboard import start_dashboard
 
     port = port or free_port()
-    process = start_dashboard(store, port, open_browser=False, stdout=subprocess.DEVNULL,
+    process = start_dashboard(store, port, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, cwd=ROOT)
     base = f"http://127.0.0.1:{port}"
     try:

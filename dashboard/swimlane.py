@@ -13,6 +13,7 @@ import json
 import pandas as pd
 import plotly.graph_objects as go
 
+from dashboard.escape import html
 from dashboard.executions import attrs_of, overlaps
 
 PRODUCER_EVENTS = ("outbox_write", "enqueue", "enqueue_deduped")
@@ -49,18 +50,18 @@ def _naive(moment: pd.Timestamp) -> pd.Timestamp:
 def lane_label(row: pd.Series) -> str:
     attempt = row.get("delivery_attempt")
     attempt_text = f"attempt {int(attempt)}" if pd.notna(attempt) else "attempt ?"
-    worker = row.get("worker_id") if pd.notna(row.get("worker_id")) else "worker ?"
+    worker = html(row.get("worker_id"), 60) if pd.notna(row.get("worker_id")) else "worker ?"
     return f"#{int(row['execution'])} {worker} · {attempt_text}"
 
 
 def _hover(row: pd.Series) -> str:
     fields = ["event", "job_id", "delivery_attempt", "worker_id", "lock_key", "lock_owner",
               "lock_ttl_ms", "visibility_timeout_ms"]
-    lines = [f"<b>{row['event']}</b> {_naive(row['ts']):%H:%M:%S.%f}"[:-3]]
-    lines += [f"{f}: {row[f]}" for f in fields[1:] if f in row and pd.notna(row[f])]
+    lines = [f"<b>{html(row['event'])}</b> {_naive(row['ts']):%H:%M:%S.%f}"[:-3]]
+    lines += [f"{f}: {html(row[f], 200)}" for f in fields[1:] if f in row and pd.notna(row[f])]
     extra = attrs_of(row.get("attrs"))
     if extra:
-        lines.append(json.dumps(extra)[:200])
+        lines.append(html(json.dumps(extra)[:200]))
     return "<br>".join(lines)
 
 
@@ -105,7 +106,8 @@ def swimlane_figure(timeline: pd.DataFrame, executions: pd.DataFrame) -> go.Figu
     for _, row in executions.iterrows():
         y = lanes[int(row["execution"])]
         _span(fig, row["start"], row["end"], y, "execution", "#4c78a8", 14,
-              hover=f"execution #{row['execution']}: {row['duration_ms']:.0f} ms, {row['outcome']}")
+              hover=f"execution #{row['execution']}: {row['duration_ms']:.0f} ms, "
+              f"{html(row['outcome'])}")
         vt = row["visibility_timeout_ms"]
         if pd.notna(vt):
             until = row["start"] + pd.to_timedelta(int(vt), unit="ms")
@@ -126,7 +128,7 @@ def swimlane_figure(timeline: pd.DataFrame, executions: pd.DataFrame) -> go.Figu
                 mode="markers",
                 marker={"symbol": symbol, "color": color, "size": 13,
                         "line": {"width": 1, "color": "#222"}},
-                name=str(kind),
+                name=html(kind),
                 hovertext=[_hover(r) for _, r in rows.iterrows()],
                 hoverinfo="text",
             )
@@ -153,8 +155,8 @@ def _lock_bars(fig: go.Figure, rows: pd.DataFrame, y: float, end: pd.Timestamp) 
     for _, grant in grants.iterrows():
         valid_until = grant["ts"] + pd.to_timedelta(int(grant["lock_ttl_ms"]), unit="ms")
         _span(fig, grant["ts"], valid_until, y + LOCK_OFFSET, "lock validity", "#2ca02c", 6,
-              hover=f"{grant['lock_key']} held by {grant['lock_owner']} until "
-              f"{_naive(valid_until):%H:%M:%S.%f}"[:-3])
+              hover=f"{html(grant['lock_key'], 200)} held by {html(grant['lock_owner'], 200)} "
+              f"until {_naive(valid_until):%H:%M:%S.%f}"[:-3])
     if valid_until is not None and valid_until < end:
         _span(fig, valid_until, end, y + LOCK_OFFSET, "ran without its lock", "#d62728", 6,
               hover=f"lock expired {(end - valid_until).total_seconds():.1f} s before the end")

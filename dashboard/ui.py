@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, TypeVar
-from urllib.parse import quote
 
 import streamlit as st
 
+from dashboard import links
+from dashboard.escape import md
 from dashboard.filters import REFRESH_SECONDS, live
 
 T = TypeVar("T")
@@ -20,8 +21,9 @@ EMPTY_STORE = (
 
 
 def timeline_link(key: str) -> str:
-    """The deep link of a key's timeline, relative so it works under any base path."""
-    return f"timeline?key={quote(str(key), safe='')}"
+    """The deep link of a key's timeline, relative so it works under any base path (a key
+    too long for a URL links to a search by its first characters)."""
+    return links.timeline_link(key)
 
 
 def answer(label: str, work: Callable[[], T]) -> T | None:
@@ -29,7 +31,7 @@ def answer(label: str, work: Callable[[], T]) -> T | None:
     try:
         return work()
     except Exception as exc:
-        st.warning(f"Could not answer **{label}**: {exc}", icon=":material/error:")
+        st.warning(f"Could not answer **{md(label)}**: {md(exc, 500)}", icon=":material/error:")
         return None
 
 

@@ -8,13 +8,19 @@ import click
 from tqdm import tqdm
 
 from dupescope import __version__, cli_collect, cli_dashboard, cli_demo, cli_forensics, cli_watch
-from dupescope.options import format_option, open_store_or_exit, store_option
+from dupescope.options import (
+    format_option,
+    group_store_option,
+    open_store_or_exit,
+    store_option,
+)
 from dupescope.output import emit
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="dupescope")
-def main() -> None:
+@group_store_option
+def main(store_url: str | None) -> None:
     """Find, explain and alert on duplicate job executions in at-least-once queues."""
 
 
@@ -47,9 +53,11 @@ def ingest(
     except MappingError as exc:
         raise click.ClickException(str(exc)) from exc
     for path in files:
+        if path != "-" and os.path.isdir(path):
+            raise click.ClickException(f"{path} is a directory: name the files in it to load")
         if path != "-" and not os.path.isfile(path):
             raise click.ClickException(f"no such file: {path}")
-    store = open_store_or_exit(store_url)
+    store = open_store_or_exit(store_url, writable=True)
     total = sum(os.path.getsize(p) for p in files if p != "-")
     shown = 0
     with tqdm(
@@ -72,9 +80,12 @@ def ingest(
                 tqdm.write(f"rejected {item}", file=sys.stderr)
             shown += 1
 
-        report = ingest_files(
-            list(files), store, normaliser, on_progress=progress, on_rejected=rejected
-        )
+        try:
+            report = ingest_files(
+                list(files), store, normaliser, on_progress=progress, on_rejected=rejected
+            )
+        except OSError as exc:  # a full disk, a folder made read-only meanwhile
+            raise click.ClickException(f"cannot load into {store.describe()}: {exc}") from exc
     if shown > 50 and not quiet:
         click.echo(f"... and {shown - 50} more rejected lines", err=True)
     click.echo(report.summary(), err=True)
@@ -92,7 +103,7 @@ def timeline(key: str, store_url: str | None, fmt: str) -> None:
     """Every event of an idempotency key (or a job_id), in time order, by execution."""
     from queries import timeline as build_timeline
 
-    store = open_store_or_exit(store_url)
+    store = open_store_or_exit(store_url, existing=True)
     frame = build_timeline(store, key)
     if fmt == "table" and not frame.empty:
         frame = frame[
@@ -125,7 +136,7 @@ def compact(store_url: str | None, older_than_days: int | None) -> None:
 
     from store.embedded import EmbeddedStore
 
-    store = open_store_or_exit(store_url)
+    store = open_store_or_exit(store_url, existing=True)
     if not isinstance(store, EmbeddedStore):
         raise click.ClickException("compact is for the embedded store; ClickHouse merges by itself")
     if older_than_days:

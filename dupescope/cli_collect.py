@@ -7,16 +7,11 @@ from pathlib import Path
 
 import click
 
-# The store option is spelled out here rather than imported from dupescope.cli, which
-# imports this module to register the command.
-STORE_HELP = (
-    "Where events go: a folder (embedded store), clickhouse://user:pass@host:8123/db "
-    "or chdb:///path. Default: $DUPESCOPE_STORE or ./dupescope-data."
-)
+from dupescope.options import open_store_or_exit, store_option
 
 
 @click.command()
-@click.option("--store", "store_url", envvar="DUPESCOPE_STORE", help=STORE_HELP)
+@store_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
     "--http-port",
@@ -160,12 +155,7 @@ def collect(
         field_mapping = FieldMapping.load(mapping) if mapping else DEFAULT_MAPPING
     except MappingError as exc:
         raise click.ClickException(str(exc)) from exc
-    from store import StoreError, open_store
-
-    try:
-        store = open_store(store_url)
-    except StoreError as exc:
-        raise click.ClickException(str(exc)) from exc
+    store = open_store_or_exit(store_url, writable=True)
     config = CollectConfig(
         host=host,
         http_port=None if http_port < 0 else http_port,

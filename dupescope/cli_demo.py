@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -11,6 +12,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from dupescope.cli_dashboard import launch_dashboard
+from dupescope.options import open_store_or_exit, store_given_on_command_line
 from dupescope.output import emit
 
 DEFAULT_DEMO_STORE = "./dupescope-data"
@@ -55,6 +57,7 @@ def summary(store) -> pd.DataFrame:  # type: ignore[no-untyped-def]
 
 
 @click.command()
+@click.pass_context
 @click.option(
     "--store",
     "store_url",
@@ -73,6 +76,7 @@ def summary(store) -> pd.DataFrame:  # type: ignore[no-untyped-def]
 @click.option("--no-browser", is_flag=True, help="Do not open a browser window.")
 @click.option("--no-dashboard", is_flag=True, help="Load and summarise, then exit.")
 def demo(
+    ctx: click.Context,
     store_url: str | None,
     events: int | None,
     seed: int,
@@ -86,10 +90,15 @@ def demo(
     (retries, crashes, visibility timeouts, lock expiry). Loading it twice changes nothing.
     """
     import sample_data
-    from store.embedded import EmbeddedStore
 
+    # Not DUPESCOPE_STORE: the demo loads a sample into a folder of its own, never into a
+    # store the environment names for real work; `dupescope --store X demo` is fine.
+    store_url = store_url or store_given_on_command_line(ctx)
     folder = store_url or (f"./dupescope-demo-{events}-{seed}" if events else DEFAULT_DEMO_STORE)
-    store = EmbeddedStore(folder)
+    if "://" in folder:
+        raise click.BadParameter("the demo loads into a folder (the embedded store)",
+                                 param_hint="--store")
+    store = open_store_or_exit(folder, writable=True)
     if events:
         click.echo(f"generating a workload of about {events} events (seed {seed})", err=True)
         workload = sample_data.generate(seed=seed, target_events=events)
@@ -106,15 +115,22 @@ def demo(
     emit(table, "table", empty="no duplicates in this workload")
     worst = _worst_key(store)
     if worst:
-        click.echo(
-            f"\nA harmful one to start with: dupescope timeline {worst} --store {folder}"
-        )
+        command = f"dupescope timeline {shlex.quote(worst)} --store {shlex.quote(folder)}"
+        click.echo(f"\nA harmful one to start with: {command}")
     if no_dashboard:
         return
-    link = f"http://127.0.0.1:{port}/timeline?key={worst}" if worst else ""
-    if link:
-        click.echo(f"Its timeline in the dashboard: {link}")
+    if worst:
+        click.echo(f"Its timeline in the dashboard: {timeline_link(worst, port)}")
     sys.exit(launch_dashboard(str(Path(folder).resolve()), port, open_browser=not no_browser))
+
+
+def timeline_link(key: str, port: int) -> str:
+    from dashboard.links import fits_in_url, timeline_link
+
+    link = timeline_link(key, f"http://127.0.0.1:{port}")
+    if fits_in_url(key):
+        return link
+    return f"{link} (the key is too long for a link: pick it among the matches)"
 
 
 def _worst_key(store) -> str | None:  # type: ignore[no-untyped-def]

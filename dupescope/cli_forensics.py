@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 import click
 import pandas as pd
 
-from dupescope.options import format_option, open_store_or_exit, store_option
+from dupescope.options import TIME, format_option, open_store_or_exit, store_option
 from dupescope.output import emit
 
 
@@ -15,21 +18,27 @@ def filter_options(command):  # type: ignore[no-untyped-def]
         [
             click.option("--job-type", help="Only this job type (task name)."),
             click.option("--queue", help="Only this queue / topic."),
-            click.option("--since", help="Executions starting at or after (RFC 3339, UTC)."),
-            click.option("--until", help="Executions starting before (RFC 3339, UTC)."),
+            click.option(
+                "--since",
+                type=TIME,
+                help="Executions starting at or after: RFC 3339 (no zone: UTC), or a span "
+                "before now (30m, 1h, 7d).",
+            ),
+            click.option(
+                "--until",
+                type=TIME,
+                help="Executions starting before: RFC 3339 (no zone: UTC), or a span before "
+                "now (30m, 1h, 7d).",
+            ),
         ]
     ):
         command = option(command)
     return command
 
 
-def _filters(job_type: str | None, queue: str | None, since: str | None, until: str | None):  # type: ignore[no-untyped-def]
-    for name, value in (("--since", since), ("--until", until)):
-        if value is not None:
-            try:
-                pd.Timestamp(value)
-            except ValueError as exc:
-                raise click.BadParameter(f"not a time: {value!r}", param_hint=name) from exc
+def _filters(
+    job_type: str | None, queue: str | None, since: datetime | None, until: datetime | None
+) -> dict[str, Any]:
     return {"job_type": job_type, "queue": queue, "since": since, "until": until}
 
 
@@ -42,13 +51,13 @@ def duplicates(
     fmt: str,
     job_type: str | None,
     queue: str | None,
-    since: str | None,
-    until: str | None,
+    since: datetime | None,
+    until: datetime | None,
 ) -> None:
     """Keys that ran more than once, with cause and outcome (harmful or absorbed)."""
     from queries import duplicates as find_duplicates
 
-    store = open_store_or_exit(store_url)
+    store = open_store_or_exit(store_url, existing=True)
     frame = find_duplicates(store, **_filters(job_type, queue, since, until))
     if fmt == "table" and not frame.empty:
         frame = frame.assign(
@@ -73,8 +82,8 @@ def alerts(
     fmt: str,
     job_type: str | None,
     queue: str | None,
-    since: str | None,
-    until: str | None,
+    since: datetime | None,
+    until: datetime | None,
     rules_path: str | None,
 ) -> None:
     """Evaluate the alert rules once (the same rules `watch` fires on); records nothing.
@@ -89,7 +98,7 @@ def alerts(
         rules = load_rules(rules_path)
     except RulesError as exc:
         raise click.ClickException(str(exc)) from exc
-    store = open_store_or_exit(store_url)
+    store = open_store_or_exit(store_url, existing=True)
     frame = to_frame(evaluate(store, rules, **_filters(job_type, queue, since, until)))
     emit(frame, fmt, empty=f"no alerts in {store.describe()}")
 
@@ -120,8 +129,8 @@ def stats(
     fmt: str,
     job_type: str | None,
     queue: str | None,
-    since: str | None,
-    until: str | None,
+    since: datetime | None,
+    until: datetime | None,
     item: str | None,
 ) -> None:
     """The duplicate-safety checklist: contention, redeliveries, idempotency hits, outbox
@@ -131,7 +140,7 @@ def stats(
     """
     from queries import checklist, durations
 
-    store = open_store_or_exit(store_url)
+    store = open_store_or_exit(store_url, existing=True)
     filters = _filters(job_type, queue, since, until)
     items = checklist(store, **filters)
     items["durations"] = durations(store, **filters)
@@ -157,12 +166,12 @@ def lint(
     fmt: str,
     job_type: str | None,
     queue: str | None,
-    since: str | None,
-    until: str | None,
+    since: datetime | None,
+    until: datetime | None,
 ) -> None:
     """Name unsafe settings from observed durations, redeliveries and lock releases."""
     from queries import lint as lint_store
 
-    store = open_store_or_exit(store_url)
+    store = open_store_or_exit(store_url, existing=True)
     frame = lint_store(store, **_filters(job_type, queue, since, until))
     emit(frame, fmt, empty="no unsafe settings found")

@@ -119,7 +119,7 @@ def watch(
     except (RulesError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
 
-    store = open_store_or_exit(store_url)
+    store = open_store_or_exit(store_url, existing=True)
     connection = getattr(store, "connection", None)
     if connection is not None:  # a long-running process: no progress bars in its log
         connection().execute("SET enable_progress_bar = false")

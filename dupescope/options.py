@@ -2,18 +2,61 @@
 
 from __future__ import annotations
 
+import os
+import re
+from datetime import UTC, datetime, timedelta
+
 import click
+from click.core import ParameterSource
 
 from dupescope.output import FORMATS
 
+STORE_ENV = "DUPESCOPE_STORE"
 STORE_HELP = (
     "Where events live: a folder (embedded store), clickhouse://user:pass@host:8123/db "
-    "or chdb:///path. Default: $DUPESCOPE_STORE or ./dupescope-data."
+    "or chdb:///path. Default: the store given before the command, $DUPESCOPE_STORE or "
+    "./dupescope-data."
 )
 
 
+def _store_from_group(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A command's own --store wins; else the one given before the command, else the env."""
+    if value is not None:
+        return value
+    root = ctx.find_root()
+    if root is not ctx:
+        return root.params.get("store_url")  # the group's --store, or DUPESCOPE_STORE
+    return os.environ.get(STORE_ENV) or None
+
+
 def store_option(command):  # type: ignore[no-untyped-def]
-    return click.option("--store", "store_url", envvar="DUPESCOPE_STORE", help=STORE_HELP)(command)
+    # No envvar here: the environment is read by the group's option, so that
+    # `dupescope --store X cmd` wins over DUPESCOPE_STORE as the order of words suggests.
+    return click.option(
+        "--store", "store_url", callback=_store_from_group, help=STORE_HELP
+    )(command)
+
+
+def group_store_option(command):  # type: ignore[no-untyped-def]
+    """--store before the command name (or DUPESCOPE_STORE), for every command after it."""
+    return click.option(
+        "--store",
+        "store_url",
+        envvar=STORE_ENV,
+        metavar="STORE",
+        help="Where events live, for the command that follows (which may also take --store "
+        "itself): a folder (embedded store), clickhouse://user:pass@host:8123/db or "
+        "chdb:///path. Default: $DUPESCOPE_STORE or ./dupescope-data.",
+    )(command)
+
+
+def store_given_on_command_line(ctx: click.Context) -> str | None:
+    """The group's --store only if typed (not from the env): for commands that create a
+    store of their own kind and must not write into whatever DUPESCOPE_STORE names."""
+    root = ctx.find_root()
+    if root is ctx or root.get_parameter_source("store_url") is not ParameterSource.COMMANDLINE:
+        return None
+    return root.params.get("store_url")
 
 
 def format_option(command):  # type: ignore[no-untyped-def]
@@ -22,10 +65,77 @@ def format_option(command):  # type: ignore[no-untyped-def]
     )(command)
 
 
-def open_store_or_exit(url: str | None):  # type: ignore[no-untyped-def]
+def open_store_or_exit(url: str | None, *, existing: bool = False, writable: bool = False):  # type: ignore[no-untyped-def]
+    """Open the store; a query needs one that `existing`, a loader one that is `writable`.
+
+    A mistyped folder must not read as an empty store ("no duplicates" for a typo), and a
+    folder that cannot be written must fail before any work, with a sentence, not a traceback.
+    """
     from store import StoreError, open_store
 
     try:
-        return open_store(url)
+        return open_store(url, existing=existing, writable=writable)
     except StoreError as exc:
         raise click.ClickException(str(exc)) from exc
+
+
+# ---- times --------------------------------------------------------------------------
+
+#: "30m", "1h", "7d": that long before now.
+RELATIVE = re.compile(r"^(\d{1,9})\s*(s|m|h|d|w)$")
+RELATIVE_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+#: The range the query library can represent (nanoseconds in 64 bits, as pandas holds them).
+EARLIEST = datetime(1677, 9, 22, tzinfo=UTC)
+LATEST = datetime(2262, 4, 11, tzinfo=UTC)
+TIME_FORMS = (
+    "RFC 3339 / ISO 8601 (2025-11-30, 2025-11-30T12:00:00Z, 2025-11-30 12:00+02:00; no "
+    "zone means UTC), 'now', or a span before now such as 30m, 1h, 7d, 2w (s, m, h, d, w)"
+)
+
+
+def parse_time(text: str, now: datetime | None = None) -> datetime:
+    """A --since/--until value as an aware UTC datetime; ValueError says what is wrong."""
+    value = text.strip()
+    now = now or datetime.now(UTC)
+    relative = RELATIVE.match(value.lower())
+    if value.lower() == "now":
+        moment = now
+    elif relative:
+        amount, unit = relative.groups()
+        try:
+            moment = now - timedelta(**{RELATIVE_UNITS[unit]: int(amount)})
+        except OverflowError:
+            raise ValueError("that is further back than can be represented") from None
+    else:
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError("not a time") from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        try:
+            moment = moment.astimezone(UTC)
+        except OverflowError:  # 0001-01-01T00:00+01:00 is before year 1 in UTC
+            moment = datetime.min.replace(tzinfo=UTC)
+    if not EARLIEST <= moment <= LATEST:
+        raise ValueError(
+            f"out of range: times from {EARLIEST:%Y-%m-%d} to {LATEST:%Y-%m-%d} are accepted"
+        )
+    return moment
+
+
+class TimeParam(click.ParamType):
+    """--since/--until: an absolute time or a span before now."""
+
+    name = "TIME"
+
+    def convert(self, value, param, ctx):  # type: ignore[no-untyped-def]
+        if isinstance(value, datetime):
+            return value
+        try:
+            return parse_time(str(value))
+        except ValueError as exc:
+            self.fail(f"{value!r}: {exc}. Accepted: {TIME_FORMS}.", param, ctx)
+
+
+TIME = TimeParam()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
 from store.base import Store, StoreError
@@ -10,8 +12,15 @@ from store.base import Store, StoreError
 DEFAULT_STORE = "./dupescope-data"
 
 
-def open_store(url: str | None = None) -> Store:
-    """Open the store named by `url`, DUPESCOPE_STORE, or the default folder."""
+def open_store(
+    url: str | None = None, *, existing: bool = False, writable: bool = False
+) -> Store:
+    """Open the store named by `url`, DUPESCOPE_STORE, or the default folder.
+
+    `existing`: a folder store (or chDB path) must already be there, so that a query on a
+    mistyped path fails instead of answering "nothing found". `writable`: the folder is
+    created if need be and must take files, checked before any work is done.
+    """
     target = url or os.environ.get("DUPESCOPE_STORE") or DEFAULT_STORE
     if target.startswith(("clickhouse://", "clickhouses://")):
         return _clickhouse(target)
@@ -19,6 +28,8 @@ def open_store(url: str | None = None) -> Store:
         from store.clickhouse import ChdbStore
 
         path = urlparse(target).path or None
+        if path:
+            check_folder(Path(path), existing=existing, writable=writable)
         return ChdbStore(path)
     if "://" in target:
         raise StoreError(
@@ -27,7 +38,28 @@ def open_store(url: str | None = None) -> Store:
         )
     from store.embedded import EmbeddedStore
 
+    check_folder(Path(target), existing=existing, writable=writable)
     return EmbeddedStore(target)
+
+
+def check_folder(folder: Path, *, existing: bool = False, writable: bool = False) -> None:
+    """Raise StoreError, in words, where `folder` cannot serve as a store folder."""
+    if folder.exists() and not folder.is_dir():
+        raise StoreError(f"the store {str(folder)!r} is a file, not a folder")
+    if existing and not folder.exists():
+        raise StoreError(
+            f"no store at {str(folder)!r}: the folder does not exist (a typo? events are "
+            "loaded with dupescope ingest, collect or demo)"
+        )
+    if writable:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            # Try a real file: permission bits say nothing for root or on a read-only mount.
+            with tempfile.NamedTemporaryFile(dir=folder, prefix=".write-check-"):
+                pass
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise StoreError(f"cannot write to the store {str(folder)!r}: {reason}") from exc
 
 
 def _clickhouse(url: str) -> Store:

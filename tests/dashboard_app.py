@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
@@ -27,8 +28,15 @@ def open_page(page: str, **query: str) -> AppTest:
     return app.run()
 
 
+def shown(markdown: str) -> str:
+    """What a reader sees of Markdown whose punctuation is backslash-escaped (and whose
+    autolink triggers hold an invisible word joiner)."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown).replace("\u2060", "")
+
+
 def texts(elements) -> list[str]:  # type: ignore[no-untyped-def]
-    return [str(element.value) for element in elements]
+    """The text of each element as shown (escaped data values read as themselves)."""
+    return [shown(str(element.value)) for element in elements]
 
 
 def frame_with(app: AppTest, column: str):  # type: ignore[no-untyped-def]

@@ -73,3 +73,33 @@ def _once() -> list[dict[str, Any]]:
 
 def dashboard_events() -> list[dict[str, Any]]:
     return [*_crash(), *_slow(), *_once()]
+
+
+#: Where hostile values point: a closed local port, so a fetch would fail but still show
+#: up in the browser's request log.
+HOSTILE_HOST = "http://127.0.0.1:9/dupescope-hostile"
+HOSTILE_KEY = f"[k]({HOSTILE_HOST}/key)"
+HOSTILE_WORKER = f"![w]({HOSTILE_HOST}/worker.png)"
+HOSTILE_LANE = f'<a href="{HOSTILE_HOST}/lane">lane</a><img src="{HOSTILE_HOST}/lane.png">'
+HOSTILE_JOB_TYPE = f'![j]({HOSTILE_HOST}/job.png)<a href="{HOSTILE_HOST}/job">job</a>'
+HOSTILE_QUEUE = f"<img src={HOSTILE_HOST}/queue.png> {HOSTILE_HOST}/bare"
+
+
+def hostile_events() -> list[dict[str, Any]]:
+    """A harmful worker_crash duplicate whose every text field is Markdown or HTML that
+    would fetch or link to HOSTILE_HOST if a page drew it as markup."""
+    key = {"idempotency_key": HOSTILE_KEY, "job_id": "j-hostile", "job_type": HOSTILE_JOB_TYPE,
+           "queue": HOSTILE_QUEUE}
+    first = {**key, "delivery_attempt": 1, "worker_id": HOSTILE_WORKER}
+    second = {**key, "delivery_attempt": 2, "worker_id": HOSTILE_LANE}
+    lock = {"lock_key": f"[lock]({HOSTILE_HOST}/lock)"}
+    return [
+        ev("00:00", "enqueue", **key),
+        ev("00:01", "deliver", visibility_timeout_ms=30_000, **first),
+        ev("00:01.2", "lock_acquire", lock_owner=f"<a href='{HOSTILE_HOST}/owner'>o</a>",
+           lock_ttl_ms=10_000, **lock, **first),
+        ev("00:04", "side_effect", **first),
+        ev("00:31", "deliver", visibility_timeout_ms=30_000, **second),
+        ev("00:33", "side_effect", **second),
+        ev("00:34", "fail", reason=f"![r]({HOSTILE_HOST}/reason.png)", **second),
+    ]

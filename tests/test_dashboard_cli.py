@@ -12,7 +12,7 @@ from dupescope.cli import main
 
 
 def test_the_command_runs_streamlit_on_the_app() -> None:
-    command = cli_dashboard.dashboard_command(8600, open_browser=False)
+    command = cli_dashboard.dashboard_command(8600)
     assert command[:4] == [sys.executable, "-m", "streamlit", "run"]
     assert Path(command[4]) == Path(__file__).resolve().parents[1] / "dashboard" / "app.py"
     assert command[command.index("--server.port") + 1] == "8600"
@@ -32,6 +32,7 @@ def test_dashboard_passes_the_store_and_port(monkeypatch, tmp_path) -> None:
 
     monkeypatch.setattr(cli_dashboard.subprocess, "Popen", Finished)
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
     result = CliRunner().invoke(main, ["dashboard", "--store", "data", "--port", "8765",
                                        "--no-browser"])
     assert result.exit_code == 0, result.output

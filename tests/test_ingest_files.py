@@ -180,6 +180,7 @@ def test_cli_ingest_reads_stdin(tmp_path) -> None:
 
 
 def test_cli_timeline_of_an_unknown_key_says_so(tmp_path) -> None:
+    (tmp_path / "s").mkdir()
     result = CliRunner().invoke(main, ["timeline", "ghost", "--store", str(tmp_path / "s")])
     assert result.exit_code == 0
     assert "no events for 'ghost'" in result.output

@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, loaders, ui
+from dashboard.escape import md
 from dashboard.filters import Filters, current
 from dashboard.source import snapshot, store_url
 
@@ -92,7 +93,7 @@ def alerts_page() -> None:
     url, chosen = store_url(), current()
     snap = snapshot(url)
     if not loaders.store_summary(url, snap).get("events"):
-        ui.nothing(ui.EMPTY_STORE.format(where=loaders.describe_store(url)))
+        ui.nothing(ui.EMPTY_STORE.format(where=md(loaders.describe_store(url))))
     elif loaders.forensic_function("lock_overruns") is None:
         ui.missing("lock_overruns")
     else:

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import charts, loaders, ui
+from dashboard.escape import md
 from dashboard.filters import current
 from dashboard.source import snapshot, store_url
 from queries.defaults import SKEW_TOLERANCE_MS
@@ -165,7 +166,7 @@ def checklist_page() -> None:
     url, chosen = store_url(), current()
     snap = snapshot(url)
     if not loaders.store_summary(url, snap).get("events"):
-        ui.nothing(ui.EMPTY_STORE.format(where=loaders.describe_store(url)))
+        ui.nothing(ui.EMPTY_STORE.format(where=md(loaders.describe_store(url))))
         return
     if loaders.forensic_function("checklist") is None:
         ui.missing("checklist")

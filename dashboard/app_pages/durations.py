@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, loaders, ui
+from dashboard.escape import md
 from dashboard.filters import Filters, current
 from dashboard.source import snapshot, store_url
 
@@ -40,7 +41,7 @@ def show_distribution(url: str, snap: str, chosen: Filters, ranked: pd.DataFrame
         "duration samples", lambda: loaders.forensic(url, snap, "duration_samples", narrowed)
     )
     if samples is None or samples.empty:
-        ui.nothing(f"No finished executions of {job_type} to draw.")
+        ui.nothing(f"No finished executions of {md(job_type)} to draw.")
         return
     row = ranked[ranked["job_type"] == job_type].iloc[0]
     ui.plot("duration histogram", lambda: charts.duration_figure(samples, row), "histogram")
@@ -63,7 +64,7 @@ def durations() -> None:
     url, chosen = store_url(), current()
     snap = snapshot(url)
     if not loaders.store_summary(url, snap).get("events"):
-        ui.nothing(ui.EMPTY_STORE.format(where=loaders.describe_store(url)))
+        ui.nothing(ui.EMPTY_STORE.format(where=md(loaders.describe_store(url))))
         return
     if loaders.forensic_function("durations") is None:
         ui.missing("durations")
@@ -74,7 +75,7 @@ def durations() -> None:
     if timing is None:
         return
     if timing.empty:
-        ui.nothing(f"No executions to time ({chosen.describe()}).")
+        ui.nothing(f"No executions to time ({md(chosen.describe())}).")
         return
     ranked = ranked_by_headroom(timing)
     left, right = st.columns([2, 3])

@@ -10,6 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, loaders, ui
+from dashboard.escape import md
 from dashboard.filters import Filters, current
 from dashboard.source import snapshot, store_url
 
@@ -87,7 +88,7 @@ def overview() -> None:
     url, chosen = store_url(), current()
     snap = snapshot(url)
     if not loaders.store_summary(url, snap).get("events"):
-        ui.nothing(ui.EMPTY_STORE.format(where=loaders.describe_store(url)))
+        ui.nothing(ui.EMPTY_STORE.format(where=md(loaders.describe_store(url))))
         return
     if loaders.forensic_function("duplicates") is None:
         ui.missing("duplicates")
@@ -99,7 +100,7 @@ def overview() -> None:
         return
     ui.ignored(loaders.ignored_filters("duplicates", chosen.as_kwargs()))
     if found.empty:
-        ui.nothing(f"No key ran more than once ({chosen.describe()}).")
+        ui.nothing(f"No key ran more than once ({md(chosen.describe())}).")
         return
     show_totals(found)
     show_over_time(url, snap, chosen, found)

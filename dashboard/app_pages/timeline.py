@@ -1,7 +1,9 @@
 """Key timeline: what happened to one key, execution by execution, and why it ran twice.
 
 Reached by search (idempotency key, job_id, resource key or lock owner, by prefix) or by
-the deep link `/timeline?key=KEY` that alerts and the CLI print.
+the deep link `/timeline?key=KEY` that alerts and the CLI print. Keys come from events and
+from the URL, so every one is drawn through `escape.md`; one too long for a URL still
+opens here (typed or picked), with a note that its address will not reopen it.
 """
 
 from __future__ import annotations
@@ -9,12 +11,15 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import loaders, ui
+from dashboard import links, loaders, ui
+from dashboard.escape import md, shorten
 from dashboard.executions import summarise
 from dashboard.source import snapshot, store_url
 from dashboard.swimlane import swimlane_figure
 from dashboard.verdict import verdict
 
+#: A key or search text is cut to this many characters where a sentence or label shows it.
+SHOWN_KEY_CHARS = 120
 EVENT_COLUMNS = [
     "ts", "execution", "event", "job_id", "delivery_attempt", "worker_id", "lock_key",
     "lock_owner", "lock_ttl_ms", "visibility_timeout_ms", "resource_key", "attrs",
@@ -33,14 +38,15 @@ def show_suggestions(url: str, snap: str, prefix: str) -> None:
     if matches is None:
         return
     if matches.empty:
-        ui.nothing(f"Nothing starts with **{prefix}** in the store.")
+        ui.nothing(f"Nothing starts with **{md(prefix, SHOWN_KEY_CHARS)}** in the store.")
         return
     labels = {
-        row.key: f"{row.value}  ·  {row.kind.replace('_', ' ')}  →  {row.key}"
+        row.key: f"{shorten(row.value, SHOWN_KEY_CHARS)}  ·  {row.kind.replace('_', ' ')}  →  "
+        f"{shorten(row.key, SHOWN_KEY_CHARS)}"
         for row in matches.itertuples()
     }
     st.selectbox(
-        f"{len(labels)} match(es) for “{prefix}”",
+        f"{len(labels)} match(es) for “{md(prefix, SHOWN_KEY_CHARS)}”",
         list(labels),
         index=None,
         format_func=labels.__getitem__,
@@ -79,18 +85,31 @@ def duplicate_row(url: str, snap: str, key: str, frame: pd.DataFrame) -> dict | 
 
 def show_verdict(found, row: dict | None) -> None:
     said = verdict(found, row)
+    text = md(said.text)  # it quotes worker ids and error reasons from the events
     if said.harmful:
-        st.error(said.text, icon=":material/warning:")
+        st.error(text, icon=":material/warning:")
     elif said.harmful is False:
-        st.warning(said.text, icon=":material/shield:")
+        st.warning(text, icon=":material/shield:")
     else:
-        st.success(said.text, icon=":material/check_circle:")
+        st.success(text, icon=":material/check_circle:")
     if row:
         causes = row.get("causes")
         listed = ", ".join(causes) if isinstance(causes, list | tuple) else causes
         st.caption(
-            f"{row.get('job_type')} · cause {row.get('cause')}"
-            + (f" (all that apply: {listed})" if listed else "")
+            md(
+                f"{row.get('job_type')} · cause {row.get('cause')}"
+                + (f" (all that apply: {listed})" if listed else "")
+            )
+        )
+
+
+def note_long_key(key: str) -> None:
+    """A key too long for a URL opens here, but the address bar cannot bring it back."""
+    if not links.fits_in_url(key):
+        ui.nothing(
+            f"This key is {len(key):,} characters long: too long for a link, so this page's "
+            "address will not reopen it. To come back, search for its first characters and "
+            "pick it from the matches."
         )
 
 
@@ -122,5 +141,7 @@ key = st.text_input(
 if not key:
     ui.nothing("Enter a key to see every execution of it, or open one from the Overview.")
     show_worst_keys(url, snap)
-elif not show_key(url, snap, key):
-    show_suggestions(url, snap, key)
+else:
+    note_long_key(key)
+    if not show_key(url, snap, key):
+        show_suggestions(url, snap, key)
