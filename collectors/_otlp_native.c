@@ -170,10 +170,11 @@ enum {
     K_ATTEMPT_KEY = 1 << 11,   /* names a delivery attempt */
     K_OP0 = 1 << 12,           /* messaging.operation.type */
     K_OP1 = 1 << 13,           /* messaging.operation */
+    K_CELERY = 1 << 14,        /* celery.action, celery.hostname, celery.delivery_info */
 };
 
 /* Event-name roles (flags in the `kinds` table, above the kind's index). */
-enum { N_KIND = 1 << 8, N_STEP = 1 << 9, N_NO_JOB_ID = 1 << 10 };
+enum { N_KIND = 1 << 8, N_STEP = 1 << 9, N_NO_JOB_ID = 1 << 10, N_PRODUCER = 1 << 11 };
 
 #define N_FIELDS 16 /* ts, event, 11 string fields, 3 integer fields */
 #define F_TS 0
@@ -181,6 +182,8 @@ enum { N_KIND = 1 << 8, N_STEP = 1 << 9, N_NO_JOB_ID = 1 << 10 };
 #define F_FIRST_STRING 2
 #define F_FIRST_INT 13
 #define F_JOB_ID 2
+#define F_WORKER_ID 7
+#define SPAN_KIND_PRODUCER 3
 #define F_DELIVERY_ATTEMPT 13
 #define NO_ALIAS (-1L)
 
@@ -210,6 +213,7 @@ typedef struct {
     int r, s, p;
     Str trace, span, parent, name;
     uint64_t start, end;
+    uint64_t kind; /* SpanKind */
     size_t a0, a1; /* in span_attrs */
     size_t e0, e1; /* in events */
 } Span;
@@ -528,6 +532,7 @@ static int parse_span(const Config *c, Parsed *q, Str m, Span *sp) {
     sp->a0 = sp->a1 = q->n_span_attrs;
     sp->e0 = sp->e1 = q->n_events;
     sp->trace.p = sp->span.p = sp->parent.p = sp->name.p = (const uint8_t *)"";
+    sp->kind = 0;
     while (p < end) {
         p = next_field(p, end, &f);
         if (!p) return -1;
@@ -540,6 +545,10 @@ static int parse_span(const Config *c, Parsed *q, Str m, Span *sp) {
             *target = f.slice;
             break;
         }
+        case 6:
+            if (f.wire != 0) return ODD;
+            sp->kind = f.value;
+            break;
         case 7:
         case 8:
             if (f.wire != 1) return ODD;
@@ -1620,6 +1629,18 @@ static int span_uids(Ctx *x, size_t prefix, const Parsed *q, const Span *sp) {
     return 0;
 }
 
+/* otlp.producer_attrs: a producer event takes no worker_id from the resource, so the
+ * entries that spell worker_id and still point at the resource's attributes (or at the
+ * host:pid built from them) go. */
+static void without_resource_worker(const Ctx *x, const Parsed *q, Record *rec) {
+    const Attr *first = q->res_attrs, *last = q->res_attrs + q->n_res_attrs;
+    for (int i = rec->n - 1; i >= 0; i--) {
+        const Attr *a = rec->e[i];
+        if (a->alias == NO_ALIAS || (a->alias >> 8) != F_WORKER_ID) continue;
+        if (a == &x->worker || (a >= first && a < last)) record_remove(rec, i);
+    }
+}
+
 /* Every row of one span, or ODD to leave the whole span to the reference. */
 static int decode_span(Ctx *x, const Parsed *q, const Span *sp, const Record *base,
                        const IdSet *executions, int *ignored) {
@@ -1632,12 +1653,24 @@ static int decode_span(Ctx *x, const Parsed *q, const Span *sp, const Record *ba
     }
     for (int i = 0; i < span_rec->n; i++)
         if (span_rec->e[i]->type > V_INT) return ODD;
+    /* Celery-instrumented spans and PRODUCER spans are few beside the executions and
+     * their steps, and what they mean (a worker from celery.hostname, an attempt from
+     * retries and a repr'd `redelivered`, an enqueue however the span is spelled) is
+     * written once, in Python (otlp._span_event, celery_spans): the reference decides. */
+    static const char publish[] = "apply_async/";
+    if ((span_rec->flags & K_CELERY) || sp->kind == SPAN_KIND_PRODUCER ||
+        (sp->name.n >= sizeof publish - 1 &&
+         memcmp(sp->name.p, publish, sizeof publish - 1) == 0))
+        return ODD;
     long own = 0;
     int found = span_event(c, span_rec, sp->name, &own);
     if (found < 0) return found;
-    int has_steps = 0;
-    for (size_t e = sp->e0; e < sp->e1 && !has_steps; e++)
-        if (q->events[e].kind & N_KIND) has_steps = 1;
+    int has_steps = 0, has_deliver = 0;
+    for (size_t e = sp->e0; e < sp->e1; e++) {
+        long kind = q->events[e].kind;
+        if (kind & N_KIND) has_steps = 1;
+        if ((kind & N_KIND) && (kind & 255) == (c->deliver & 255)) has_deliver = 1;
+    }
     if (!found) {
         int looks = record_find(span_rec, K_JOB_ID_KEY) >= 0 &&
                     record_find(span_rec, K_ATTEMPT_KEY) >= 0;
@@ -1648,6 +1681,9 @@ static int decode_span(Ctx *x, const Parsed *q, const Span *sp, const Record *ba
         own = c->deliver;
     }
     int own_is_deliver = (own & 255) == (c->deliver & 255);
+    /* An execution span with its own `deliver` span event (rare): the reference moves the
+     * span's row onto that event. */
+    if (own_is_deliver && has_deliver) return ODD;
 
     if (buf_reserve(&x->scratch, 2 * (sp->trace.n + sp->span.n + sp->parent.n) + 8))
         return NOMEM;
@@ -1704,6 +1740,7 @@ static int decode_span(Ctx *x, const Parsed *q, const Span *sp, const Record *ba
             continue;
         }
         record_copy(rec, span_rec);
+        if (!ev && (own & N_PRODUCER)) without_resource_worker(x, q, rec);
         if (!ev) {
             rc = record_set(rec, &name_a);
             if (!rc && own_is_deliver) rc = record_set(rec, &end_a);

@@ -20,6 +20,10 @@ from pathlib import Path
 
 #: Where OTLP decoding puts the host:pid it builds from resource attributes.
 RESOURCE_WORKER_ID = "resource.worker_id"
+#: Where OTLP decoding puts what a Celery span implies (collectors/celery_spans.py): the
+#: worker from `celery.hostname`, the attempt from `celery.retries` and `redelivered`.
+CELERY_WORKER_ID = "celery.worker_id"
+CELERY_ATTEMPT = "celery.delivery_attempt"
 
 # Canonical name -> source names tried in order (after the canonical name itself and its
 # `job.`-prefixed form). From CONTRACT.md, "Aliases that work without a mapping file".
@@ -32,12 +36,14 @@ BUILTIN_ALIASES: dict[str, tuple[str, ...]] = {
     "delivery_attempt": (
         "messaging.gcp_pubsub.message.delivery_attempt",
         "messaging.servicebus.message.delivery_count",
+        CELERY_ATTEMPT,
     ),
     # OpenTelemetry resource conventions, so a span needs no job-specific copy of them.
     "service_version": ("service.version",),
-    # host:pid from the resource ranks below a worker_id the span or record names itself,
-    # and above the SDK's per-process service.instance.id.
-    "worker_id": (RESOURCE_WORKER_ID, "service.instance.id"),
+    # A worker_id the span or record names itself wins; then the Celery worker a span
+    # names; then host:pid from the resource; then the SDK's per-process
+    # service.instance.id.
+    "worker_id": (CELERY_WORKER_ID, RESOURCE_WORKER_ID, "service.instance.id"),
 }
 
 # messaging.operation.type (older messaging.operation) -> event, where no event is named.

@@ -4,6 +4,11 @@ A job execution arrives either as one span whose span events are the lifecycle s
 (named by the event kind), or as child spans whose name or `job.event` attribute is the
 event. Both shapes give the same rows. Spans that name no lifecycle step are ignored: a
 collector receives whole traces, and most spans are not job events.
+
+A PRODUCER span (or Celery's publish span) is an `enqueue`, whatever else it carries, and
+producer events take no worker_id from the resource: the producer is no worker. An
+execution span that carries its own `deliver` span event has that one delivery, not a
+second one at the span's start. Celery-instrumented spans: collectors/celery_spans.py.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
+from collectors import celery_spans
 from collectors.jsonlines import Decoded, Rejected
 from collectors.mapping import OPERATION_EVENTS, OPERATION_KEYS, RESOURCE_WORKER_ID
 from collectors.normalise import Normaliser, RecordError, content_uid
@@ -23,6 +29,8 @@ from store.schema import EVENT_KINDS, EXECUTION_STEPS
 _KINDS = frozenset(EVENT_KINDS)
 # Steps inside an execution: as a child span, their parent span is the execution.
 _WORKER_STEPS = frozenset(EXECUTION_STEPS)
+# Events of the producer's side: a worker_id of theirs is never the resource's.
+PRODUCER_EVENTS = frozenset({"outbox_write", "enqueue", "enqueue_deduped"})
 
 
 def any_value(value: AnyValue) -> Any:
@@ -42,18 +50,51 @@ def attributes(pairs: Any) -> dict[str, Any]:
     return {kv.key: any_value(kv.value) for kv in pairs}
 
 
-def _span_event(name: str, attrs: dict[str, Any]) -> str | None:
+def _span_event(name: str, attrs: dict[str, Any], kind: int = 0) -> str | None:
     """The lifecycle step a span itself records, if any."""
+    publish = celery_spans.is_publish(kind, name, attrs)
     for key in ("job.event", "event"):
         value = attrs.get(key)
         if isinstance(value, str) and value in _KINDS:
-            return value
+            return "enqueue" if publish and value == "deliver" else value
     if name in _KINDS:
-        return name
+        return "enqueue" if publish and name == "deliver" else name
+    if publish:
+        return "enqueue"
     for key in OPERATION_KEYS:
         operation = attrs.get(key)
         if operation is not None:
             return OPERATION_EVENTS.get(str(operation))
+    if celery_spans.is_run(attrs):
+        return "deliver"
+    return None
+
+
+def span_attrs_of(base: dict[str, Any], own: dict[str, Any]) -> dict[str, Any]:
+    """A span's attributes over its resource's, with what a Celery span implies."""
+    attrs = {**base, **own}
+    if not own.keys().isdisjoint(celery_spans.KEYS):
+        attrs.update(celery_spans.derived(attrs))
+    return attrs
+
+
+def producer_attrs(
+    attrs: dict[str, Any], base: dict[str, Any], own: dict[str, Any], normaliser: Normaliser
+) -> dict[str, Any]:
+    """`attrs` without the worker_id spellings that came from the resource alone."""
+    dropped = [
+        key for key in normaliser.sources_of("worker_id") if key in base and key not in own
+    ]
+    if not dropped:
+        return attrs
+    return {k: v for k, v in attrs.items() if k not in dropped}
+
+
+def first_deliver(steps: list[tuple[int, Any]]) -> int | None:
+    """The index of the first `deliver` among a span's step events, if any."""
+    for index, step in steps:
+        if step.name == "deliver":
+            return index
     return None
 
 
@@ -128,8 +169,9 @@ def _decode_span(
     executions: set[bytes],
 ) -> None:
     trace_id, span_id = span.trace_id.hex(), span.span_id.hex()
-    span_attrs = {**base, **attributes(span.attributes)}
-    own_event = _span_event(span.name, span_attrs)
+    own_attrs = attributes(span.attributes)
+    span_attrs = span_attrs_of(base, own_attrs)
+    own_event = _span_event(span.name, span_attrs, span.kind)
     steps = [(i, e) for i, e in enumerate(span.events) if e.name in _KINDS]
     if own_event is None and (
         steps or span.span_id in executions or _looks_like_execution(span_attrs)
@@ -146,12 +188,21 @@ def _decode_span(
         execution_id = None
 
     records: list[tuple[int, int, dict[str, Any], str]] = []
-    own = {**span_attrs, "event": own_event, "span.name": span.name}
+    # A `deliver` span event is the execution's delivery: the span's start is not another.
+    delivered_at = first_deliver(steps) if own_event == "deliver" else None
+    span_row = {"span.name": span.name}
     if own_event == "deliver":
-        own["span.end_us"] = span.end_time_unix_nano // 1_000
-    records.append((-1, span.start_time_unix_nano, own, where))
+        span_row["span.end_us"] = span.end_time_unix_nano // 1_000
+    if delivered_at is None:
+        attrs = span_attrs
+        if own_event in PRODUCER_EVENTS:
+            attrs = producer_attrs(span_attrs, base, own_attrs, normaliser)
+        own = {**attrs, "event": own_event, **span_row}
+        records.append((-1, span.start_time_unix_nano, own, where))
     for index, step in steps:
         attrs = {**span_attrs, **attributes(step.attributes), "event": step.name}
+        if index == delivered_at:
+            attrs.update(span_row)
         records.append((index, step.time_unix_nano, attrs, f"{where} event {index}"))
 
     for index, time_ns, attrs, place in records:

@@ -20,11 +20,15 @@ from collectors.jsonlines import Rejected
 from collectors.normalise import Normaliser, RecordError, Row
 from collectors.otlp import (
     _WORKER_STEPS,
+    PRODUCER_EVENTS,
     _looks_like_execution,
     _span_event,
     _step_parents,
     _worker_identity,
     attributes,
+    first_deliver,
+    producer_attrs,
+    span_attrs_of,
 )
 from collectors.timestamps import Nanos
 from store.schema import EVENT_KINDS, EVENTS_SCHEMA
@@ -164,9 +168,10 @@ def decode_traces_rows(
             for p_index, span in enumerate(scope_spans.spans):
                 if only is not None and (r_index, s_index, p_index) not in only:
                     continue
-                span_attrs = {**base, **fast_attributes(span.attributes)}
+                own_attrs = fast_attributes(span.attributes)
+                span_attrs = span_attrs_of(base, own_attrs)
                 name = span.name
-                own_event = _span_event(name, span_attrs)
+                own_event = _span_event(name, span_attrs, span.kind)
                 events = span.events
                 steps = [(i, e) for i, e in enumerate(events) if e.name in kinds] if events else []
                 if own_event is None:
@@ -198,9 +203,11 @@ def decode_traces_rows(
                 own_extra: dict[str, Any] = {"span.name": name}
                 if own_event == "deliver":
                     own_extra["span.end_us"] = span.end_time_unix_nano // 1_000
-                records: list[tuple[int, int, str, Any, str]] = [
-                    (-1, span.start_time_unix_nano, own_event, own_extra, where)
-                ]
+                # As in otlp._decode_span: a `deliver` span event is the delivery.
+                delivered_at = first_deliver(steps) if own_event == "deliver" else None
+                records: list[tuple[int, int, str, Any, str]] = []
+                if delivered_at is None:
+                    records.append((-1, span.start_time_unix_nano, own_event, own_extra, where))
                 for index, step in steps:
                     records.append(
                         (index, step.time_unix_nano, step.name, step, f"{where} event {index}")
@@ -208,15 +215,20 @@ def decode_traces_rows(
 
                 for index, time_ns, event, extra, place in records:
                     uid = _uid(prefix, index)
+                    row_attrs = span_attrs
                     if index >= 0:
                         extra = fast_attributes(extra.attributes) if extra.attributes else {}
-                    if shared is not None:
+                        if index == delivered_at:
+                            extra = {**extra, **own_extra}
+                    elif own_event in PRODUCER_EVENTS:
+                        row_attrs = producer_attrs(span_attrs, base, own_attrs, normaliser)
+                    if shared is not None and row_attrs is span_attrs:
                         row = _shared_row(shared, dict(extra), event, time_ns, uid, source,
                                           execution_id, normaliser, reserved)
                         if row is not None:
                             rows.append(row)
                             continue
-                    attrs = {**span_attrs, **extra, "event": event}
+                    attrs = {**row_attrs, **extra, "event": event}
                     attrs.pop("job.event", None)
                     attrs["ts"] = Nanos(time_ns)
                     attrs.setdefault("trace_id", trace_id)

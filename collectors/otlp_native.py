@@ -2,7 +2,10 @@
 
 `_otlp_native` walks the wire bytes and writes the canonical columns itself, for every
 span in the common shape; the spans it names as unusual (and whole requests it hands
-back) go through `otlp_columns`, which equals the reference `otlp.decode_traces`. The
+back) go through `otlp_columns`, which equals the reference `otlp.decode_traces`.
+Unusual are, among others, Celery-instrumented spans and PRODUCER spans: their mapping
+(collectors/celery_spans.py) is written once, in Python, and they are a few spans beside
+the executions and steps that make most of a worker's traffic. The
 contract's tables are given to it from `mapping` and `schema`, so they live in one place.
 
 The extension checks what protobuf's own parser checks (wire structure, UTF-8 strings)
@@ -19,6 +22,7 @@ from collections.abc import Callable
 import pyarrow as pa
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from collectors import celery_spans
 from collectors.jsonlines import Rejected
 from collectors.mapping import (
     CELERY_RETRIES,
@@ -27,7 +31,7 @@ from collectors.mapping import (
     RESOURCE_WORKER_ID,
 )
 from collectors.normalise import Normaliser
-from collectors.otlp import _ATTEMPT_KEYS, _JOB_ID_KEYS
+from collectors.otlp import _ATTEMPT_KEYS, _JOB_ID_KEYS, PRODUCER_EVENTS
 from collectors.otlp_columns import decode_traces_rows, rows_table
 from store.schema import (
     EVENT_KINDS,
@@ -47,15 +51,16 @@ except ImportError:  # built without a C compiler: the Python path serves
 
 # The extension's layout of the canonical fields and its flag bits (_otlp_native.c).
 FIELDS = ("ts", "event", *STRING_FIELDS, *INT_FIELDS)
-_NATIVE_LAYOUT = (len(STRING_FIELDS), STRING_FIELDS[0], INT_FIELDS) == (
-    11, "job_id", ("delivery_attempt", "lock_ttl_ms", "visibility_timeout_ms"))
+_NATIVE_LAYOUT = (len(STRING_FIELDS), STRING_FIELDS[0], STRING_FIELDS[5], INT_FIELDS) == (
+    11, "job_id", "worker_id", ("delivery_attempt", "lock_ttl_ms", "visibility_timeout_ms"))
 _KEY_FLAGS = {
     "job.event": 1 << 0, "event": 1 << 1, "host.name": 1 << 2, "process.pid": 1 << 3,
     CELERY_RETRIES: 1 << 5, "ts": 1 << 6, "trace_id": 1 << 7, "span_id": 1 << 8,
     "execution_id": 1 << 9,
 }
 _JOB_ID_KEY, _ATTEMPT_KEY, _OPERATION_KEY = 1 << 10, 1 << 11, (1 << 12, 1 << 13)
-_KIND, _STEP, _NO_JOB_ID = 1 << 8, 1 << 9, 1 << 10
+_CELERY_KEY = 1 << 14
+_KIND, _STEP, _NO_JOB_ID, _PRODUCER = 1 << 8, 1 << 9, 1 << 10, 1 << 11
 _NO_JOB_ID_KINDS = ("enqueue_deduped", "worker_start", "worker_stop")
 # The order of the columns the extension hands over (a struct array), and their types:
 # plain, or with the columns a span's rows share run-end encoded.
@@ -89,6 +94,8 @@ def _key_flags() -> dict[str, int]:
         flags[key] = flags.get(key, 0) | _ATTEMPT_KEY
     for key, flag in zip(OPERATION_KEYS, _OPERATION_KEY, strict=True):
         flags[key] = flags.get(key, 0) | flag
+    for key in celery_spans.KEYS:
+        flags[key] = flags.get(key, 0) | _CELERY_KEY
     return flags
 
 
@@ -96,6 +103,7 @@ def _kinds() -> dict[str, int]:
     return {
         name: index | _KIND | (_STEP if name in EXECUTION_STEPS else 0)
         | (_NO_JOB_ID if name in _NO_JOB_ID_KINDS else 0)
+        | (_PRODUCER if name in PRODUCER_EVENTS else 0)
         for index, name in enumerate(EVENT_KINDS)
     }
 

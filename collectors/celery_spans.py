@@ -1,0 +1,89 @@
+"""What the spans of opentelemetry-instrumentation-celery (`CeleryInstrumentor`) say.
+
+It writes, per task:
+
+- in the producer, `apply_async/<task>` (kind PRODUCER, `celery.action=apply_async`,
+  `messaging.message.id` = the task id): the `enqueue`;
+- in the worker, `run/<task>` (kind CONSUMER, `celery.action=run`, written when the run
+  ends) with `celery.hostname`, `celery.retries` (left out while it is 0) and
+  `celery.delivery_info`, the repr of a dict holding the transport's `redelivered` flag:
+  one execution, whose start is the `deliver`.
+
+The run's delivery attempt is `retries + 1`, and `retries + 2` where the transport flags
+the delivery as redelivered (AMQP does; kombu's Redis transport does when it restores an
+unacked message): "delivered at least once before", as dupescope's own Celery
+instrumentation counts it. The worker is `celery.hostname`, with the process id where the
+span or its resource has one. Values may arrive as strings, whatever the SDK wrote.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from collectors.mapping import CELERY_ATTEMPT, CELERY_RETRIES, CELERY_WORKER_ID
+
+ACTION = "celery.action"
+HOSTNAME = "celery.hostname"
+DELIVERY_INFO = "celery.delivery_info"
+#: Keys only Celery-instrumented spans carry: the native decoder leaves such spans here.
+KEYS = (ACTION, HOSTNAME, DELIVERY_INFO)
+#: Span.SpanKind.SPAN_KIND_PRODUCER in OTLP.
+SPAN_KIND_PRODUCER = 3
+PUBLISH_PREFIX = "apply_async/"
+
+# 'redelivered': True in a dict's repr (or "redelivered": true in JSON).
+_REDELIVERED = re.compile(r"""['"]redelivered['"]\s*:\s*(?:True|true)\b""")
+
+
+def is_publish(kind: int, name: str, attrs: dict[str, Any]) -> bool:
+    """A PRODUCER span or Celery's publish span: an `enqueue`, never an execution."""
+    return (
+        kind == SPAN_KIND_PRODUCER
+        or attrs.get(ACTION) == "apply_async"
+        or name.startswith(PUBLISH_PREFIX)
+    )
+
+
+def is_run(attrs: dict[str, Any]) -> bool:
+    """Celery's `run/<task>` span: one execution of the task."""
+    return attrs.get(ACTION) == "run"
+
+
+def _redelivered(info: Any) -> bool:
+    if isinstance(info, dict):
+        return info.get("redelivered") in (True, "True", "true")
+    return isinstance(info, str) and _REDELIVERED.search(info) is not None
+
+
+def _count(value: Any) -> int | None:
+    """An integer however it arrived (7, "7", 7.0); None for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return None
+
+
+def derived(attrs: dict[str, Any]) -> dict[str, Any]:
+    """The worker id and delivery attempt a Celery span implies, under the internal keys
+    that `mapping` ranks below the ones a span spells itself.
+
+    A `celery.retries` that is no integer derives no attempt: the normaliser then refuses
+    the record, naming the value.
+    """
+    out: dict[str, Any] = {}
+    host = attrs.get(HOSTNAME)
+    if isinstance(host, str) and host:
+        pid = attrs.get("process.pid")
+        out[CELERY_WORKER_ID] = f"{host}:{pid}" if pid is not None else host
+    if is_run(attrs) or DELIVERY_INFO in attrs:
+        retries = attrs.get(CELERY_RETRIES)
+        count = 0 if retries is None else _count(retries)
+        if count is not None:
+            out[CELERY_ATTEMPT] = count + 1 + _redelivered(attrs.get(DELIVERY_INFO))
+    return out
