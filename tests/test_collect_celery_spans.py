@@ -1,0 +1,273 @@
+"""Spans shaped as opentelemetry-instrumentation-celery writes them -> contract rows.
+
+The producer's `apply_async/<task>` span (PRODUCER) is an enqueue with no worker; the
+worker's `run/<task>` span (CONSUMER) is one execution by `celery.hostname`, its attempt
+`celery.retries + 1` (+ 1 when the transport says redelivered). Every decoder path gives
+the same rows: the reference, the column-wise one, the native one and OTLP/JSON.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from collect_support import otlp_json_line
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
+
+from collectors.arrow_batch import rows_to_table
+from collectors.normalise import Normaliser
+from collectors.otlp import decode_traces
+from collectors.otlp_columns import decode_traces_rows
+from collectors.otlp_native import NativeTraceDecoder
+from collectors.service.bodies import decode_otlp
+from store.schema import as_events
+
+T0 = 1_760_000_000_000_000_000
+TASK = "billing.charge"
+WORKER = Resource.create({"service.name": "billing-worker", "host.name": "w1",
+                          "process.pid": 4242})
+PRODUCER = Resource.create({"service.name": "shop", "host.name": "web1", "process.pid": 11})
+DELIVERY_INFO = "{'exchange': '', 'routing_key': 'celery', 'priority': 0, 'redelivered': %s}"
+
+
+class Process:
+    """One instrumented process: a real SDK tracer provider with an in-memory exporter."""
+
+    def __init__(self, resource: Resource) -> None:
+        self.exporter = InMemorySpanExporter()
+        self.provider = TracerProvider(resource=resource)
+        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        self.tracer = self.provider.get_tracer("opentelemetry.instrumentation.celery")
+
+    def span(self, name: str, kind: SpanKind, attrs: dict[str, Any], at_s: float = 0,
+             events: tuple[tuple[str, float], ...] = ()) -> None:
+        start = T0 + int(at_s * 1e9)
+        span = self.tracer.start_span(name, kind=kind, attributes=attrs, start_time=start)
+        for event, offset_s in events:
+            span.add_event(event, timestamp=start + int(offset_s * 1e9))
+        span.end(end_time=start + 2_000_000_000)
+
+    def spans(self) -> list:
+        return list(self.exporter.get_finished_spans())
+
+
+def publish(process: Process, task_id: str, at_s: float = 0) -> None:
+    """What CeleryInstrumentor's before_task_publish writes."""
+    process.span(f"apply_async/{TASK}", SpanKind.PRODUCER, {
+        "celery.action": "apply_async", "messaging.message.id": task_id,
+        "celery.task_name": TASK, "messaging.destination_kind": "queue",
+        "messaging.destination": "celery",
+    }, at_s)
+
+
+def run(process: Process, task_id: str, at_s: float = 1, *, retries: Any = None,
+        redelivered: bool = False, state: str = "SUCCESS", **extra: Any) -> None:
+    """What CeleryInstrumentor's task_prerun/task_postrun write (retries left out at 0)."""
+    attrs = {
+        "celery.action": "run", "celery.state": state, "messaging.conversation_id": task_id,
+        "messaging.destination": "celery",
+        "celery.delivery_info": DELIVERY_INFO % redelivered,
+        "messaging.message.id": task_id, "celery.hostname": "celery@w1",
+        "celery.task_name": TASK, **extra,
+    }
+    if retries is not None:
+        attrs["celery.retries"] = retries
+    events = attrs.pop("events", ())
+    process.span(f"run/{TASK}", SpanKind.CONSUMER, attrs, at_s, events)
+
+
+def _reference(spans: list) -> pa.Table:
+    decoded = decode_traces(encode_spans(spans), Normaliser(), "src")
+    assert not decoded.rejected, decoded.rejected
+    return rows_to_table(decoded.rows)
+
+
+def _columns(spans: list) -> pa.Table:
+    rows, rejected, _ = decode_traces_rows(encode_spans(spans), Normaliser(), "src")
+    assert not rejected, rejected
+    return rows_to_table(rows)
+
+
+def _native(spans: list) -> pa.Table:
+    request = encode_spans(spans)
+    table, rejected, _ = NativeTraceDecoder(Normaliser()).decode(
+        request.SerializeToString(), lambda: request, "src")
+    assert not rejected, rejected
+    return as_events(table)
+
+
+def _otlp_json(spans: list) -> pa.Table:
+    result = decode_otlp("traces", otlp_json_line(spans), "json", Normaliser(), "src")
+    assert not result.rejected, result.message
+    return as_events(result.table)
+
+
+PATHS: dict[str, Callable[[list], pa.Table]] = {
+    "reference": _reference, "columns": _columns, "native": _native, "otlp-json": _otlp_json,
+}
+FIELDS = ("event", "job_id", "job_type", "delivery_attempt", "worker_id", "queue")
+
+
+@pytest.fixture(params=sorted(PATHS))
+def rows_of(request: pytest.FixtureRequest) -> Callable[[list], list[tuple]]:
+    """The rows a decoder path gives for spans, as (event, job_id, ...) in time order."""
+    decode = PATHS[request.param]
+
+    def rows(spans: list) -> list[tuple]:
+        found = sorted(decode(spans).to_pylist(), key=lambda r: (r["ts"], r["event"]))
+        return [tuple(r[f] for f in FIELDS) for r in found]
+
+    return rows
+
+
+def test_the_producers_publish_span_is_an_enqueue_with_no_worker(rows_of) -> None:
+    producer = Process(PRODUCER)
+    publish(producer, "t-1")
+    assert rows_of(producer.spans()) == [("enqueue", "t-1", TASK, None, None, "celery")]
+
+
+def test_a_run_span_is_one_delivery_by_the_celery_worker(rows_of) -> None:
+    # Celery leaves celery.retries out while it is 0: still the first attempt.
+    worker = Process(WORKER)
+    run(worker, "t-1")
+    assert rows_of(worker.spans()) == [("deliver", "t-1", TASK, 1, "celery@w1:4242", "celery")]
+
+
+def test_a_task_published_and_run_is_one_enqueue_and_one_execution(rows_of) -> None:
+    producer, worker = Process(PRODUCER), Process(WORKER)
+    publish(producer, "t-1")
+    run(worker, "t-1")
+    assert [r[0] for r in rows_of(producer.spans() + worker.spans())] == ["enqueue", "deliver"]
+
+
+def test_a_retry_counts_from_celery_retries_given_as_text(rows_of) -> None:
+    worker = Process(WORKER)
+    run(worker, "t-1", 1, state="RETRY")
+    run(worker, "t-1", 3, retries="1")
+    assert [r[3] for r in rows_of(worker.spans())] == [1, 2]
+
+
+def test_a_redelivered_run_is_at_least_the_next_attempt(rows_of) -> None:
+    # The broker says it delivered the message before: an earlier attempt, seen or not.
+    worker = Process(WORKER)
+    run(worker, "t-1", redelivered=True)
+    run(worker, "t-2", retries=2, redelivered=True)
+    assert [(r[1], r[3]) for r in rows_of(worker.spans())] == [("t-1", 2), ("t-2", 4)]
+
+
+def test_the_worker_is_its_hostname_alone_where_no_pid_is_known(rows_of) -> None:
+    worker = Process(Resource({"service.name": "billing-worker"}))
+    run(worker, "t-1")
+    assert rows_of(worker.spans())[0][4] == "celery@w1"
+
+
+def test_a_worker_id_on_the_span_wins_over_the_hostname(rows_of) -> None:
+    worker = Process(WORKER)
+    run(worker, "t-1", **{"job.worker_id": "pod-7"})
+    assert rows_of(worker.spans())[0][4] == "pod-7"
+
+
+def test_a_run_with_its_own_deliver_event_is_delivered_once(rows_of) -> None:
+    worker = Process(WORKER)
+    run(worker, "t-1", events=(("deliver", 0.5), ("side_effect", 1), ("ack", 1.5)))
+    assert [r[0] for r in rows_of(worker.spans())] == ["deliver", "side_effect", "ack"]
+
+
+def test_an_execution_span_with_a_deliver_event_keeps_its_end(rows_of) -> None:
+    worker = Process(WORKER)
+    worker.span("process invoice", SpanKind.CONSUMER,
+                {"messaging.message.id": "m-1", "job.job_type": "invoice"}, 0,
+                (("deliver", 0.25), ("ack", 1)))
+    decoded = decode_traces(encode_spans(worker.spans()), Normaliser(), "src").rows
+    assert [(r["event"], r["ts"]) for r in decoded] == [
+        ("deliver", T0 // 1000 + 250_000), ("ack", T0 // 1000 + 1_000_000)]
+    assert f'"span.end_us":{T0 // 1000 + 2_000_000}' in decoded[0]["attrs"]
+    assert [r[0] for r in rows_of(worker.spans())] == ["deliver", "ack"]
+
+
+def test_a_producer_span_naming_a_job_is_an_enqueue_whatever_else_it_says(rows_of) -> None:
+    producer = Process(PRODUCER)
+    producer.span("orders publish", SpanKind.PRODUCER, {
+        "messaging.message.id": "m-1", "job.job_type": "invoice", "delivery_attempt": 1,
+        "messaging.operation.type": "process"})
+    assert rows_of(producer.spans()) == [("enqueue", "m-1", "invoice", 1, None, None)]
+
+
+def test_a_producer_span_naming_no_job_is_not_a_job_event() -> None:
+    producer = Process(PRODUCER)
+    producer.span("kafka send", SpanKind.PRODUCER, {"messaging.system": "kafka"})
+    decoded = decode_traces(encode_spans(producer.spans()), Normaliser(), "src")
+    assert (decoded.rows, decoded.rejected, decoded.ignored) == ([], [], 1)
+
+
+def test_an_enqueue_takes_no_worker_from_the_resource_but_keeps_its_own(rows_of) -> None:
+    producer = Process(PRODUCER)
+    producer.span("enqueue", SpanKind.INTERNAL, {"job.job_id": "j-1", "job.job_type": "x"})
+    producer.span("enqueue", SpanKind.INTERNAL,
+                  {"job.job_id": "j-2", "job.job_type": "x", "job.worker_id": "cron-1"}, 1)
+    assert [(r[1], r[4]) for r in rows_of(producer.spans())] == [("j-1", None), ("j-2", "cron-1")]
+
+
+def test_the_native_decoder_keeps_plain_enqueues_on_its_fast_path() -> None:
+    producer = Process(PRODUCER)
+    producer.span("enqueue", SpanKind.INTERNAL, {"job.job_id": "j-1", "job.job_type": "x"})
+    body = encode_spans(producer.spans()).SerializeToString()
+    count, _, fallback, _, _ = NativeTraceDecoder(Normaliser()).native.decode(body, "src")
+    assert (count, fallback) == (1, [])
+
+
+def test_a_retries_value_that_is_no_number_rejects_that_span_alone() -> None:
+    worker = Process(WORKER)
+    run(worker, "t-1", retries="many")
+    run(worker, "t-2")
+    decoded = decode_traces(encode_spans(worker.spans()), Normaliser(), "src")
+    assert [r["job_id"] for r in decoded.rows] == ["t-2"]
+    assert "celery.retries must be an integer, got 'many'" in decoded.rejected[0].reason
+
+
+def _celery_mix(seed: int) -> list:
+    """Celery spans of both processes among ordinary job spans, with odd values."""
+    rng = random.Random(seed)
+    producer, worker = Process(PRODUCER), Process(WORKER)
+    for i in range(40):
+        task_id, at = f"t-{i % 25}", i * 0.1
+        shape = rng.randrange(6)
+        if shape == 0:
+            publish(producer, task_id, at)
+        elif shape == 1:
+            run(worker, task_id, at, retries=rng.choice([None, 1, "2", 3.0]),
+                redelivered=rng.random() < 0.3,
+                events=rng.choice([(), (("deliver", 0.01),), (("side_effect", 0.01),)]))
+        elif shape == 2:
+            producer.span("enqueue", rng.choice([SpanKind.INTERNAL, SpanKind.PRODUCER]),
+                          {"job.job_id": task_id, "job.job_type": "x",
+                           **rng.choice([{}, {"worker_id": "w"}])}, at)
+        elif shape == 3:
+            worker.span("process", SpanKind.CONSUMER,
+                        {"messaging.message.id": task_id, "job.delivery_attempt": 1}, at,
+                        rng.choice([(), (("deliver", 0.01), ("ack", 0.02)), (("ack", 0.02),)]))
+        elif shape == 4:
+            producer.span("send", SpanKind.PRODUCER,
+                          {"messaging.message.id": task_id, "messaging.operation": "send"}, at)
+        else:
+            worker.span(f"apply_async/{TASK}", SpanKind.PRODUCER,
+                        {"messaging.message.id": task_id, "celery.hostname": "celery@w1"}, at)
+    return producer.spans() + worker.spans()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_every_decoder_path_gives_the_reference_table(seed: int) -> None:
+    spans = _celery_mix(seed)
+    reference = _reference(spans).sort_by("event_uid")
+    for name, decode in PATHS.items():
+        table = decode(spans).sort_by("event_uid")
+        assert table.equals(reference), name
+    assert reference.num_rows > 30
