@@ -183,7 +183,7 @@ enum { N_KIND = 1 << 8, N_STEP = 1 << 9, N_NO_JOB_ID = 1 << 10, N_PRODUCER = 1 <
 #define F_FIRST_INT 13
 #define F_JOB_ID 2
 #define F_WORKER_ID 7
-#define SPAN_KIND_PRODUCER 3
+#define SPAN_KIND_PRODUCER 4 /* Span.SpanKind.SPAN_KIND_PRODUCER */
 #define F_DELIVERY_ATTEMPT 13
 #define NO_ALIAS (-1L)
 

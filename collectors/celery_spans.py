@@ -9,6 +9,11 @@ It writes, per task:
   `celery.delivery_info`, the repr of a dict holding the transport's `redelivered` flag:
   one execution, whose start is the `deliver`.
 
+The run's end is its settle, from `celery.state` (SUCCESS, IGNORED: `ack`; RETRY,
+REJECTED: `nack`; FAILURE: `fail`), unless the span names its events itself (dupescope's
+own Celery instrumentation writes them onto the same span). Without it every run would
+look like one that went silent, and every retry like a lost worker.
+
 The run's delivery attempt is `retries + 1`, and `retries + 2` where the transport flags
 the delivery as redelivered (AMQP does; kombu's Redis transport does when it restores an
 unacked message): "delivered at least once before", as dupescope's own Celery
@@ -19,6 +24,7 @@ span or its resource has one. Values may arrive as strings, whatever the SDK wro
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from collectors.mapping import CELERY_ATTEMPT, CELERY_RETRIES, CELERY_WORKER_ID
@@ -28,26 +34,42 @@ HOSTNAME = "celery.hostname"
 DELIVERY_INFO = "celery.delivery_info"
 #: Keys only Celery-instrumented spans carry: the native decoder leaves such spans here.
 KEYS = (ACTION, HOSTNAME, DELIVERY_INFO)
-#: Span.SpanKind.SPAN_KIND_PRODUCER in OTLP.
-SPAN_KIND_PRODUCER = 3
 PUBLISH_PREFIX = "apply_async/"
 
 # 'redelivered': True in a dict's repr (or "redelivered": true in JSON).
 _REDELIVERED = re.compile(r"""['"]redelivered['"]\s*:\s*(?:True|true)\b""")
 
 
-def is_publish(kind: int, name: str, attrs: dict[str, Any]) -> bool:
-    """A PRODUCER span or Celery's publish span: an `enqueue`, never an execution."""
-    return (
-        kind == SPAN_KIND_PRODUCER
-        or attrs.get(ACTION) == "apply_async"
-        or name.startswith(PUBLISH_PREFIX)
-    )
+def is_publish(name: str, attrs: dict[str, Any]) -> bool:
+    """Celery's publish span: an `enqueue`, never an execution."""
+    return attrs.get(ACTION) == "apply_async" or name.startswith(PUBLISH_PREFIX)
 
 
 def is_run(attrs: dict[str, Any]) -> bool:
     """Celery's `run/<task>` span: one execution of the task."""
     return attrs.get(ACTION) == "run"
+
+
+# celery.states -> how the run settled its message. A REJECTED run may have been requeued
+# or dropped; either way it ended in its own verdict, which is what the causes ask.
+_SETTLES = {"SUCCESS": "ack", "IGNORED": "ack", "RETRY": "nack", "REJECTED": "nack",
+            "FAILURE": "fail"}
+
+
+def settle(
+    attrs: dict[str, Any], failure: Callable[[], str]
+) -> tuple[str, dict[str, Any]] | None:
+    """The settle event a run span's end records, with its attributes; None if unknown.
+
+    `failure()` is what the span says went wrong (its exception or status message).
+    """
+    if not is_run(attrs):
+        return None
+    event = _SETTLES.get(str(attrs.get("celery.state")))
+    if event is None or event == "ack":
+        return (event, {}) if event else None
+    reason = attrs.get("celery.retry.reason") if event == "nack" else None
+    return event, {"reason": str(reason or failure() or attrs.get("celery.state"))}
 
 
 def _redelivered(info: Any) -> bool:

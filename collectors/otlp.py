@@ -18,6 +18,7 @@ from typing import Any
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from collectors import celery_spans
 from collectors.jsonlines import Decoded, Rejected
@@ -31,6 +32,9 @@ _KINDS = frozenset(EVENT_KINDS)
 _WORKER_STEPS = frozenset(EXECUTION_STEPS)
 # Events of the producer's side: a worker_id of theirs is never the resource's.
 PRODUCER_EVENTS = frozenset({"outbox_write", "enqueue", "enqueue_deduped"})
+SPAN_KIND_PRODUCER = Span.SpanKind.SPAN_KIND_PRODUCER
+#: The uid index of the settle a span's end implies (-1 is the span's own row).
+SETTLE_INDEX = -2
 
 
 def any_value(value: AnyValue) -> Any:
@@ -52,7 +56,11 @@ def attributes(pairs: Any) -> dict[str, Any]:
 
 def _span_event(name: str, attrs: dict[str, Any], kind: int = 0) -> str | None:
     """The lifecycle step a span itself records, if any."""
-    publish = celery_spans.is_publish(kind, name, attrs)
+    # A PRODUCER span naming a job (any other is some other library's message) is its
+    # enqueue, as is Celery's publish span.
+    publish = celery_spans.is_publish(name, attrs) or (
+        kind == SPAN_KIND_PRODUCER and any(k in attrs for k in _JOB_ID_KEYS)
+    )
     for key in ("job.event", "event"):
         value = attrs.get(key)
         if isinstance(value, str) and value in _KINDS:
@@ -88,6 +96,29 @@ def producer_attrs(
     if not dropped:
         return attrs
     return {k: v for k, v in attrs.items() if k not in dropped}
+
+
+_SETTLES = frozenset({"ack", "nack", "fail"})
+
+
+def end_settle(
+    span: Any, own: dict[str, Any], attrs: dict[str, Any], steps: list[tuple[int, Any]]
+) -> tuple[str, dict[str, Any]] | None:
+    """The settle a Celery run span's end records, where the span names no events itself."""
+    if "job.event" in own or "event" in own or any(e.name in _SETTLES for _, e in steps):
+        return None
+    return celery_spans.settle(attrs, lambda: _failure(span))
+
+
+def _failure(span: Any) -> str:
+    """`Type: message` of the span's recorded exception, else its status message."""
+    for event in span.events:
+        if event.name == "exception":
+            found = attributes(event.attributes)
+            kind, message = found.get("exception.type"), found.get("exception.message")
+            if kind:
+                return f"{kind}: {message}" if message else str(kind)
+    return span.status.message
 
 
 def first_deliver(steps: list[tuple[int, Any]]) -> int | None:
@@ -204,6 +235,10 @@ def _decode_span(
         if index == delivered_at:
             attrs.update(span_row)
         records.append((index, step.time_unix_nano, attrs, f"{where} event {index}"))
+    settled = end_settle(span, own_attrs, span_attrs, steps) if own_event == "deliver" else None
+    if settled is not None:
+        attrs = {**span_attrs, **settled[1], "event": settled[0]}
+        records.append((SETTLE_INDEX, span.end_time_unix_nano, attrs, f"{where} end"))
 
     for index, time_ns, attrs, place in records:
         attrs.pop("job.event", None)

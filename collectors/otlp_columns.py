@@ -21,11 +21,13 @@ from collectors.normalise import Normaliser, RecordError, Row
 from collectors.otlp import (
     _WORKER_STEPS,
     PRODUCER_EVENTS,
+    SETTLE_INDEX,
     _looks_like_execution,
     _span_event,
     _step_parents,
     _worker_identity,
     attributes,
+    end_settle,
     first_deliver,
     producer_attrs,
     span_attrs_of,
@@ -212,6 +214,13 @@ def decode_traces_rows(
                     records.append(
                         (index, step.time_unix_nano, step.name, step, f"{where} event {index}")
                     )
+                settled = (
+                    end_settle(span, own_attrs, span_attrs, steps)
+                    if own_event == "deliver" else None
+                )
+                if settled is not None:
+                    records.append((SETTLE_INDEX, span.end_time_unix_nano, settled[0],
+                                    settled[1], f"{where} end"))
 
                 for index, time_ns, event, extra, place in records:
                     uid = _uid(prefix, index)
@@ -220,7 +229,7 @@ def decode_traces_rows(
                         extra = fast_attributes(extra.attributes) if extra.attributes else {}
                         if index == delivered_at:
                             extra = {**extra, **own_extra}
-                    elif own_event in PRODUCER_EVENTS:
+                    elif index == -1 and own_event in PRODUCER_EVENTS:
                         row_attrs = producer_attrs(span_attrs, base, own_attrs, normaliser)
                     if shared is not None and row_attrs is span_attrs:
                         row = _shared_row(shared, dict(extra), event, time_ns, uid, source,

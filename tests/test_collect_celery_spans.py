@@ -2,8 +2,9 @@
 
 The producer's `apply_async/<task>` span (PRODUCER) is an enqueue with no worker; the
 worker's `run/<task>` span (CONSUMER) is one execution by `celery.hostname`, its attempt
-`celery.retries + 1` (+ 1 when the transport says redelivered). Every decoder path gives
-the same rows: the reference, the column-wise one, the native one and OTLP/JSON.
+`celery.retries + 1` (+ 1 when the transport says redelivered), settled at its end as
+`celery.state` says. Every decoder path gives the same rows: the reference, the
+column-wise one, the native one and OTLP/JSON.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 import pyarrow as pa
 import pytest
 from collect_support import otlp_json_line
@@ -134,25 +136,65 @@ def test_the_producers_publish_span_is_an_enqueue_with_no_worker(rows_of) -> Non
     assert rows_of(producer.spans()) == [("enqueue", "t-1", TASK, None, None, "celery")]
 
 
-def test_a_run_span_is_one_delivery_by_the_celery_worker(rows_of) -> None:
+def test_a_run_span_is_one_execution_by_the_celery_worker(rows_of) -> None:
     # Celery leaves celery.retries out while it is 0: still the first attempt.
     worker = Process(WORKER)
     run(worker, "t-1")
-    assert rows_of(worker.spans()) == [("deliver", "t-1", TASK, 1, "celery@w1:4242", "celery")]
+    assert rows_of(worker.spans()) == [
+        ("deliver", "t-1", TASK, 1, "celery@w1:4242", "celery"),
+        ("ack", "t-1", TASK, 1, "celery@w1:4242", "celery"),
+    ]
+
+
+def test_a_run_ends_as_celery_state_says(rows_of) -> None:
+    worker = Process(WORKER)
+    for i, state in enumerate(["SUCCESS", "IGNORED", "RETRY", "REJECTED", "FAILURE"]):
+        run(worker, f"t-{i}", i, state=state)
+    run(worker, "t-9", 9, state="STARTED")  # not an ending Celery writes: no settle
+    settles = [(r[1], r[0]) for r in rows_of(worker.spans()) if r[0] != "deliver"]
+    assert settles == [("t-0", "ack"), ("t-1", "ack"), ("t-2", "nack"), ("t-3", "nack"),
+                       ("t-4", "fail")]
+
+
+def test_a_settle_keeps_the_reason_celery_gave() -> None:
+    worker = Process(WORKER)
+    run(worker, "t-1", state="RETRY",
+        **{"celery.retry.reason": "Retry in 0s: TimeoutError('gateway timeout')"})
+    failed = worker.tracer.start_span(
+        f"run/{TASK}", kind=SpanKind.CONSUMER, start_time=T0,
+        attributes={"celery.action": "run", "celery.state": "FAILURE",
+                    "messaging.message.id": "t-2", "celery.task_name": TASK})
+    failed.record_exception(ValueError("no data for q3"), timestamp=T0 + 1)
+    failed.end(end_time=T0 + 2)
+    rows = decode_traces(encode_spans(worker.spans()), Normaliser(), "src").rows
+    reasons = {r["job_id"]: orjson.loads(r["attrs"])["reason"] for r in rows
+               if r["event"] in ("nack", "fail")}
+    assert reasons == {"t-1": "Retry in 0s: TimeoutError('gateway timeout')",
+                       "t-2": "ValueError: no data for q3"}
+
+
+def test_a_run_that_names_its_own_settle_gets_no_second_one(rows_of) -> None:
+    # dupescope's own Celery instrumentation writes its events onto the same span.
+    worker = Process(WORKER)
+    run(worker, "t-1", events=(("side_effect", 0.5), ("ack", 1)))
+    run(worker, "t-2", 5, **{"job.event": "deliver"})
+    assert [(r[1], r[0]) for r in rows_of(worker.spans())] == [
+        ("t-1", "deliver"), ("t-1", "side_effect"), ("t-1", "ack"), ("t-2", "deliver")]
 
 
 def test_a_task_published_and_run_is_one_enqueue_and_one_execution(rows_of) -> None:
     producer, worker = Process(PRODUCER), Process(WORKER)
     publish(producer, "t-1")
     run(worker, "t-1")
-    assert [r[0] for r in rows_of(producer.spans() + worker.spans())] == ["enqueue", "deliver"]
+    assert [r[0] for r in rows_of(producer.spans() + worker.spans())] == [
+        "enqueue", "deliver", "ack"]
 
 
 def test_a_retry_counts_from_celery_retries_given_as_text(rows_of) -> None:
     worker = Process(WORKER)
     run(worker, "t-1", 1, state="RETRY")
     run(worker, "t-1", 3, retries="1")
-    assert [r[3] for r in rows_of(worker.spans())] == [1, 2]
+    assert [r[3] for r in rows_of(worker.spans()) if r[0] == "deliver"] == [1, 2]
 
 
 def test_a_redelivered_run_is_at_least_the_next_attempt(rows_of) -> None:
@@ -160,7 +202,8 @@ def test_a_redelivered_run_is_at_least_the_next_attempt(rows_of) -> None:
     worker = Process(WORKER)
     run(worker, "t-1", redelivered=True)
     run(worker, "t-2", retries=2, redelivered=True)
-    assert [(r[1], r[3]) for r in rows_of(worker.spans())] == [("t-1", 2), ("t-2", 4)]
+    delivered = [(r[1], r[3]) for r in rows_of(worker.spans()) if r[0] == "deliver"]
+    assert delivered == [("t-1", 2), ("t-2", 4)]
 
 
 def test_the_worker_is_its_hostname_alone_where_no_pid_is_known(rows_of) -> None:
@@ -179,6 +222,7 @@ def test_a_run_with_its_own_deliver_event_is_delivered_once(rows_of) -> None:
     worker = Process(WORKER)
     run(worker, "t-1", events=(("deliver", 0.5), ("side_effect", 1), ("ack", 1.5)))
     assert [r[0] for r in rows_of(worker.spans())] == ["deliver", "side_effect", "ack"]
+    assert len(_reference(worker.spans())) == 3
 
 
 def test_an_execution_span_with_a_deliver_event_keeps_its_end(rows_of) -> None:
@@ -229,7 +273,7 @@ def test_a_retries_value_that_is_no_number_rejects_that_span_alone() -> None:
     run(worker, "t-1", retries="many")
     run(worker, "t-2")
     decoded = decode_traces(encode_spans(worker.spans()), Normaliser(), "src")
-    assert [r["job_id"] for r in decoded.rows] == ["t-2"]
+    assert [r["job_id"] for r in decoded.rows] == ["t-2", "t-2"]
     assert "celery.retries must be an integer, got 'many'" in decoded.rejected[0].reason
 
 
@@ -245,6 +289,7 @@ def _celery_mix(seed: int) -> list:
         elif shape == 1:
             run(worker, task_id, at, retries=rng.choice([None, 1, "2", 3.0]),
                 redelivered=rng.random() < 0.3,
+                state=rng.choice(["SUCCESS", "RETRY", "FAILURE", "?"]),
                 events=rng.choice([(), (("deliver", 0.01),), (("side_effect", 0.01),)]))
         elif shape == 2:
             producer.span("enqueue", rng.choice([SpanKind.INTERNAL, SpanKind.PRODUCER]),
