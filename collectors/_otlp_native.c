@@ -170,7 +170,7 @@ enum {
     K_ATTEMPT_KEY = 1 << 11,   /* names a delivery attempt */
     K_OP0 = 1 << 12,           /* messaging.operation.type */
     K_OP1 = 1 << 13,           /* messaging.operation */
-    K_CELERY = 1 << 14,        /* celery.action, celery.hostname, celery.delivery_info */
+    K_CELERY = 1 << 14,        /* celery.action, celery.delivery_info */
 };
 
 /* Event-name roles (flags in the `kinds` table, above the kind's index). */
@@ -1654,9 +1654,9 @@ static int decode_span(Ctx *x, const Parsed *q, const Span *sp, const Record *ba
     for (int i = 0; i < span_rec->n; i++)
         if (span_rec->e[i]->type > V_INT) return ODD;
     /* Celery-instrumented spans and PRODUCER spans are few beside the executions and
-     * their steps, and what they mean (a worker from celery.hostname, an attempt from
-     * retries and a repr'd `redelivered`, an enqueue however the span is spelled) is
-     * written once, in Python (otlp._span_event, celery_spans): the reference decides. */
+     * their steps, and what they mean (an attempt from retries and a repr'd
+     * `redelivered`, a settle from celery.state, an enqueue however the span is spelled)
+     * is written once, in Python (otlp._span_event, celery_spans): the reference decides. */
     static const char publish[] = "apply_async/";
     if ((span_rec->flags & K_CELERY) || sp->kind == SPAN_KIND_PRODUCER ||
         (sp->name.n >= sizeof publish - 1 &&

@@ -5,9 +5,14 @@ It writes, per task:
 - in the producer, `apply_async/<task>` (kind PRODUCER, `celery.action=apply_async`,
   `messaging.message.id` = the task id): the `enqueue`;
 - in the worker, `run/<task>` (kind CONSUMER, `celery.action=run`, written when the run
-  ends) with `celery.hostname`, `celery.retries` (left out while it is 0) and
-  `celery.delivery_info`, the repr of a dict holding the transport's `redelivered` flag:
-  one execution, whose start is the `deliver`.
+  ends) with `celery.retries` (left out while it is 0) and `celery.delivery_info`, the
+  repr of a dict holding the transport's `redelivered` flag: one execution, whose start
+  is the `deliver`.
+
+Its `celery.hostname` does not name the worker: the instrumentation writes the message's
+`origin` (the sender, `gen<pid>@<host>` for a producer) over the worker's `hostname`, both
+under that one key. The worker is the process that exported the run span: its resource
+(host:pid, else service.instance.id), as for any span.
 
 The run's end is its settle, from `celery.state` (SUCCESS, IGNORED: `ack`; RETRY,
 REJECTED: `nack`; FAILURE: `fail`), unless the span names its events itself (dupescope's
@@ -17,8 +22,7 @@ look like one that went silent, and every retry like a lost worker.
 The run's delivery attempt is `retries + 1`, and `retries + 2` where the transport flags
 the delivery as redelivered (AMQP does; kombu's Redis transport does when it restores an
 unacked message): "delivered at least once before", as dupescope's own Celery
-instrumentation counts it. The worker is `celery.hostname`, with the process id where the
-span or its resource has one. Values may arrive as strings, whatever the SDK wrote.
+instrumentation counts it. Values may arrive as strings, whatever the SDK wrote.
 """
 
 from __future__ import annotations
@@ -27,13 +31,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from collectors.mapping import CELERY_ATTEMPT, CELERY_RETRIES, CELERY_WORKER_ID
+from collectors.mapping import CELERY_ATTEMPT, CELERY_RETRIES
 
 ACTION = "celery.action"
-HOSTNAME = "celery.hostname"
 DELIVERY_INFO = "celery.delivery_info"
 #: Keys only Celery-instrumented spans carry: the native decoder leaves such spans here.
-KEYS = (ACTION, HOSTNAME, DELIVERY_INFO)
+KEYS = (ACTION, DELIVERY_INFO)
 PUBLISH_PREFIX = "apply_async/"
 
 # 'redelivered': True in a dict's repr (or "redelivered": true in JSON).
@@ -92,17 +95,13 @@ def _count(value: Any) -> int | None:
 
 
 def derived(attrs: dict[str, Any]) -> dict[str, Any]:
-    """The worker id and delivery attempt a Celery span implies, under the internal keys
-    that `mapping` ranks below the ones a span spells itself.
+    """The delivery attempt a Celery span implies, under the internal key that `mapping`
+    ranks below the attempts a span spells itself.
 
     A `celery.retries` that is no integer derives no attempt: the normaliser then refuses
     the record, naming the value.
     """
     out: dict[str, Any] = {}
-    host = attrs.get(HOSTNAME)
-    if isinstance(host, str) and host:
-        pid = attrs.get("process.pid")
-        out[CELERY_WORKER_ID] = f"{host}:{pid}" if pid is not None else host
     if is_run(attrs) or DELIVERY_INFO in attrs:
         retries = attrs.get(CELERY_RETRIES)
         count = 0 if retries is None else _count(retries)

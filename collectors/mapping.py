@@ -20,9 +20,8 @@ from pathlib import Path
 
 #: Where OTLP decoding puts the host:pid it builds from resource attributes.
 RESOURCE_WORKER_ID = "resource.worker_id"
-#: Where OTLP decoding puts what a Celery span implies (collectors/celery_spans.py): the
-#: worker from `celery.hostname`, the attempt from `celery.retries` and `redelivered`.
-CELERY_WORKER_ID = "celery.worker_id"
+#: Where OTLP decoding puts the attempt a Celery run span implies from `celery.retries`
+#: and the transport's `redelivered` flag (collectors/celery_spans.py).
 CELERY_ATTEMPT = "celery.delivery_attempt"
 
 # Canonical name -> source names tried in order (after the canonical name itself and its
@@ -40,10 +39,9 @@ BUILTIN_ALIASES: dict[str, tuple[str, ...]] = {
     ),
     # OpenTelemetry resource conventions, so a span needs no job-specific copy of them.
     "service_version": ("service.version",),
-    # A worker_id the span or record names itself wins; then the Celery worker a span
-    # names; then host:pid from the resource; then the SDK's per-process
-    # service.instance.id.
-    "worker_id": (CELERY_WORKER_ID, RESOURCE_WORKER_ID, "service.instance.id"),
+    # host:pid from the resource ranks below a worker_id the span or record names itself,
+    # and above the SDK's per-process service.instance.id.
+    "worker_id": (RESOURCE_WORKER_ID, "service.instance.id"),
 }
 
 # messaging.operation.type (older messaging.operation) -> event, where no event is named.

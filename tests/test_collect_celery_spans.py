@@ -1,7 +1,7 @@
 """Spans shaped as opentelemetry-instrumentation-celery writes them -> contract rows.
 
 The producer's `apply_async/<task>` span (PRODUCER) is an enqueue with no worker; the
-worker's `run/<task>` span (CONSUMER) is one execution by `celery.hostname`, its attempt
+worker's `run/<task>` span (CONSUMER) is one execution by the process that ran it, its attempt
 `celery.retries + 1` (+ 1 when the transport says redelivered), settled at its end as
 `celery.state` says. Every decoder path gives the same rows: the reference, the
 column-wise one, the native one and OTLP/JSON.
@@ -77,7 +77,8 @@ def run(process: Process, task_id: str, at_s: float = 1, *, retries: Any = None,
         "celery.action": "run", "celery.state": state, "messaging.conversation_id": task_id,
         "messaging.destination": "celery",
         "celery.delivery_info": DELIVERY_INFO % redelivered,
-        "messaging.message.id": task_id, "celery.hostname": "celery@w1",
+        # The message's origin, written over the worker's hostname (utils.py does so).
+        "messaging.message.id": task_id, "celery.hostname": "gen11@web1",
         "celery.task_name": TASK, **extra,
     }
     if retries is not None:
@@ -141,8 +142,8 @@ def test_a_run_span_is_one_execution_by_the_celery_worker(rows_of) -> None:
     worker = Process(WORKER)
     run(worker, "t-1")
     assert rows_of(worker.spans()) == [
-        ("deliver", "t-1", TASK, 1, "celery@w1:4242", "celery"),
-        ("ack", "t-1", TASK, 1, "celery@w1:4242", "celery"),
+        ("deliver", "t-1", TASK, 1, "w1:4242", "celery"),
+        ("ack", "t-1", TASK, 1, "w1:4242", "celery"),
     ]
 
 
@@ -206,10 +207,13 @@ def test_a_redelivered_run_is_at_least_the_next_attempt(rows_of) -> None:
     assert delivered == [("t-1", 2), ("t-2", 4)]
 
 
-def test_the_worker_is_its_hostname_alone_where_no_pid_is_known(rows_of) -> None:
-    worker = Process(Resource({"service.name": "billing-worker"}))
+def test_the_worker_is_the_process_that_ran_the_task_not_celery_hostname(rows_of) -> None:
+    # celery.hostname is the sender's name: taking it for the worker would make one
+    # "worker" of every run a producer sent.
+    worker = Process(Resource({"service.name": "billing-worker",
+                               "service.instance.id": "pool-child-3"}))
     run(worker, "t-1")
-    assert rows_of(worker.spans())[0][4] == "celery@w1"
+    assert rows_of(worker.spans())[0][4] == "pool-child-3"
 
 
 def test_a_worker_id_on_the_span_wins_over_the_hostname(rows_of) -> None:

@@ -1,0 +1,97 @@
+"""A Celery app on the real Redis broker, instrumented with opentelemetry-instrumentation-
+celery alone, for end-to-end tests; run as a script it is the worker process.
+
+Each test gets its own key prefix (every broker key, the queue's included) and queue name,
+so tests share the Redis server with anything else. The task counts its runs in a Redis
+hash beside them: the ledger the test compares the forensics with.
+
+    python celery_redis_support.py <redis url> <prefix> <OTLP traces url>
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import redis
+from celery import Celery
+
+TASK = "billing.charge"
+
+
+def make_app(url: str, prefix: str) -> Celery:
+    app = Celery(f"otel-{prefix}", broker=url, set_as_current=True)
+    app.conf.update(
+        task_default_queue=f"{prefix}queue",
+        task_acks_late=True,
+        task_ignore_result=True,
+        worker_enable_remote_control=False,
+        worker_prefetch_multiplier=1,
+        broker_connection_retry_on_startup=True,
+        broker_transport_options={"global_keyprefix": prefix, "visibility_timeout": 3600,
+                                  "polling_interval": 0.05},
+    )
+    ledger = redis.Redis.from_url(url)
+
+    @app.task(name=TASK, shared=False)
+    def charge(order_id: str) -> None:
+        ledger.hincrby(f"{prefix}ledger", order_id, 1)
+
+    return app
+
+
+def ledger(url: str, prefix: str) -> dict[str, int]:
+    found = redis.Redis.from_url(url).hgetall(f"{prefix}ledger")
+    return {k.decode(): int(v) for k, v in found.items()}
+
+
+def clean(url: str, prefix: str) -> None:
+    """Deletes every key the test made (all of them under its prefix)."""
+    client = redis.Redis.from_url(url)
+    for key in client.scan_iter(match=f"{prefix}*", count=1000):
+        client.delete(key)
+
+
+class Worker:
+    """The worker as its own process, exporting its spans over OTLP/HTTP."""
+
+    def __init__(self, url: str, prefix: str, traces_url: str, hostname: str) -> None:
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+               # host.name and process.pid on the resource: the worker_id is host:pid.
+               "OTEL_EXPERIMENTAL_RESOURCE_DETECTORS": "otel,host,process"}
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, url, prefix, traces_url, hostname], env=env
+        )
+
+    def stop(self, timeout_s: float = 30) -> None:
+        """A warm shutdown: the running task finishes, the spans are flushed at exit."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        self.process.wait(timeout_s)
+
+
+def _serve(url: str, prefix: str, traces_url: str, hostname: str) -> None:
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.instrumentation.celery import CeleryInstrumentor
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = TracerProvider(resource=Resource.create({"service.name": "billing-worker"}))
+    provider.add_span_processor(
+        BatchSpanProcessor(OTLPSpanExporter(endpoint=traces_url), schedule_delay_millis=200)
+    )
+    CeleryInstrumentor().instrument(tracer_provider=provider)
+    app = make_app(url, prefix)
+    try:
+        app.worker_main(["worker", "--pool=solo", "--loglevel=WARNING", "-n", hostname,
+                         "--without-mingle", "--without-gossip", "--without-heartbeat"])
+    finally:
+        provider.shutdown()
+
+
+if __name__ == "__main__":
+    _serve(*sys.argv[1:5])

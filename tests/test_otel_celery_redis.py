@@ -1,0 +1,134 @@
+"""End to end with no dupescope code in the tasks: a Celery 5 app on the real Redis broker,
+opentelemetry-instrumentation-celery in the producer (this process) and in a worker
+process, both exporting through the real OTLP/HTTP exporter to a real `dupescope collect`.
+
+Only what a user adds to keep the idempotency key on the publish span (a signal receiver
+of three lines, as the README shows) is not stock OpenTelemetry.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from celery import Celery
+from celery.signals import before_task_publish
+from celery_redis_support import TASK, Worker, clean, ledger, make_app
+from collect_support import Subprocess
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+from queries import duplicates
+from store.embedded import EmbeddedStore
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+TIMEOUT_S = 30
+CLEAN_TASKS = 20
+
+
+@pytest.fixture
+def prefix() -> Iterator[str]:
+    """This test's Redis key prefix; every key under it is deleted afterwards."""
+    name = f"dupescope-test-{uuid.uuid4().hex[:12]}:"
+    try:
+        redis.Redis.from_url(REDIS_URL).ping()
+    except redis.ConnectionError as exc:
+        pytest.skip(f"no Redis at {REDIS_URL}: {exc}")
+    yield name
+    clean(REDIS_URL, name)
+
+
+def key_on_the_publish_span(headers: dict | None = None, **_: object) -> None:
+    """The user's one addition: CeleryInstrumentor records no idempotency key."""
+    key = (headers or {}).get("idempotency_key")
+    if key:
+        trace.get_current_span().set_attribute("job.idempotency_key", key)
+
+
+@pytest.fixture
+def producer(collector: Subprocess) -> Iterator[TracerProvider]:
+    """CeleryInstrumentor in this process, exporting to the collector."""
+    from opentelemetry.instrumentation.celery import CeleryInstrumentor
+
+    provider = TracerProvider(resource=Resource.create(
+        {"service.name": "shop", "host.name": "web1", "process.pid": os.getpid()}))
+    provider.add_span_processor(BatchSpanProcessor(
+        OTLPSpanExporter(endpoint=f"{collector.url}/v1/traces"), schedule_delay_millis=200))
+    instrumentor = CeleryInstrumentor()
+    if instrumentor.is_instrumented_by_opentelemetry:  # by an earlier test, elsewhere
+        instrumentor.uninstrument()
+    instrumentor.instrument(tracer_provider=provider)
+    # After the instrumentor's own receiver, so that its publish span is the current one.
+    before_task_publish.connect(key_on_the_publish_span, weak=False)
+    yield provider
+    before_task_publish.disconnect(key_on_the_publish_span)
+    instrumentor.uninstrument()
+    provider.shutdown()
+
+
+@pytest.fixture
+def collector(tmp_path: Path) -> Iterator[Subprocess]:
+    process = Subprocess(tmp_path / "store")
+    yield process
+    process.stop()
+
+
+def wait_for_runs(prefix: str, total: int) -> None:
+    deadline = time.monotonic() + TIMEOUT_S
+    while sum(ledger(REDIS_URL, prefix).values()) < total:
+        assert time.monotonic() < deadline, ledger(REDIS_URL, prefix)
+        time.sleep(0.05)
+
+
+def send(app: Celery, order: str) -> str:
+    return app.tasks[TASK].apply_async((order,), headers={"idempotency_key": order}).id
+
+
+def test_clean_runs_are_no_duplicates_and_a_resend_is_a_producer_retry(
+    tmp_path: Path, prefix: str, collector: Subprocess, producer: TracerProvider
+) -> None:
+    app = make_app(REDIS_URL, prefix)
+    worker = Worker(REDIS_URL, prefix, f"{collector.url}/v1/traces", "billing@w1")
+    try:
+        task_ids = [send(app, f"order-{i}") for i in range(CLEAN_TASKS)]
+        # A producer that timed out and sent the order again: a new task id, the same key.
+        twice = [send(app, "order-twice") for _ in range(2)]
+        wait_for_runs(prefix, CLEAN_TASKS + 2)
+    finally:
+        worker.stop()
+    assert producer.force_flush(TIMEOUT_S * 1000)
+    collector.stop()
+
+    store = EmbeddedStore(tmp_path / "store")
+    try:
+        found = duplicates(store)
+        events = store.execute("SELECT event, job_id, worker_id, delivery_attempt FROM events")
+    finally:
+        store.close()
+    assert ledger(REDIS_URL, prefix) == {**{f"order-{i}": 1 for i in range(CLEAN_TASKS)},
+                                         "order-twice": 2}
+    # Precision: the only duplicate is the key that really ran twice, and why.
+    assert list(found["key"]) == ["order-twice"]
+    row = found.iloc[0]
+    assert (row["cause"], row["executions"], sorted(row["job_ids"])) == (
+        "producer_retry", 2, sorted(twice))
+    by_event = events.groupby("event")
+    assert set(by_event.groups) == {"enqueue", "deliver", "ack"}
+    delivered = by_event.get_group("deliver")
+    assert sorted(delivered["job_id"]) == sorted(task_ids + twice)
+    # The worker is the process that ran the tasks (not celery.hostname, the sender's).
+    assert set(delivered["worker_id"]) == {f"{socket.gethostname()}:{worker.process.pid}"}
+    assert set(delivered["delivery_attempt"]) == {1}
+    # The producer's publish spans are enqueues, and the producer is no worker.
+    enqueued = by_event.get_group("enqueue")
+    assert sorted(enqueued["job_id"]) == sorted(task_ids + twice)
+    assert enqueued["worker_id"].isna().all()
