@@ -33,6 +33,7 @@ from store.embedded import EmbeddedStore
 REDIS_URL = "redis://127.0.0.1:6379/0"
 TIMEOUT_S = 30
 CLEAN_TASKS = 20
+VISIBILITY_TIMEOUT_S = 2
 
 
 @pytest.fixture
@@ -132,3 +133,73 @@ def test_clean_runs_are_no_duplicates_and_a_resend_is_a_producer_retry(
     enqueued = by_event.get_group("enqueue")
     assert sorted(enqueued["job_id"]) == sorted(task_ids + twice)
     assert enqueued["worker_id"].isna().all()
+
+
+def wait_for(prefix: str, order: str, runs: int) -> None:
+    deadline = time.monotonic() + TIMEOUT_S
+    while ledger(REDIS_URL, prefix).get(order, 0) < runs:
+        assert time.monotonic() < deadline, ledger(REDIS_URL, prefix)
+        time.sleep(0.05)
+
+
+def stored(tmp_path: Path, collector: Subprocess, producer: TracerProvider):
+    """The duplicates and the deliveries, once every span is in."""
+    assert producer.force_flush(TIMEOUT_S * 1000)
+    collector.stop()
+    store = EmbeddedStore(tmp_path / "store")
+    try:
+        delivered = store.execute(
+            "SELECT job_id, delivery_attempt FROM events WHERE event = 'deliver' ORDER BY ts")
+        return duplicates(store), delivered
+    finally:
+        store.close()
+
+
+def test_a_worker_killed_mid_task_is_a_worker_crash_from_the_redelivery_alone(
+    tmp_path: Path, prefix: str, collector: Subprocess, producer: TracerProvider
+) -> None:
+    # SIGKILL after the side effect, before the ack: the killed worker's spans are lost,
+    # as in production. Redis restores the message, flagged redelivered, to another worker.
+    app = make_app(REDIS_URL, prefix, VISIBILITY_TIMEOUT_S)
+    traces = f"{collector.url}/v1/traces"
+    first = Worker(REDIS_URL, prefix, traces, "billing@a", VISIBILITY_TIMEOUT_S)
+    second = None
+    try:
+        task_id = send(app, "hang-1")
+        wait_for(prefix, "hang-1", 1)
+        first.kill()
+        second = Worker(REDIS_URL, prefix, traces, "billing@b", VISIBILITY_TIMEOUT_S)
+        wait_for(prefix, "hang-1", 2)
+    finally:
+        first.kill()
+        if second is not None:
+            second.stop()
+    found, delivered = stored(tmp_path, collector, producer)
+    assert delivered.values.tolist() == [[task_id, 2]]
+    row = found.iloc[0]
+    assert (len(found), row["key"], row["cause"], row["executions"]) == (
+        1, "hang-1", "worker_crash", 2)
+
+
+def test_a_task_that_outlives_the_visibility_timeout_is_a_visibility_timeout(
+    tmp_path: Path, prefix: str, collector: Subprocess, producer: TracerProvider
+) -> None:
+    # Both runs' spans arrive: the first was still running when the second began.
+    app = make_app(REDIS_URL, prefix, VISIBILITY_TIMEOUT_S)
+    traces = f"{collector.url}/v1/traces"
+    first = Worker(REDIS_URL, prefix, traces, "billing@a", VISIBILITY_TIMEOUT_S)
+    second = None
+    try:
+        task_id = send(app, "slow-1")
+        wait_for(prefix, "slow-1", 1)
+        second = Worker(REDIS_URL, prefix, traces, "billing@b", VISIBILITY_TIMEOUT_S)
+        wait_for(prefix, "slow-1", 2)
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
+    found, delivered = stored(tmp_path, collector, producer)
+    assert delivered.values.tolist() == [[task_id, 1], [task_id, 2]]
+    row = found.iloc[0]
+    assert (len(found), row["key"], row["cause"], row["executions"]) == (
+        1, "slow-1", "visibility_timeout", 2)
