@@ -319,7 +319,8 @@ typedef struct {
     int n_kinds;
     char *worker_key;      /* where host:pid is kept (mapping.RESOURCE_WORKER_ID) */
     size_t worker_key_len;
-    long deliver;          /* the kinds entry of `deliver` */
+    long deliver;          /* the kinds entries of `deliver` and `enqueue` */
+    long enqueue;
     /* Keys a span row sets itself, classified once. */
     Attr t_trace, t_span, t_execution, t_name, t_end, t_ts, t_event, t_worker;
 } Config;
@@ -1519,18 +1520,25 @@ static int step_parents(const Config *c, const Parsed *q, IdSet *out) {
     return 0;
 }
 
-/* _span_event: the step a span records itself; 0 none, 1 found, ODD for the reference. */
-static int span_event(const Config *c, const Record *r, Str name, long *kind) {
+/* A `deliver` that a publish span names is its enqueue. */
+static long published(const Config *c, long found, int publish) {
+    return publish && (found & 255) == (c->deliver & 255) ? c->enqueue : found;
+}
+
+/* _span_event: the step a span records itself; 0 none, 1 found, ODD for the reference.
+ * `publish`: a PRODUCER span that names a job, always an enqueue. */
+static int span_event(const Config *c, const Record *r, Str name, int publish, long *kind) {
     static const long keys[2] = {K_JOB_EVENT, K_EVENT};
     for (int k = 0; k < 2; k++) {
         const Attr *a = record_get(r, keys[k]);
         if (a && a->type == V_STR) {
             long found = kind_of(c, a->s);
-            if (found & N_KIND) { *kind = found; return 1; }
+            if (found & N_KIND) { *kind = published(c, found, publish); return 1; }
         }
     }
     long found = kind_of(c, name);
-    if (found & N_KIND) { *kind = found; return 1; }
+    if (found & N_KIND) { *kind = published(c, found, publish); return 1; }
+    if (publish) { *kind = c->enqueue; return 1; }
     static const long ops[2] = {K_OP0, K_OP1};
     for (int k = 0; k < 2; k++) {
         const Attr *a = record_get(r, ops[k]);
@@ -1653,17 +1661,19 @@ static int decode_span(Ctx *x, const Parsed *q, const Span *sp, const Record *ba
     }
     for (int i = 0; i < span_rec->n; i++)
         if (span_rec->e[i]->type > V_INT) return ODD;
-    /* Celery-instrumented spans and PRODUCER spans are few beside the executions and
-     * their steps, and what they mean (an attempt from retries and a repr'd
-     * `redelivered`, a settle from celery.state, an enqueue however the span is spelled)
-     * is written once, in Python (otlp._span_event, celery_spans): the reference decides. */
-    static const char publish[] = "apply_async/";
-    if ((span_rec->flags & K_CELERY) || sp->kind == SPAN_KIND_PRODUCER ||
-        (sp->name.n >= sizeof publish - 1 &&
-         memcmp(sp->name.p, publish, sizeof publish - 1) == 0))
+    /* Celery-instrumented spans are few beside the executions and steps of ordinary
+     * ones, and what they mean (an attempt from retries and a repr'd `redelivered`, a
+     * settle from celery.state, an enqueue however the span is spelled) is written once,
+     * in Python (otlp._span_event, celery_spans): the reference decides. PRODUCER spans
+     * stay here: every messaging instrumentation writes one per publish. */
+    static const char celery_publish[] = "apply_async/";
+    if ((span_rec->flags & K_CELERY) ||
+        (sp->name.n >= sizeof celery_publish - 1 &&
+         memcmp(sp->name.p, celery_publish, sizeof celery_publish - 1) == 0))
         return ODD;
+    int publish = sp->kind == SPAN_KIND_PRODUCER && record_find(span_rec, K_JOB_ID_KEY) >= 0;
     long own = 0;
-    int found = span_event(c, span_rec, sp->name, &own);
+    int found = span_event(c, span_rec, sp->name, publish, &own);
     if (found < 0) return found;
     int has_steps = 0, has_deliver = 0;
     for (size_t e = sp->e0; e < sp->e1; e++) {
@@ -2004,8 +2014,10 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs) {
     c->worker_key_len = (size_t)worker_len;
     c->deliver = table_get(&c->kinds, (const uint8_t *)"deliver", 7,
                            hash_bytes((const uint8_t *)"deliver", 7), 0);
-    if (!(c->deliver & N_KIND)) {
-        PyErr_SetString(PyExc_ValueError, "`deliver` is not among the event kinds");
+    c->enqueue = table_get(&c->kinds, (const uint8_t *)"enqueue", 7,
+                           hash_bytes((const uint8_t *)"enqueue", 7), 0);
+    if (!(c->deliver & N_KIND) || !(c->enqueue & N_KIND)) {
+        PyErr_SetString(PyExc_ValueError, "`deliver` or `enqueue` is not among the event kinds");
         return -1;
     }
     template_of(c, &c->t_trace, "trace_id");

@@ -3,9 +3,8 @@
 `_otlp_native` walks the wire bytes and writes the canonical columns itself, for every
 span in the common shape; the spans it names as unusual (and whole requests it hands
 back) go through `otlp_columns`, which equals the reference `otlp.decode_traces`.
-Unusual are, among others, Celery-instrumented spans and PRODUCER spans: their mapping
-(collectors/celery_spans.py) is written once, in Python, and they are a few spans beside
-the executions and steps that make most of a worker's traffic. The
+Unusual are, among others, Celery-instrumented spans: their mapping
+(collectors/celery_spans.py) is written once, in Python. The
 contract's tables are given to it from `mapping` and `schema`, so they live in one place.
 
 The extension checks what protobuf's own parser checks (wire structure, UTF-8 strings)
