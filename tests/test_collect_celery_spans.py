@@ -4,7 +4,8 @@ The producer's `apply_async/<task>` span (PRODUCER) is an enqueue with no worker
 worker's `run/<task>` span (CONSUMER) is one execution by the process that ran it, its attempt
 `celery.retries + 1` (+ 1 when the transport says redelivered), settled at its end as
 `celery.state` says. Every decoder path gives the same rows: the reference, the
-column-wise one, the native one and OTLP/JSON.
+column-wise one, the native one and OTLP/JSON. And from those rows alone, the forensics
+name each duplicate's cause.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from collectors.otlp import decode_traces
 from collectors.otlp_columns import decode_traces_rows
 from collectors.otlp_native import NativeTraceDecoder
 from collectors.service.bodies import decode_otlp
+from queries import duplicates
 from store.schema import as_events
 
 T0 = 1_760_000_000_000_000_000
@@ -330,3 +332,57 @@ def test_every_decoder_path_gives_the_reference_table(seed: int) -> None:
         if name != "otlp-json":  # it answers with a summary of them
             assert sorted(rejected) == sorted(refused), name
     assert reference.num_rows > 30 and refused
+
+
+def _duplicates(store, spans: list) -> list[tuple]:
+    table, rejected = _reference(spans)
+    assert not rejected, rejected
+    store.write(table)
+    found = duplicates(store)
+    return list(zip(found["key"], found["cause"], found["executions"], strict=True))
+
+
+def test_clean_tasks_are_no_duplicates(embedded) -> None:
+    producer, worker = Process(PRODUCER), Process(WORKER)
+    for i in range(5):
+        publish(producer, f"t-{i}", i)
+        run(worker, f"t-{i}", i + 0.5)
+    assert _duplicates(embedded, producer.spans() + worker.spans()) == []
+
+
+def test_a_celery_retry_is_a_retry_after_failure(embedded) -> None:
+    worker = Process(WORKER)
+    run(worker, "t-1", 1, state="RETRY")
+    run(worker, "t-1", 4, retries="1")
+    assert _duplicates(embedded, worker.spans()) == [("t-1", "retry_after_failure", 2)]
+
+
+def test_a_redelivery_after_a_successful_run_is_a_broker_redelivery(embedded) -> None:
+    worker = Process(WORKER)
+    run(worker, "t-1", 1)
+    run(worker, "t-1", 4, redelivered=True)
+    assert _duplicates(embedded, worker.spans()) == [("t-1", "broker_redelivery", 2)]
+
+
+def test_a_redelivery_while_the_first_run_runs_is_a_visibility_timeout(embedded) -> None:
+    worker = Process(WORKER)
+    run(worker, "t-1", 1)  # runs for 2 s
+    run(worker, "t-1", 2, redelivered=True)
+    assert _duplicates(embedded, worker.spans()) == [("t-1", "visibility_timeout", 2)]
+
+
+def test_a_redelivery_whose_first_run_left_no_span_is_a_worker_crash(embedded) -> None:
+    worker = Process(WORKER)
+    run(worker, "t-1", 4, redelivered=True)
+    assert _duplicates(embedded, worker.spans()) == [("t-1", "worker_crash", 2)]
+
+
+def test_one_key_published_as_two_tasks_is_a_producer_retry(embedded) -> None:
+    producer, worker = Process(PRODUCER), Process(WORKER)
+    for task_id in ("t-1", "t-2"):
+        producer.span(f"apply_async/{TASK}", SpanKind.PRODUCER, {
+            "celery.action": "apply_async", "messaging.message.id": task_id,
+            "celery.task_name": TASK, "job.idempotency_key": "order-7"})
+        run(worker, task_id)
+    assert _duplicates(embedded, producer.spans() + worker.spans()) == [
+        ("order-7", "producer_retry", 2)]
