@@ -4,6 +4,7 @@ precision: reported keys that truly ran more than once / reported keys.
 recall: true duplicates reported / true duplicates.
 cause accuracy: of the true duplicates reported whose true cause the source can carry
 (`evidence`), the share whose reported `cause` is the true one.
+An empty report has precision 1.0 (it said nothing wrong): its recall tells.
 """
 
 from __future__ import annotations
