@@ -225,7 +225,7 @@ class CeleryWorld:
             # (30 min by default, server-wide on RabbitMQ 3.10; the per-queue
             # x-consumer-timeout needs 3.12), after which the worker's channel is closed
             # and its running task can no longer ack. So fault (2) runs on Redis only.
-            time.sleep(0.5)  # the last batches leave the workers
+            self._settle()
         finally:
             for worker in self.workers:
                 worker.stop()
@@ -237,6 +237,22 @@ class CeleryWorld:
         self.truth = build(ledger.read(self.ledger), self.sent, killed)
         self.seconds = time.monotonic() - started
         return self.truth
+
+    def _settle(self, quiet_s: float = 1.0, timeout_s: float = 10.0) -> None:
+        """Wait until no collector has received a row for `quiet_s`: the workers' last
+        batches are in before they are stopped."""
+        deadline = time.monotonic() + timeout_s
+        last, since = None, time.monotonic()
+        while time.monotonic() < deadline:
+            now = [
+                _metrics(c.url).get("dupescope_collector_received_rows_total")
+                for c in self._collectors.values()
+            ]
+            if now != last:
+                last, since = now, time.monotonic()
+            elif time.monotonic() - since >= quiet_s:
+                return
+            time.sleep(0.2)
 
     def _start_workers(self, count: int) -> None:
         fresh = [Worker(self, f"world-{self.run_id}-{len(self.workers) + i}") for i in range(count)]
