@@ -25,12 +25,14 @@ import sys
 import time
 import urllib.request
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 from click.testing import CliRunner
-from collect_support import Subprocess
+from collect_support import free_port, get_json
 
 from celery_world import ledger
 from celery_world.truth import Truth, build
@@ -98,17 +100,57 @@ class Worker:
 
     def kill(self) -> None:
         os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(10)
         self.record.killed = True
 
+    def reap(self) -> None:
+        self.process.wait(10)
+
+    def terminate(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()  # warm shutdown: pool processes flush their spans
+
     def stop(self) -> None:
-        if self.process.poll() is not None:
-            return
-        self.process.terminate()  # warm shutdown: pool processes flush their spans
+        self.terminate()
         try:
             self.process.wait(20)
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+
+
+class Collector:
+    """`dupescope collect` in a subprocess, started without waiting for it (see `ready`),
+    so that the workers start meanwhile: their exporters retry until it answers."""
+
+    def __init__(self, store: Path, log: Path, *args: str) -> None:
+        self.http_port = free_port()
+        self.url = f"http://127.0.0.1:{self.http_port}"
+        command = [
+            sys.executable, "-c", "from dupescope.cli import main; main()", "collect",
+            "--store", str(store), "--http-port", str(self.http_port), "--grpc-port", "-1",
+            "--log-level", "WARNING", *args,
+        ]
+        self.log = log
+        self.process = subprocess.Popen(
+            command, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.DEVNULL, stderr=open(log, "wb"),
+        )
+
+    def ready(self) -> bool:
+        if self.process.poll() is not None:
+            raise RuntimeError(f"collector exited: {self.log.read_text()[-3000:]}")
+        try:
+            get_json(f"{self.url}/healthz")
+        except OSError:
+            return False
+        return True
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
             self.process.wait(10)
 
 
@@ -166,7 +208,8 @@ class CeleryWorld:
         self.sources = sources
         self.stores: dict[str, Path] = {name: folder / f"store-{name}" for name in sources}
         self._collector_args: dict[str, tuple[str, ...]] = {name: () for name in sources}
-        self._collectors: dict[str, Subprocess] = {}
+        self._collectors: dict[str, Collector] = {}
+        self._producer: subprocess.Popen | None = None
         self.workers: list[Worker] = []
         self.sent: list[dict] = []
         self.truth: Truth | None = None
@@ -174,6 +217,8 @@ class CeleryWorld:
         #: ignored: a source whose spans are all read past shows it here).
         self.collector_metrics: dict[str, dict[str, float]] = {}
         self.seconds: float | None = None
+        #: Seconds each step of the run took, in order.
+        self.phases: dict[str, float] = {}
 
     # What other sources' tests use.
     def add_collector(self, name: str, *args: str) -> Path:
@@ -213,30 +258,59 @@ class CeleryWorld:
     def run(self) -> Truth:
         started = time.monotonic()
         try:
-            for name, args in self._collector_args.items():
-                self._collectors[name] = Subprocess(self.stores[name], *args)
-            self._start_workers(2)
-            self._normal_tasks_and_producer_retries()
-            self._worker_crashes()
+            with self._phase("collectors, workers and producer"):
+                for name, args in self._collector_args.items():
+                    log = self.folder / f"collector-{name}.stderr"
+                    self._collectors[name] = Collector(self.stores[name], log, *args)
+                self._producer = subprocess.Popen(
+                    [sys.executable, "-m", "celery_world.produce"], cwd=ROOT, env=self.env(),
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                    stderr=open(self.folder / "producer.stderr", "wb"),
+                )
+                self._start_workers(2)
+                wait_until(lambda: all(c.ready() for c in self._collectors.values()),
+                           "collectors starting")
+            with self._phase("normal tasks and producer retries"):
+                self._normal_tasks_and_producer_retries()
+            with self._phase("worker crashes"):
+                self._worker_crashes()
             if self.broker == "redis":
-                self._visibility_timeouts()
+                with self._phase("visibility timeouts"):
+                    self._visibility_timeouts()
             # RabbitMQ has no visibility timeout: an unacked message comes back only when
             # its consumer's connection drops, or after the server's consumer_timeout
             # (30 min by default, server-wide on RabbitMQ 3.10; the per-queue
             # x-consumer-timeout needs 3.12), after which the worker's channel is closed
             # and its running task can no longer ack. So fault (2) runs on Redis only.
-            self._settle()
+            with self._phase("settle"):
+                self._settle()
         finally:
-            for worker in self.workers:
-                worker.stop()
-            for name, collector in self._collectors.items():
-                self.collector_metrics[name] = _metrics(collector.url)
-                collector.stop()
+            with self._phase("stop"):
+                for worker in self.workers:
+                    worker.terminate()
+                for worker in self.workers:
+                    worker.stop()
+                if self._producer is not None:
+                    self._producer.stdin.close()  # its spans are flushed as it leaves
+                    self._producer.wait(20)
+                for name, collector in self._collectors.items():
+                    self.collector_metrics[name] = _metrics(collector.url)
+                    collector.process.terminate()
+                for collector in self._collectors.values():
+                    collector.stop()
             self._clean_broker()
         killed = [w.nodename for w in self.workers if w.record.killed]
         self.truth = build(ledger.read(self.ledger), self.sent, killed)
         self.seconds = time.monotonic() - started
         return self.truth
+
+    @contextmanager
+    def _phase(self, name: str) -> Iterator[None]:
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.phases[name] = round(time.monotonic() - started, 2)
 
     def _settle(self, quiet_s: float = 1.0, timeout_s: float = 10.0) -> None:
         """Wait until no collector has received a row for `quiet_s`: the workers' last
@@ -254,21 +328,25 @@ class CeleryWorld:
                 return
             time.sleep(0.2)
 
-    def _start_workers(self, count: int) -> None:
+    def _start_workers(self, count: int, wait: bool = True) -> list[Worker]:
         fresh = [Worker(self, f"world-{self.run_id}-{len(self.workers) + i}") for i in range(count)]
         self.workers += fresh
-        wait_until(lambda: all(w.ready() for w in fresh), "workers starting")
+        if wait:
+            wait_until(lambda: all(w.ready() for w in fresh), "workers starting")
+        return fresh
 
     def _produce(self, plan: list[dict]) -> list[dict]:
-        path = self.folder / f"plan-{len(self.sent)}.json"
-        path.write_bytes(orjson.dumps(plan))
-        done = subprocess.run(
-            [sys.executable, "-m", "celery_world.produce", str(path)],
-            cwd=ROOT, env=self.env(), capture_output=True, timeout=WAIT_S,
-        )
-        if done.returncode:
-            raise RuntimeError(f"producer failed: {done.stderr.decode()[-3000:]}")
-        sent = [orjson.loads(line) for line in done.stdout.splitlines() if line.startswith(b"{")]
+        """Hand the producer a plan; the tasks it sent."""
+        producer = self._producer
+        assert producer is not None and producer.stdin and producer.stdout
+        producer.stdin.write(orjson.dumps(plan) + b"\n")
+        producer.stdin.flush()
+        sent = []
+        while (line := producer.stdout.readline()) not in (b"", b"sent\n"):
+            sent.append(orjson.loads(line))
+        if not line:
+            stderr = (self.folder / "producer.stderr").read_text()[-3000:]
+            raise RuntimeError(f"producer failed: {stderr}")
         self.sent += sent
         return sent
 
@@ -294,10 +372,16 @@ class CeleryWorld:
         wait_until(lambda: len(self._entries("effect", keys)) >= len(keys), "crash tasks")
         holding = {e.node for e in self._entries("effect", keys)}
         victims = [w for w in self.workers if w.nodename in holding]
+        # All at once: a victim still alive when another dies could take (RabbitMQ hands
+        # it over at once) and finish the redelivery, then die before exporting it.
         for worker in victims:
             worker.kill()
-        self._start_workers(len(victims))
+        for worker in victims:
+            worker.reap()
+        # Another worker for each one lost; a survivor may take the redelivery first.
+        fresh = self._start_workers(len(victims), wait=False)
         wait_until(lambda: {e.key for e in self._entries("done", keys)} == keys, "redelivery")
+        wait_until(lambda: all(w.ready() for w in fresh), "workers starting")
 
     def _visibility_timeouts(self) -> None:
         plan = [

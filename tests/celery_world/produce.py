@@ -1,9 +1,10 @@
 """The scenario's producer, a process of its own (as producers are), so that its
-instrumentation never touches the test process: `python -m celery_world.produce PLAN`.
+instrumentation never touches the test process: `python -m celery_world.produce`.
 
-PLAN is a JSON list of `{"key", "behaviour", "resend_after_s"}`. A send with
-`resend_after_s` waits that long for the result and, timed out, sends the same key again
-as a new task (a producer retry). Prints one JSON line per task sent.
+Each line on stdin is a plan, a JSON list of `{"key", "behaviour", "resend_after_s"}`. A
+send with `resend_after_s` waits that long for the result and, timed out, sends the same
+key again as a new task (a producer retry). For each plan it prints one JSON line per task
+sent, then `sent`. At the end of stdin it flushes its spans and leaves.
 """
 
 from __future__ import annotations
@@ -34,18 +35,21 @@ def answered(task_id: str, timeout_s: float) -> bool:
     return result.ready()
 
 
-def main(plan_path: str) -> None:
-    plan = orjson.loads(open(plan_path, "rb").read())
+def produce(plan: list[dict]) -> None:
     for item in plan:
         task_id = send(item["key"], item["behaviour"])
         wait = item.get("resend_after_s")
-        if wait is not None:
-            if not answered(task_id, wait):
-                send(item["key"], item["behaviour"])
-    sys.stdout.flush()
+        if wait is not None and not answered(task_id, wait):
+            send(item["key"], item["behaviour"])
+    print("sent", flush=True)
+
+
+def main() -> None:
+    for line in sys.stdin:
+        produce(orjson.loads(line))
     for provider in PROVIDERS:
         provider.shutdown()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main()
