@@ -2,17 +2,23 @@
 real faults, real collectors; and the truth of what ran.
 
     world = CeleryWorld("redis", folder)       # or "rabbitmq"
-    world.run()                                # about 30 s
+    world.run()                                # about 30-40 s on a busy 2-core machine
     rows = world.duplicates("dupescope")       # `dupescope duplicates --format json`
-    score(rows, world.truth.by_key)
+    score(rows, world.truth.by_key)            # or truth.by_job_id for sources keyed by it
 
-What a test of another source needs, all known before `run()`:
+Sources scored from the same run: "dupescope" (dupescope's own Celery instrumentation)
+and "otel" (CeleryInstrumentor spans alone), each through its own `dupescope collect`
+(`sources=` chooses; `sources=()` runs uninstrumented workers). What a test of another
+source needs:
 
-- `world.broker_url`, `world.queue`: where the workers' messages and events go;
-- `world.add_collector(name, *args)`: one more `dupescope collect` running through the
-  scenario (e.g. `"--celery-broker", world.broker_url`), its store `world.stores[name]`;
-- after `run()`: `world.worker_logs` (each worker's `--logfile`, nodename and pid, and
-  whether it was SIGKILLed), `world.truth`.
+- before `run()`: `world.broker_url`, `world.queue`, `world.redis_db`; and
+  `world.add_collector(name, *args)`: one more `dupescope collect ARGS` running through the
+  scenario, started before the workers (e.g. `"--celery-broker", world.broker_url`), whose
+  store is `world.stores[name]`;
+- after `run()`: `world.worker_logs` (each worker's `--logfile` path, nodename and main
+  pid, and whether it was SIGKILLed), `world.truth`, `world.duplicates(name)` for any
+  store in `world.stores` (add one for a store you fill yourself, e.g. by `dupescope
+  ingest`), `world.collector_metrics[name]` (its counters at the end), `world.phases`.
 """
 
 from __future__ import annotations
