@@ -278,6 +278,11 @@ class CeleryWorld:
                            "collectors starting")
             with self._phase("normal tasks and producer retries"):
                 self._normal_tasks_and_producer_retries()
+            with self._phase("settle"):
+                # Everything exported before a worker dies: a SIGKILL loses the batch its
+                # process had not sent yet, and the run it should lose is the crashed one,
+                # not a normal run that ended a moment before.
+                self._settle()
             with self._phase("worker crashes"):
                 self._worker_crashes()
             if self.broker == "redis":
@@ -288,7 +293,7 @@ class CeleryWorld:
             # (30 min by default, server-wide on RabbitMQ 3.10; the per-queue
             # x-consumer-timeout needs 3.12), after which the worker's channel is closed
             # and its running task can no longer ack. So fault (2) runs on Redis only.
-            with self._phase("settle"):
+            with self._phase("last settle"):
                 self._settle()
         finally:
             with self._phase("stop"):
