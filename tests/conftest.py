@@ -51,3 +51,14 @@ def embedded(tmp_path: Path) -> Iterator[EmbeddedStore]:
     opened = EmbeddedStore(tmp_path / "store")
     yield opened
     opened.close()
+
+
+@pytest.fixture(scope="session", params=["redis", "rabbitmq"])
+def celery_world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """The Celery scenario (tests/celery_world), run once per broker per session: every
+    source's tests score their rows against the same run and the same truth."""
+    from celery_world.harness import CeleryWorld
+
+    world = CeleryWorld(request.param, tmp_path_factory.mktemp(f"celery-{request.param}"))
+    world.run()
+    return world

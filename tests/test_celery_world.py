@@ -1,0 +1,45 @@
+"""Celery as its users run it: real prefork workers on real Redis and RabbitMQ, a worker
+SIGKILLed before its ack, a task outliving the visibility timeout, a producer resending
+after a timeout, and many normal tasks. Each source alone must name the keys that truly
+ran more than once, and why (see tests/celery_world)."""
+
+from __future__ import annotations
+
+from celery_world.scoring import score
+
+#: What spans without an idempotency key can tell: their key is the job_id, so a producer
+#: retry (two job_ids) is out of their reach.
+JOB_ID_EVIDENCE = {"visibility_timeout", "worker_crash"}
+
+
+def explained(world, source: str, result) -> str:
+    """The score, with what the collector read past and where the run's files are."""
+    metrics = world.collector_metrics.get(source, {})
+    ignored = metrics.get("dupescope_collector_ignored_spans_total")
+    return f"{source} on {world.broker}: {result.summary()}; spans ignored {ignored}; " \
+        f"logs and ledger in {world.folder}"
+
+
+def test_the_scenario_injected_every_fault(celery_world) -> None:
+    truth = celery_world.truth
+    assert truth.by_key == truth.planned
+    assert truth.killed_nodes
+    assert len(truth.keys) > 3 * len(truth.by_key)  # mostly normal tasks, run once
+
+
+def test_dupescope_instrumentation_names_the_duplicates_and_their_causes(celery_world) -> None:
+    result = score(celery_world.duplicates("dupescope"), celery_world.truth.by_key)
+    why = explained(celery_world, "dupescope", result)
+    assert result.precision >= 0.99, why
+    assert result.recall >= 0.99, why
+    assert result.cause_accuracy >= 0.95, why
+
+
+def test_celery_instrumentor_spans_name_the_duplicates_and_their_causes(celery_world) -> None:
+    # The crashed worker's spans are lost, as in production: its batch was never exported.
+    truth = celery_world.truth
+    result = score(celery_world.duplicates("otel"), truth.by_job_id, JOB_ID_EVIDENCE)
+    why = explained(celery_world, "otel", result)
+    assert result.precision >= 0.99, why
+    assert result.recall >= 0.99, why
+    assert result.cause_accuracy >= 0.95, why
