@@ -139,3 +139,52 @@ class TimeParam(click.ParamType):
 
 
 TIME = TimeParam()
+
+
+# ---- input formats ------------------------------------------------------------------
+
+#: What `--format` accepts for files read (`ingest`, `collect --tail`).
+INPUT_FORMATS = ("auto", "json-lines", "celery-log")
+
+
+def input_format_option(command):  # type: ignore[no-untyped-def]
+    return click.option(
+        "--format",
+        "input_format",
+        type=click.Choice(INPUT_FORMATS),
+        default="auto",
+        show_default=True,
+        help="What the files hold: auto tells it from each file's first lines; json-lines "
+        "is JSON lines and OTLP JSON Lines (told apart line by line); celery-log is a "
+        "Celery worker's own log.",
+    )(command)
+
+
+def celery_log_options(command):  # type: ignore[no-untyped-def]
+    """--celery-hostname and --celery-timezone: what a Celery worker's log does not say."""
+    command = click.option(
+        "--celery-timezone",
+        default=None,
+        metavar="ZONE",
+        help="The zone of the times in Celery logs (an IANA name such as Europe/Berlin, "
+        "or +02:00). Celery writes its host's local time without an offset; without this "
+        "flag the times are read as UTC.",
+    )(command)
+    return click.option(
+        "--celery-hostname",
+        default=None,
+        metavar="NODE",
+        help="The worker that wrote the Celery logs (its node name, e.g. celery@web-1), "
+        "the worker_id of their events. Default: the node named in the log's 'ready.' "
+        "line or banner, else the file's name.",
+    )(command)
+
+
+def celery_log_settings(hostname: str | None, zone: str | None):  # type: ignore[no-untyped-def]
+    """The CeleryLogOptions of the flags, or a usage error naming the bad zone."""
+    from collectors.celery_log import CeleryLogOptions
+
+    try:
+        return CeleryLogOptions.from_flags(hostname, zone)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--celery-timezone") from exc
