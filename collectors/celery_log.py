@@ -118,17 +118,22 @@ def parse_zone(text: str) -> tzinfo:
         raise ValueError(f"unknown time zone {text!r} (an IANA name or +HH:MM)") from exc
 
 
-def looks_like_celery_log(head: bytes) -> bool:
-    """Whether the first lines of a file are a Celery worker's: a `[time: LEVEL/process]`
-    line or the worker's banner before any JSON line."""
+def sniff_format(head: bytes) -> str | None:
+    """`celery-log` when the first lines of a file are a Celery worker's (a `[time:
+    LEVEL/process]` line or the worker's banner before any JSON line), `json-lines` when a
+    JSON line comes first, None while neither has shown."""
     for raw in head.splitlines()[:200]:
         line = raw.decode("utf-8", "replace").rstrip()
-        if line.startswith("{"):
-            return False
+        if line.lstrip().startswith("{"):
+            return "json-lines"
         header = _HEADER.fullmatch(line)
         if (header and _CELERY_TIME.fullmatch(header["ts"])) or _BANNER.match(line):
-            return True
-    return False
+            return CELERY_LOG
+    return None
+
+
+def looks_like_celery_log(head: bytes) -> bool:
+    return sniff_format(head) == CELERY_LOG
 
 
 @dataclass

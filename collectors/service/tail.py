@@ -21,6 +21,11 @@ collector was down can have the same inode and have grown past the old offset. S
 position also keeps a fingerprint of the file's first bytes read (up to HEAD_BYTES); a
 file whose first bytes no longer match is a new file, read from its start.
 
+A file's format is told from its first lines read (`celery_log.sniff_format`), or given:
+JSON lines and OTLP JSON Lines go to the collector's decoder; a Celery worker's log goes to
+a reader of its own per path (across rotations), which keeps what later lines need (which
+run a line ends) and is rolled back with the offset when a chunk's rows were not stored.
+
 A line longer than a read chunk is skipped (and counted as rejected) once its end is
 found, looking for it a chunk at a time: memory stays bounded by the chunk however long
 the line, and a line still being written is looked at again only from where the last
@@ -41,6 +46,8 @@ from typing import BinaryIO
 
 import orjson
 
+from collectors.celery_log import CELERY_LOG, CeleryLogOptions, CeleryLogReader, sniff_format
+from collectors.service.bodies import from_decoded
 from collectors.service.collector import Collector
 from collectors.service.log_limit import SummarisedLog
 from collectors.service.pipeline import QueueFull, WriteFailed
@@ -127,7 +134,8 @@ def _find_by_inode(folder: Path, inode: int) -> Path | None:
 
 
 class Tailer:
-    """Polls its files; each complete line goes through the JSON-lines/OTLP decoder."""
+    """Polls its files; each complete line goes through the JSON-lines/OTLP decoder, or a
+    Celery log's reader."""
 
     def __init__(
         self,
@@ -136,8 +144,15 @@ class Tailer:
         state_path: Path,
         interval: float = 0.25,
         read_chunk: int = READ_CHUNK,
+        fmt: str = "auto",
+        celery: CeleryLogOptions | None = None,
     ) -> None:
+        """`fmt`: auto, json-lines or celery-log (see the module's docstring)."""
         self.collector = collector
+        self.fmt = fmt
+        self.celery = celery
+        self.formats: dict[str, str] = {}  # path -> format, once told
+        self.celery_readers: dict[str, CeleryLogReader] = {}
         self.read_chunk = read_chunk
         self.paths: list[str] = []
         # (pattern, the file it would name taken literally): a pattern is one as given, its
@@ -268,11 +283,39 @@ class Tailer:
                     self.collector.reject(1)
                     self._advance(handle, position, after)
                     continue
-                result = self.collector.jsonlines(chunk[:end], f"tail:{name}")
-                stored += result.accepted
+                stored += self._decode(name, chunk[:end])
                 self._advance(handle, position, position.offset + end)
                 if len(chunk) < self.read_chunk:
                     return stored
+
+    def _format(self, name: str, chunk: bytes) -> str:
+        if self.fmt != "auto":
+            return self.fmt
+        if name not in self.formats:
+            told = sniff_format(chunk[: 64 << 10])
+            if told is None:
+                return "json-lines"  # not yet told: as before, each line on its own
+            self.formats[name] = told
+        return self.formats[name]
+
+    def _decode(self, name: str, lines: bytes) -> int:
+        """Complete lines of `name` -> durable rows; returns how many were stored."""
+        source = f"tail:{name}"
+        if self._format(name, lines) != CELERY_LOG:
+            return self.collector.jsonlines(lines, source).accepted
+        reader = self.celery_readers.get(name)
+        if reader is None:
+            reader = CeleryLogReader(self.collector.decoder.normaliser, self.celery, name=name)
+            self.celery_readers[name] = reader
+        before = reader.checkpoint()
+        try:
+            result = self.collector.decoded_lines(
+                lambda: from_decoded(reader.decode(lines, 1, source))
+            )
+        except BaseException:
+            reader.restore(before)  # the chunk is read again, from the same state
+            raise
+        return result.accepted
 
     def _end_of_line(self, handle: BinaryIO, position: Position) -> int | None:
         """The offset after the newline that ends the line at `position.offset`, looked for
