@@ -25,13 +25,14 @@ Celery logs carry no delivery count, so every `received` starts an execution, an
 reader says which execution each later line ends (`execution_id`, the `deliver`'s
 event_uid), so that two runs of one task id on one worker stay apart:
 - a success line gives its runtime: it ends the run received last before that run began;
-- any other end line ends the run its pool process is known to run (from `Task accepted:
-  ... pid:N` at DEBUG, or the task's own log lines), else the run of its task id received
-  last before it;
+- any other end line ends the run its pool process is known to run (from the task's own
+  log lines, `name[id]: ...` in the task format, or `Task accepted: name[id] pid:N` where
+  Celery logs it), else the run of its task id received last before it;
 - Celery's WorkerLostError line names no task id: the task is the one the dead process is
-  known to run, else the only run open on that worker, else the oldest one open there
-  (`celery.attribution` says which). Log at DEBUG, or log a line from each task, to make
-  it exact.
+  known to run; else, of the runs open on that worker, those whose end a live process
+  logs further on in the same read are ruled out, and the only one left (or the oldest)
+  is taken (`celery.attribution` says which). A task that logs one line of its own
+  through Celery's task logger makes this exact.
 Lines whose run is not known (a tail resumed after a restart) carry no execution_id, and
 the queries place them by job_id and worker as for any log.
 
