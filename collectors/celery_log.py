@@ -227,6 +227,11 @@ class CeleryLogReader:
     def restore(self, state: _State) -> None:
         self.state = state
 
+    def prime(self, block: bytes) -> None:
+        """Learn what lines read before said (the worker's name, the runs still open),
+        storing nothing: for a reader that resumes in the middle of a log."""
+        self.decode(block, 1, "")
+
     def decode(self, block: bytes, first_line: int, source: str) -> Decoded:
         """Rows of the lines in `block` (numbered from `first_line`), in line order."""
         from collectors.uids import line_uids  # here: it brings polars

@@ -25,6 +25,8 @@ A file's format is told from its first lines read (`celery_log.sniff_format`), o
 JSON lines and OTLP JSON Lines go to the collector's decoder; a Celery worker's log goes to
 a reader of its own per path (across rotations), which keeps what later lines need (which
 run a line ends) and is rolled back with the offset when a chunk's rows were not stored.
+Resumed after a restart, that reader first reads again (storing nothing) up to
+PRIME_BYTES of the file before the saved offset, to learn what those lines said.
 
 A line longer than a read chunk is skipped (and counted as rejected) once its end is
 found, looking for it a chunk at a time: memory stays bounded by the chunk however long
@@ -57,6 +59,9 @@ log = logging.getLogger("dupescope.collect")
 READ_CHUNK = 4 * 1024 * 1024
 #: How many of a file's first bytes its fingerprint covers.
 HEAD_BYTES = 1024
+#: How much of a Celery log before the saved offset a resumed tail reads again (storing
+#: nothing) to learn what those lines said: the worker's name, the runs still open.
+PRIME_BYTES = 16 * 1024 * 1024
 #: Seconds between looks for positions of files gone for good, which are then dropped.
 PRUNE_EVERY = 60.0
 
@@ -283,7 +288,7 @@ class Tailer:
                     self.collector.reject(1)
                     self._advance(handle, position, after)
                     continue
-                stored += self._decode(name, chunk[:end])
+                stored += self._decode(name, chunk[:end], handle, position.offset)
                 self._advance(handle, position, position.offset + end)
                 if len(chunk) < self.read_chunk:
                     return stored
@@ -298,14 +303,21 @@ class Tailer:
             self.formats[name] = told
         return self.formats[name]
 
-    def _decode(self, name: str, lines: bytes) -> int:
-        """Complete lines of `name` -> durable rows; returns how many were stored."""
+    def _decode(self, name: str, lines: bytes, handle: BinaryIO, offset: int) -> int:
+        """Complete lines of `name` (read from `handle` at `offset`) -> durable rows;
+        returns how many were stored."""
         source = f"tail:{name}"
         if self._format(name, lines) != CELERY_LOG:
             return self.collector.jsonlines(lines, source).accepted
         reader = self.celery_readers.get(name)
         if reader is None:
             reader = CeleryLogReader(self.collector.decoder.normaliser, self.celery, name=name)
+            if offset > 0:  # resumed: what the lines before the offset said, read again
+                handle.seek(max(0, offset - PRIME_BYTES))
+                before = handle.read(offset - handle.tell())
+                if offset > PRIME_BYTES:
+                    before = before[before.find(b"\n") + 1 :]
+                reader.prime(before)
             self.celery_readers[name] = reader
         before = reader.checkpoint()
         try:
