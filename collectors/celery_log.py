@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import copy
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
@@ -67,6 +68,9 @@ CELERY_LOG = "celery-log"  # the name of the format in `--format`
 START_SLACK_US = 2_000
 #: The most of a traceback kept in a failure's attrs.
 MAX_TRACEBACK = 8_192
+#: How long, at most, a tail waits at a WorkerLostError that several open runs could be
+#: behind, for the lines that rule some out (a live process ending its run).
+HOLD_SECONDS = 10.0
 
 # `[asctime: LEVEL/processName] message`; the time is checked apart, so that a task line
 # with a bad time is rejected rather than passed over.
@@ -220,6 +224,8 @@ class CeleryLogReader:
         self.options = options or CeleryLogOptions()
         self.fallback_host = Path(name.removeprefix("tail:")).name or "celery"
         self.state = _State()
+        self._ambiguous: tuple[int, bytes] | None = None  # the first unsure WorkerLostError
+        self._held: tuple[bytes, float] | None = None  # the line a tail waits at, since
 
     def checkpoint(self) -> _State:
         return copy.deepcopy(self.state)
@@ -232,11 +238,35 @@ class CeleryLogReader:
         storing nothing: for a reader that resumes in the middle of a log."""
         self.decode(block, 1, "")
 
+    def decode_growing(
+        self, block: bytes, first_line: int, source: str, now: float | None = None
+    ) -> tuple[Decoded, int]:
+        """For a log still being written (a tail): as `decode`, but it stops before a
+        WorkerLostError that several open runs could be behind while the lines that may
+        rule some out can still come (up to HOLD_SECONDS from the first look at it).
+        Returns the rows and how many bytes of `block` it read."""
+        now = time.monotonic() if now is None else now
+        before = self.checkpoint()
+        out = self.decode(block, first_line, source)
+        if self._ambiguous is None:
+            self._held = None
+            return out, len(block)
+        number, line = self._ambiguous
+        if self._held is None or self._held[0] != line:
+            self._held = (line, now)
+        if now - self._held[1] >= HOLD_SECONDS:
+            self._held = None
+            return out, len(block)
+        self.restore(before)
+        cut = sum(len(piece) + 1 for piece in block.split(b"\n")[: number - first_line])
+        return self.decode(block[:cut], first_line, source), cut
+
     def decode(self, block: bytes, first_line: int, source: str) -> Decoded:
         """Rows of the lines in `block` (numbered from `first_line`), in line order."""
         from collectors.uids import line_uids  # here: it brings polars
 
         out = Decoded()
+        self._ambiguous = None
         items = list(self._parse(block, first_line, source, out))
         events = [item for item in items if isinstance(item, _Event)]
         uids = iter(line_uids([event.line for event in events]))
@@ -257,8 +287,11 @@ class CeleryLogReader:
         """Each line once: an event, a note, part of the record above it, or ignored."""
         record: _Event | None = None  # the event whose own lines (a traceback) may follow
         in_record = False
-        for number, raw in enumerate(block.splitlines(), start=first_line):
-            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+        pieces = block.split(b"\n")
+        if pieces and not pieces[-1]:
+            pieces.pop()  # the end of the last line
+        for number, raw in enumerate(pieces, start=first_line):
+            line = raw.decode("utf-8", "replace").rstrip("\r")
             header = _HEADER.fullmatch(line) if line.startswith("[") else None
             if header is None:
                 if in_record and line.strip():
@@ -385,6 +418,8 @@ class CeleryLogReader:
             execution = uid
         elif event.kind == "lost":
             run = self._lost_run(worker, attrs, later)
+            if attrs.get("celery.attribution") == "oldest_open_run" and self._ambiguous is None:
+                self._ambiguous = (event.number, event.line)
             if run is None:
                 out.ignored += 1  # a lost process with no task open: nothing to settle
                 return None

@@ -248,3 +248,28 @@ def test_a_worker_log_is_told_from_json_lines() -> None:
     assert sniff_format(ADD) == "celery-log"
     assert sniff_format(b'{"ts": 1, "event": "deliver"}\n') == "json-lines"
     assert sniff_format(b"starting up\n") is None
+
+
+def _up_to_the_retry(text: bytes) -> tuple[bytes, bytes]:
+    at = text.index(b"[2026-12-01 20:16:32,648")
+    return text[:at], text[at:]
+
+
+def test_a_growing_log_waits_at_a_worker_lost_error_several_runs_could_be_behind() -> None:
+    reader = CeleryLogReader(name="worker.log")
+    written, later = _up_to_the_retry(CRASH)
+    decoded, read = reader.decode_growing(written, 1, "tail", now=0.0)
+    assert [row["event"] for row in decoded.rows] == ["deliver", "deliver"]
+    assert written[read:].startswith(b"[2026-12-01 20:16:32,655: ERROR/MainProcess] Task handler")
+    decoded, _ = reader.decode_growing(written[read:] + later, 1, "tail", now=1.0)
+    lost = decoded.rows[0]
+    assert lost["job_id"] == "8dc57862-bcda-4bc8-be09-1953ad01680a"  # the retry ruled out flaky
+
+
+def test_a_growing_log_waits_no_longer_than_the_hold() -> None:
+    reader = CeleryLogReader(name="worker.log")
+    written, _ = _up_to_the_retry(CRASH)
+    _, read = reader.decode_growing(written, 1, "tail", now=0.0)
+    decoded, read_later = reader.decode_growing(written[read:], 1, "tail", now=11.0)
+    assert read_later == len(written) - read
+    assert _attrs(decoded.rows[0])["celery.attribution"] == "oldest_open_run"

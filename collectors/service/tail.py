@@ -49,7 +49,7 @@ from typing import BinaryIO
 import orjson
 
 from collectors.celery_log import CELERY_LOG, CeleryLogOptions, CeleryLogReader, sniff_format
-from collectors.service.bodies import from_decoded
+from collectors.service.bodies import DecodeResult, from_decoded
 from collectors.service.collector import Collector
 from collectors.service.log_limit import SummarisedLog
 from collectors.service.pipeline import QueueFull, WriteFailed
@@ -288,7 +288,14 @@ class Tailer:
                     self.collector.reject(1)
                     self._advance(handle, position, after)
                     continue
-                stored += self._decode(name, chunk[:end], handle, position.offset)
+                rows, read = self._decode(
+                    name, chunk[:end], handle, position.offset, growing=not rotated
+                )
+                stored += rows
+                if read < end:  # a Celery log's reader waits for the lines to come
+                    if read:
+                        self._advance(handle, position, position.offset + read)
+                    return stored
                 self._advance(handle, position, position.offset + end)
                 if len(chunk) < self.read_chunk:
                     return stored
@@ -303,12 +310,16 @@ class Tailer:
             self.formats[name] = told
         return self.formats[name]
 
-    def _decode(self, name: str, lines: bytes, handle: BinaryIO, offset: int) -> int:
+    def _decode(
+        self, name: str, lines: bytes, handle: BinaryIO, offset: int, growing: bool = True
+    ) -> tuple[int, int]:
         """Complete lines of `name` (read from `handle` at `offset`) -> durable rows;
-        returns how many were stored."""
+        returns how many were stored, and how many bytes of `lines` were read (all but
+        those a Celery log's reader waits to read with the lines that follow them, in a
+        file still `growing`)."""
         source = f"tail:{name}"
         if self._format(name, lines) != CELERY_LOG:
-            return self.collector.jsonlines(lines, source).accepted
+            return self.collector.jsonlines(lines, source).accepted, len(lines)
         reader = self.celery_readers.get(name)
         if reader is None:
             reader = CeleryLogReader(self.collector.decoder.normaliser, self.celery, name=name)
@@ -320,14 +331,22 @@ class Tailer:
                 reader.prime(before)
             self.celery_readers[name] = reader
         before = reader.checkpoint()
+        read = len(lines)
+
+        def decode() -> DecodeResult:
+            nonlocal read
+            if growing:
+                decoded, read = reader.decode_growing(lines, 1, source)
+            else:
+                decoded = reader.decode(lines, 1, source)
+            return from_decoded(decoded)
+
         try:
-            result = self.collector.decoded_lines(
-                lambda: from_decoded(reader.decode(lines, 1, source))
-            )
+            result = self.collector.decoded_lines(decode)
         except BaseException:
             reader.restore(before)  # the chunk is read again, from the same state
             raise
-        return result.accepted
+        return result.accepted, read
 
     def _end_of_line(self, handle: BinaryIO, position: Position) -> int | None:
         """The offset after the newline that ends the line at `position.offset`, looked for
