@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import orjson
 from collect_support import raw_count, running
 from test_celery_log import BANNER, BROKEN, CRASH, FLAKY
 
@@ -95,3 +96,30 @@ def test_a_restart_and_an_ingest_of_the_same_log_count_nothing_twice(tmp_path: P
     found = duplicates(store)
     assert list(found["cause"]) == ["retry_after_failure"]
     assert list(found["executions"]) == [2]
+
+
+def test_a_real_worker_s_log_followed_as_it_writes_it(tmp_path: Path) -> None:
+    """A pool process dies under one task while another runs on: the tail waits for the
+    other's end before it says which task the WorkerLostError was."""
+    from celery_support import celery_run
+
+    store = EmbeddedStore(tmp_path / "store")
+    with celery_run(tmp_path) as run:
+        run.env["DUPESCOPE_CELERY_VISIBILITY"] = "60"  # only the crash hands a task out again
+        run.log.touch()
+        with running(store, tail=[str(run.log)], state=tmp_path / "state.json",
+                     http_port=None, grpc_port=None), run.worker():
+            run.wait_for(r" ready\.$")
+            other = run.send("slow", 3.0)
+            run.wait_for(rf"\[{other}\] received")
+            crashed = run.send("crash")
+            run.wait_for(rf"\[{crashed}\] succeeded in")
+            run.wait_for(rf"\[{other}\] succeeded in")
+            _wait_for(store, 6)
+            time.sleep(1.0)  # a few more polls
+    found = duplicates(store)
+    assert dict(zip(found["key"], found["cause"], strict=True)) == {crashed: "worker_crash"}
+    lost = store.execute("SELECT job_id, attrs FROM events WHERE event = 'nack'")
+    assert list(lost["job_id"]) == [crashed]
+    # Told once the other task's end was read (alone, the older open run would be taken).
+    assert orjson.loads(lost["attrs"][0])["celery.attribution"] == "only_open_run"
