@@ -31,8 +31,9 @@ event_uid), so that two runs of one task id on one worker stay apart:
 - Celery's WorkerLostError line names no task id: the task is the one the dead process is
   known to run; else, of the runs open on that worker, those whose end a live process
   logs further on in the same read are ruled out, and the only one left (or the oldest)
-  is taken (`celery.attribution` says which). A task that logs one line of its own
-  through Celery's task logger makes this exact.
+  is taken (`celery.attribution` says which). A tail waits at such a line for the lines
+  that rule runs out (`decode_growing`). A task that logs one line of its own through
+  Celery's task logger makes this exact.
 Lines whose run is not known (a tail resumed after a restart) carry no execution_id, and
 the queries place them by job_id and worker as for any log.
 

@@ -273,3 +273,24 @@ def test_a_growing_log_waits_no_longer_than_the_hold() -> None:
     decoded, read_later = reader.decode_growing(written[read:], 1, "tail", now=11.0)
     assert read_later == len(written) - read
     assert _attrs(decoded.rows[0])["celery.attribution"] == "oldest_open_run"
+
+
+def test_a_mapping_file_may_name_a_field_of_the_lines_as_the_key() -> None:
+    from collectors.mapping import FieldMapping
+    from collectors.normalise import Normaliser
+
+    mapping = FieldMapping(fields={"idempotency_key": ("celery.result",)})
+    reader = CeleryLogReader(Normaliser(mapping), name="worker.log")
+    deliver, ack = reader.decode(ADD, 1, "worker.log").rows
+    assert ack["idempotency_key"] == "3" and deliver.get("idempotency_key") is None
+
+
+def test_success_stored_before_the_worker_was_lost_is_an_ack() -> None:
+    # Celery 5.7's warning, in its format 'Task %s[%s] succeeded before the worker was lost'.
+    text = ADD.splitlines(keepends=True)[0] + (
+        b"[2026-12-01 20:26:39,900: WARNING/MainProcess] Task celery_log_app.add"
+        b"[e752fc26-8130-426c-ba61-db3b4aee25d8] succeeded before the worker was lost: "
+        b"WorkerLostError('Worker exited prematurely: signal 9 (SIGKILL) Job: 1.')\n"
+    )
+    deliver, ack = _decode(text).rows
+    assert ack["event"] == "ack" and ack["execution_id"] == deliver["event_uid"]
