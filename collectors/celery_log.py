@@ -275,7 +275,7 @@ class CeleryLogReader:
             if isinstance(item, _Note):
                 self._note(item)
                 continue
-            row = self._event(item, next(uids), source, out, items[at + 1 :])
+            row = self._event(item, next(uids), source, out, items, at)
             if row is not None:
                 out.rows.append(row)
         return out
@@ -295,16 +295,19 @@ class CeleryLogReader:
             line = raw.decode("utf-8", "replace").rstrip("\r")
             header = _HEADER.fullmatch(line) if line.startswith("[") else None
             if header is None:
-                if in_record and line.strip():
-                    if record is not None and record.traceback is not None:
-                        record.traceback.append(line)
-                    continue  # a line of the record above (a traceback)
-                in_record = False
-                if line.strip():
+                banner = _BANNER.match(line)
+                if banner:  # a worker starting (again): no line of the record above
+                    in_record, record = False, None
                     out.ignored += 1
-                    banner = _BANNER.match(line)
-                    if banner:
-                        yield _Note(number, 0, "", "ready", node=banner["node"])
+                    yield _Note(number, 0, "", "ready", node=banner["node"])
+                elif in_record and line.strip():  # a line of the record above
+                    if record is None:
+                        out.ignored += 1  # of a line that is no event
+                    elif record.traceback is not None:
+                        record.traceback.append(line)
+                else:
+                    in_record = False
+                    out.ignored += bool(line.strip())
                 continue
             in_record, record = True, None
             message, process = header["message"], header["process"]
@@ -327,9 +330,10 @@ class CeleryLogReader:
                 continue
             if isinstance(item, _Note):
                 out.ignored += 1  # evidence for attribution, not a lifecycle step
-            elif item.kind in ("fail", "lost"):
-                item.traceback = []
+            else:
                 record = item
+                if item.kind in ("fail", "lost"):
+                    item.traceback = []
             yield item
 
     def _micros(self, text: str) -> int:
@@ -400,8 +404,15 @@ class CeleryLogReader:
                 run.process = note.process
 
     def _event(
-        self, event: _Event, uid: str, source: str, out: Decoded, later: list[_Event | _Note]
+        self,
+        event: _Event,
+        uid: str,
+        source: str,
+        out: Decoded,
+        items: list[_Event | _Note],
+        at: int,
     ) -> Row | None:
+        """The row of an event; `items[at + 1:]` are the lines read after it."""
         worker = self._worker()
         attrs = {
             "message": event.message,
@@ -418,7 +429,7 @@ class CeleryLogReader:
             self.state.runs.setdefault((worker, event.job_id), []).append(run)
             execution = uid
         elif event.kind == "lost":
-            run = self._lost_run(worker, attrs, later)
+            run = self._lost_run(worker, attrs, items, at)
             if attrs.get("celery.attribution") == "oldest_open_run" and self._ambiguous is None:
                 self._ambiguous = (event.number, event.line)
             if run is None:
@@ -464,7 +475,7 @@ class CeleryLogReader:
         return self._open_run(worker, event.job_id, event.ts)
 
     def _lost_run(
-        self, worker: str, attrs: dict[str, Any], later: list[_Event | _Note]
+        self, worker: str, attrs: dict[str, Any], items: list[_Event | _Note], at: int
     ) -> _Run | None:
         """The run a WorkerLostError settles (see the module's docstring). A run whose end
         a live process logs further on (before its task id is received again) was not it."""
@@ -484,7 +495,8 @@ class CeleryLogReader:
         dead = lost.process if lost is not None else None
         ended: set[str] = set()
         received: set[str] = set()
-        for item in later:
+        for index in range(at + 1, len(items)):
+            item = items[index]
             if not isinstance(item, _Event) or item.job_id is None:
                 continue
             if item.kind == "deliver":

@@ -41,6 +41,8 @@ from store.base import Store
 from store.schema import EVENTS_SCHEMA
 
 BLOCK_BYTES = 64 << 20  # one polars read; about 150k lines of 400 bytes
+#: A Celery log's read: its lines become Python objects first (about 20 times their size).
+CELERY_BLOCK_BYTES = 8 << 20
 #: How much of a file's start is looked at to tell its format.
 SNIFF_BYTES = 64 << 10
 #: The input formats: `auto` tells them apart from content; `json-lines` is JSON lines and
@@ -328,7 +330,7 @@ def _read_celery_log(
 ) -> None:
     position = _position_reader(stream, path)
     first_line = 1
-    for block in _blocks(stream, BLOCK_BYTES):
+    for block in _blocks(stream, CELERY_BLOCK_BYTES):
         decoded = reader.decode(block, first_line, source)
         lines = _line_count(block)
         result = BlockResult(
