@@ -73,11 +73,39 @@ MAX_TRACEBACK = 8_192
 #: behind, for the lines that rule some out (a live process ending its run).
 HOLD_SECONDS = 10.0
 
-# `[asctime: LEVEL/processName] message`; the time is checked apart, so that a task line
-# with a bad time is rejected rather than passed over.
-_HEADER = re.compile(
-    r"\[(?P<ts>[^\]]*?): (?P<level>[A-Za-z]+)/(?P<process>[^\]]+)\] (?P<message>.*)"
-)
+#: Celery's default `worker_log_format` (its `worker_task_log_format` starts alike).
+DEFAULT_LOG_FORMAT = "[%(asctime)s: %(levelname)s/%(processName)s] %(message)s"
+_FIELD = re.compile(r"%\((?P<name>\w+)\)(?P<spec>[-#0 +]*\d*(?:\.\d+)?)[sdifr]")
+# What each LogRecord field of a format is read as; the time is checked apart, so that a
+# task line with a bad time is rejected rather than passed over.
+_FIELD_PATTERNS = {
+    "asctime": r"(?P<ts>.+?)",
+    "levelname": r"(?P<level>[A-Za-z]+)",
+    "processName": r"(?P<process>.+?)",
+    "process": r"(?P<pid>\d+)",
+    "message": r"(?P<message>.*)",
+}
+
+
+def compile_log_format(fmt: str) -> re.Pattern[str]:
+    """A `logging` format string (Celery's `worker_log_format`) -> a regular expression
+    for the lines it writes. ValueError for one without %(asctime)s and %(message)s."""
+    parts, seen, at = [], set(), 0
+    for field_ in _FIELD.finditer(fmt):
+        parts.append(re.escape(fmt[at : field_.start()].replace("%%", "%")))
+        name = field_["name"]
+        pattern = _FIELD_PATTERNS.get(name, r".*?") if name not in seen else r".*?"
+        parts.append(rf"\s*{pattern}\s*" if field_["spec"] else pattern)
+        seen.add(name)
+        at = field_.end()
+    parts.append(re.escape(fmt[at:].replace("%%", "%")))
+    missing = [name for name in ("asctime", "message") if name not in seen]
+    if missing:
+        raise ValueError(f"log format {fmt!r} has no " + " nor ".join(f"%({n})s" for n in missing))
+    return re.compile("".join(parts))
+
+
+_HEADER = compile_log_format(DEFAULT_LOG_FORMAT)
 _CELERY_TIME = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:,\d{1,6})?")
 _TASKISH = re.compile(r"(?:Task (?!handler |accepted: )\S*\[|Received task: )")
 _TASK = re.compile(r"Task (?P<name>[^\s\[\]]+)\[(?P<id>[^\[\]\s]+)\](?: (?P<rest>.*))?")
@@ -98,15 +126,27 @@ _BANNER = re.compile(r" *-+ (?P<node>\S+@\S+) v\d")
 
 @dataclass(frozen=True)
 class CeleryLogOptions:
-    """What the logs do not say: the worker's node name and the zone of its clock."""
+    """What the logs do not say: the worker's node name, the zone of its clock, and the
+    format of its lines where it is not Celery's default."""
 
     hostname: str | None = None
     zone: tzinfo = UTC
+    log_format: str = DEFAULT_LOG_FORMAT
 
     @classmethod
-    def from_flags(cls, hostname: str | None, zone: str | None) -> CeleryLogOptions:
-        """From `--celery-hostname` and `--celery-timezone`; ValueError for a bad zone."""
-        return cls(hostname or None, parse_zone(zone) if zone else UTC)
+    def from_flags(
+        cls, hostname: str | None, zone: str | None, log_format: str | None = None
+    ) -> CeleryLogOptions:
+        """From `--celery-hostname`, `--celery-timezone` and `--celery-log-format`;
+        ValueError for a bad zone or format."""
+        fmt = log_format or DEFAULT_LOG_FORMAT
+        compile_log_format(fmt)
+        return cls(hostname or None, parse_zone(zone) if zone else UTC, fmt)
+
+    def header(self) -> re.Pattern[str]:
+        return _HEADER if self.log_format == DEFAULT_LOG_FORMAT else compile_log_format(
+            self.log_format
+        )
 
 
 def parse_zone(text: str) -> tzinfo:
@@ -124,22 +164,23 @@ def parse_zone(text: str) -> tzinfo:
         raise ValueError(f"unknown time zone {text!r} (an IANA name or +HH:MM)") from exc
 
 
-def sniff_format(head: bytes) -> str | None:
+def sniff_format(head: bytes, options: CeleryLogOptions | None = None) -> str | None:
     """`celery-log` when the first lines of a file are a Celery worker's (a `[time:
-    LEVEL/process]` line or the worker's banner before any JSON line), `json-lines` when a
-    JSON line comes first, None while neither has shown."""
+    LEVEL/process]` line, in the format of `options`, or the worker's banner before any
+    JSON line), `json-lines` when a JSON line comes first, None while neither has shown."""
+    expression = options.header() if options else _HEADER
     for raw in head.splitlines()[:200]:
         line = raw.decode("utf-8", "replace").rstrip()
         if line.lstrip().startswith("{"):
             return "json-lines"
-        header = _HEADER.fullmatch(line)
+        header = expression.fullmatch(line)
         if (header and _CELERY_TIME.fullmatch(header["ts"])) or _BANNER.match(line):
             return CELERY_LOG
     return None
 
 
-def looks_like_celery_log(head: bytes) -> bool:
-    return sniff_format(head) == CELERY_LOG
+def looks_like_celery_log(head: bytes, options: CeleryLogOptions | None = None) -> bool:
+    return sniff_format(head, options) == CELERY_LOG
 
 
 @dataclass
@@ -167,6 +208,7 @@ class _State:
     """What one log has said so far that later lines need; small, copied per chunk."""
 
     host: str | None = None
+    main_pid: int | None = None  # where the log format says it
     runs: dict[tuple[str, str], list[_Run]] = field(default_factory=dict)
     by_process: dict[tuple[str, str], _Run] = field(default_factory=dict)
     by_pid: dict[tuple[str, int], _Run] = field(default_factory=dict)
@@ -197,7 +239,7 @@ class _Note:
     number: int
     ts: int
     process: str
-    kind: str  # accepted, task_log, exited, ready
+    kind: str  # accepted, task_log, exited, ready, pid
     job_id: str = ""
     pid: int = 0
     how: str = ""
@@ -225,6 +267,9 @@ class CeleryLogReader:
         self.options = options or CeleryLogOptions()
         self.fallback_host = Path(name.removeprefix("tail:")).name or "celery"
         self.state = _State()
+        self._header = self.options.header()
+        lead = self.options.log_format.split("%(", 1)[0].replace("%%", "%")
+        self._lead = lead[:1]  # what every line in the format starts with, if anything
         self._ambiguous: tuple[int, bytes] | None = None  # the first unsure WorkerLostError
         self._held: tuple[bytes, float] | None = None  # the line a tail waits at, since
 
@@ -288,12 +333,15 @@ class CeleryLogReader:
         """Each line once: an event, a note, part of the record above it, or ignored."""
         record: _Event | None = None  # the event whose own lines (a traceback) may follow
         in_record = False
+        main_pid = self.state.main_pid
         pieces = block.split(b"\n")
         if pieces and not pieces[-1]:
             pieces.pop()  # the end of the last line
         for number, raw in enumerate(pieces, start=first_line):
             line = raw.decode("utf-8", "replace").rstrip("\r")
-            header = _HEADER.fullmatch(line) if line.startswith("[") else None
+            header = (
+                self._header.fullmatch(line) if line.startswith(self._lead) else None
+            )
             if header is None:
                 banner = _BANNER.match(line)
                 if banner:  # a worker starting (again): no line of the record above
@@ -310,7 +358,12 @@ class CeleryLogReader:
                     out.ignored += bool(line.strip())
                 continue
             in_record, record = True, None
-            message, process = header["message"], header["process"]
+            fields = header.groupdict()
+            message, process = fields["message"], fields.get("process") or ""
+            pid = fields.get("pid")
+            if pid is not None and process == "MainProcess" and int(pid) != main_pid:
+                main_pid = int(pid)  # a worker (started again) names its main process
+                yield _Note(number, 0, process, "pid", pid=main_pid)
             taskish = _TASKISH.match(message) is not None
             try:
                 ts = self._micros(header["ts"])
@@ -321,7 +374,9 @@ class CeleryLogReader:
                     out.ignored += 1
                 continue
             try:
-                item = _classify(number, raw.strip(), ts, header["level"], process, message)
+                item = _classify(
+                    number, raw.strip(), ts, fields.get("level") or "", process, message
+                )
             except RecordError as exc:
                 out.rejected.append(Rejected(f"{source}:{number}", str(exc)))
                 continue
@@ -332,6 +387,8 @@ class CeleryLogReader:
                 out.ignored += 1  # evidence for attribution, not a lifecycle step
             else:
                 record = item
+                if pid is not None:
+                    item.attrs["celery.pid"] = int(pid)
                 if item.kind in ("fail", "lost"):
                     item.traceback = []
             yield item
@@ -352,7 +409,8 @@ class CeleryLogReader:
     # -- who ran what --------------------------------------------------------------------
 
     def _worker(self) -> str:
-        return self.options.hostname or self.state.host or self.fallback_host
+        node = self.options.hostname or self.state.host or self.fallback_host
+        return f"{node}:{self.state.main_pid}" if self.state.main_pid else node
 
     def _open_run(self, worker: str, job_id: str, before: int) -> _Run | None:
         """The run of `job_id` on `worker` received last at or before `before` (else the
@@ -375,6 +433,9 @@ class CeleryLogReader:
 
     def _note(self, note: _Note) -> None:
         state = self.state
+        if note.kind == "pid":
+            state.main_pid = note.pid
+            return
         if note.kind == "ready":
             old = self._worker()
             if not self.options.hostname:

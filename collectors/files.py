@@ -275,7 +275,8 @@ def ingest_files(
             report.files += 1
             plain = isinstance(stream, io.BufferedReader) and path != "-"
             try:
-                if fmt == CELERY_LOG or (fmt == "auto" and looks_like_celery_log(_head(stream))):
+                sniffed = fmt == "auto" and looks_like_celery_log(_head(stream), celery)
+                if fmt == CELERY_LOG or sniffed:
                     reader = CeleryLogReader(normaliser, celery, name=source)
                     _read_celery_log(stream, reader, source, path, record)
                     continue

@@ -48,6 +48,7 @@ def ingest(
     input_format: str,
     celery_hostname: str | None,
     celery_timezone: str | None,
+    celery_log_format: str | None,
 ) -> None:
     """Load JSON-lines logs, OTLP JSON Lines or Celery worker logs (plain or .gz; - for
     stdin).
@@ -66,7 +67,7 @@ def ingest(
         normaliser = Normaliser(FieldMapping.load(mapping)) if mapping else Normaliser()
     except MappingError as exc:
         raise click.ClickException(str(exc)) from exc
-    celery = celery_log_settings(celery_hostname, celery_timezone)
+    celery = celery_log_settings(celery_hostname, celery_timezone, celery_log_format)
     for path in files:
         if path != "-" and os.path.isdir(path):
             raise click.ClickException(f"{path} is a directory: name the files in it to load")

@@ -140,6 +140,7 @@ def collect(
     input_format: str,
     celery_hostname: str | None,
     celery_timezone: str | None,
+    celery_log_format: str | None,
     state: Path | None,
     token: str | None,
     max_body_bytes: int,
@@ -166,7 +167,7 @@ def collect(
         field_mapping = FieldMapping.load(mapping) if mapping else DEFAULT_MAPPING
     except MappingError as exc:
         raise click.ClickException(str(exc)) from exc
-    celery = celery_log_settings(celery_hostname, celery_timezone)
+    celery = celery_log_settings(celery_hostname, celery_timezone, celery_log_format)
     store = open_store_or_exit(store_url, writable=True)
     config = CollectConfig(
         host=host,

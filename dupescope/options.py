@@ -161,7 +161,16 @@ def input_format_option(command):  # type: ignore[no-untyped-def]
 
 
 def celery_log_options(command):  # type: ignore[no-untyped-def]
-    """--celery-hostname and --celery-timezone: what a Celery worker's log does not say."""
+    """--celery-hostname, --celery-timezone, --celery-log-format: what a Celery worker's
+    log does not say."""
+    command = click.option(
+        "--celery-log-format",
+        default=None,
+        metavar="FORMAT",
+        help="The workers' worker_log_format, where it is not Celery's default "
+        "'[%(asctime)s: %(levelname)s/%(processName)s] %(message)s'. It needs %(asctime)s "
+        "and %(message)s; with %(process)d the worker_id is NODE:PID of the main process.",
+    )(command)
     command = click.option(
         "--celery-timezone",
         default=None,
@@ -180,11 +189,17 @@ def celery_log_options(command):  # type: ignore[no-untyped-def]
     )(command)
 
 
-def celery_log_settings(hostname: str | None, zone: str | None):  # type: ignore[no-untyped-def]
-    """The CeleryLogOptions of the flags, or a usage error naming the bad zone."""
-    from collectors.celery_log import CeleryLogOptions
+def celery_log_settings(  # type: ignore[no-untyped-def]
+    hostname: str | None, zone: str | None, log_format: str | None = None
+):
+    """The CeleryLogOptions of the flags, or a usage error naming the bad zone or format."""
+    from collectors.celery_log import CeleryLogOptions, compile_log_format, parse_zone
 
-    try:
-        return CeleryLogOptions.from_flags(hostname, zone)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--celery-timezone") from exc
+    for value, flag, check in ((zone, "--celery-timezone", parse_zone),
+                               (log_format, "--celery-log-format", compile_log_format)):
+        if value is not None:
+            try:
+                check(value)
+            except ValueError as exc:
+                raise click.BadParameter(str(exc), param_hint=flag) from exc
+    return CeleryLogOptions.from_flags(hostname, zone, log_format)

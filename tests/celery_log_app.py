@@ -33,6 +33,9 @@ app.conf.update(
     },
 )
 
+if os.environ.get("DUPESCOPE_CELERY_LOG_FORMAT"):
+    app.conf.worker_log_format = os.environ["DUPESCOPE_CELERY_LOG_FORMAT"]
+
 
 def first_run(task: Task) -> bool:
     """True the first time this task id runs (on any worker)."""

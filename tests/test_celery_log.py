@@ -294,3 +294,24 @@ def test_success_stored_before_the_worker_was_lost_is_an_ack() -> None:
     )
     deliver, ack = _decode(text).rows
     assert ack["event"] == "ack" and ack["execution_id"] == deliver["event_uid"]
+
+
+def test_a_custom_log_format_is_read_with_the_main_process_pid() -> None:
+    fmt = "%(asctime)s %(levelname)-8s %(processName)s pid=%(process)d | %(message)s"
+    text = (
+        b"2026-12-01 20:26:39,142 INFO     MainProcess pid=4242 | dupescope-test@vm ready.\n"
+        b"2026-12-01 20:26:39,561 INFO     MainProcess pid=4242 | Task celery_log_app.add"
+        b"[e752fc26-8130-426c-ba61-db3b4aee25d8] received\n"
+        b"2026-12-01 20:26:39,572 INFO     ForkPoolWorker-1 pid=4250 | Task celery_log_app.add"
+        b"[e752fc26-8130-426c-ba61-db3b4aee25d8] succeeded in 0.0009977910001452983s: 3\n"
+    )
+    deliver, ack = _decode(text, log_format=fmt).rows
+    assert deliver["worker_id"] == ack["worker_id"] == "dupescope-test@vm:4242"
+    assert _attrs(ack)["celery.pid"] == 4250 and ack["execution_id"] == deliver["event_uid"]
+
+
+def test_a_log_format_without_the_message_is_refused() -> None:
+    from collectors.celery_log import compile_log_format
+
+    with pytest.raises(ValueError, match=r"has no %\(message\)s"):
+        compile_log_format("[%(asctime)s] %(levelname)s")

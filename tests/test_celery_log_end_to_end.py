@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -66,3 +67,20 @@ def test_a_real_workers_log_names_each_duplicate_and_its_cause(tmp_path: Path) -
         "celery_log_app.crash"
     )
     assert all(row["executions"] == 2 for row in found)
+
+
+def test_a_log_format_with_the_pid_names_the_worker_node_and_pid(tmp_path: Path) -> None:
+    fmt = "%(asctime)s %(levelname)s %(processName)s pid=%(process)d | %(message)s"
+    with celery_run(tmp_path) as run:
+        run.env["DUPESCOPE_CELERY_LOG_FORMAT"] = fmt
+        with run.worker() as worker:
+            run.wait_for(r" ready\.$")
+            task = run.send("add", 1, 2)
+            run.wait_for(ID.format(task) + " succeeded in")
+        store = tmp_path / "store"
+        _dupescope("ingest", "--store", str(store), "--celery-log-format", fmt, str(run.log))
+        events = json.loads(_dupescope("timeline", task, "--store", str(store), "--format",
+                                       "json").stdout)
+    assert [event["event"] for event in events] == ["deliver", "ack"]
+    node = f"dupescope-test@{socket.gethostname()}"
+    assert {event["worker_id"] for event in events} == {f"{node}:{worker.pid}"}

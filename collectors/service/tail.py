@@ -304,7 +304,7 @@ class Tailer:
         if self.fmt != "auto":
             return self.fmt
         if name not in self.formats:
-            told = sniff_format(chunk[: 64 << 10])
+            told = sniff_format(chunk[: 64 << 10], self.celery)
             if told is None:
                 return "json-lines"  # not yet told: as before, each line on its own
             self.formats[name] = told
