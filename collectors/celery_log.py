@@ -433,14 +433,13 @@ class CeleryLogReader:
 
     def _note(self, note: _Note) -> None:
         state = self.state
-        if note.kind == "pid":
-            state.main_pid = note.pid
-            return
-        if note.kind == "ready":
+        if note.kind in ("pid", "ready"):
             old = self._worker()
-            if not self.options.hostname:
+            if note.kind == "pid":
+                state.main_pid = note.pid
+            elif not self.options.hostname:
                 state.host = note.node
-            # A node starting again: what it had open died with its last run, unended.
+            # A worker starting again: what it had open died with it, unended.
             for worker in {old, self._worker()}:
                 for key in [key for key in state.runs if key[0] == worker]:
                     for run in list(state.runs[key]):
