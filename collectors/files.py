@@ -1,7 +1,8 @@
-"""`dupescope ingest`: JSON-lines logs and OTLP JSON Lines files into a store.
+"""`dupescope ingest`: JSON-lines logs, OTLP JSON Lines and Celery worker logs into a store.
 
-The format is detected from content (an OTLP line holds resourceSpans/resourceLogs), so a
-folder of mixed files needs no flags. Rows are written in bulk batches; a bad line is
+The format is detected from content (an OTLP line holds resourceSpans/resourceLogs; a
+Celery log starts with its banner or `[time: LEVEL/process]` lines), so a folder of mixed
+files needs no flags. Rows are written in bulk batches; a bad line is
 reported with file, line number and reason, and the rest is kept.
 """
 
@@ -24,7 +25,14 @@ from typing import BinaryIO, Protocol
 import pyarrow as pa
 import pyarrow.ipc
 
+from collectors.arrow_batch import rows_to_table
 from collectors.blocks import BlockDecoder, BlockResult
+from collectors.celery_log import (
+    CELERY_LOG,
+    CeleryLogOptions,
+    CeleryLogReader,
+    looks_like_celery_log,
+)
 from collectors.jsonlines import Decoded, Rejected, decode_lines
 from collectors.mapping import FieldMapping
 from collectors.normalise import Normaliser
@@ -33,6 +41,13 @@ from store.base import Store
 from store.schema import EVENTS_SCHEMA
 
 BLOCK_BYTES = 64 << 20  # one polars read; about 150k lines of 400 bytes
+#: A Celery log's read: its lines become Python objects first (about 20 times their size).
+CELERY_BLOCK_BYTES = 8 << 20
+#: How much of a file's start is looked at to tell its format.
+SNIFF_BYTES = 64 << 10
+#: The input formats: `auto` tells them apart from content; `json-lines` is JSON lines and
+#: OTLP JSON Lines, told apart line by line.
+FORMATS = ("auto", "json-lines", CELERY_LOG)
 
 
 @dataclass
@@ -48,7 +63,8 @@ class IngestReport:
     def summary(self) -> str:
         return (
             f"{self.rows} events stored from {self.files} file(s), {self.lines} lines; "
-            f"{len(self.rejected)} rejected, {self.ignored} spans ignored (no lifecycle step)"
+            f"{len(self.rejected)} rejected, {self.ignored} ignored (spans or log lines that "
+            "are no lifecycle step)"
         )
 
 
@@ -226,8 +242,14 @@ def ingest_files(
     *,
     on_progress: Callable[[int], None] | None = None,
     on_rejected: Callable[[Rejected], None] | None = None,
+    fmt: str = "auto",
+    celery: CeleryLogOptions | None = None,
 ) -> IngestReport:
     """Read every file, write rows in bulk; `on_progress` receives bytes consumed.
+
+    `fmt` is one of FORMATS; `celery` says what Celery logs do not (see celery_log.py).
+    A Celery log is read in order, block by block, by one reader that keeps what later
+    lines need (which run a line ends).
 
     Blocks of a large plain file are read and decoded in worker processes (one per core).
     Where the store gives a `segment_writer` (the embedded store), each worker also writes
@@ -253,6 +275,11 @@ def ingest_files(
             report.files += 1
             plain = isinstance(stream, io.BufferedReader) and path != "-"
             try:
+                sniffed = fmt == "auto" and looks_like_celery_log(_head(stream), celery)
+                if fmt == CELERY_LOG or sniffed:
+                    reader = CeleryLogReader(normaliser, celery, name=source)
+                    _read_celery_log(stream, reader, source, path, record)
+                    continue
                 if plain and size and size > 2 * BLOCK_BYTES and _workers() > 1:
                     if pool is None:
                         # One polars thread per worker: the workers already fill the cores.
@@ -287,6 +314,35 @@ def ingest_files(
         if spool is not None:
             shutil.rmtree(spool, ignore_errors=True)
     return report
+
+
+def _head(stream: BinaryIO) -> bytes:
+    """The first bytes of a stream, left to be read (stdin and gzip streams included)."""
+    peek = getattr(stream, "peek", None)
+    return peek(SNIFF_BYTES)[:SNIFF_BYTES] if peek is not None else b""
+
+
+def _read_celery_log(
+    stream: BinaryIO,
+    reader: CeleryLogReader,
+    source: str,
+    path: str,
+    record: Callable[[BlockResult, int], None],
+) -> None:
+    position = _position_reader(stream, path)
+    first_line = 1
+    for block in _blocks(stream, CELERY_BLOCK_BYTES):
+        decoded = reader.decode(block, first_line, source)
+        lines = _line_count(block)
+        result = BlockResult(
+            table=rows_to_table(decoded.rows),
+            rejected=decoded.rejected,
+            ignored=decoded.ignored,
+            lines=lines,
+            per_line=lines,
+        )
+        record(result, position())
+        first_line += lines
 
 
 def _in_workers(

@@ -9,8 +9,11 @@ from tqdm import tqdm
 
 from dupescope import __version__, cli_collect, cli_dashboard, cli_demo, cli_forensics, cli_watch
 from dupescope.options import (
+    celery_log_options,
+    celery_log_settings,
     format_option,
     group_store_option,
+    input_format_option,
     open_store_or_exit,
     store_option,
 )
@@ -34,13 +37,25 @@ def main(store_url: str | None) -> None:
 )
 @click.option("--strict", is_flag=True, help="Exit non-zero on any bad line.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar, no per-line errors.")
+@input_format_option
+@celery_log_options
 def ingest(
-    files: tuple[str, ...], store_url: str | None, mapping: str | None, strict: bool, quiet: bool
+    files: tuple[str, ...],
+    store_url: str | None,
+    mapping: str | None,
+    strict: bool,
+    quiet: bool,
+    input_format: str,
+    celery_hostname: str | None,
+    celery_timezone: str | None,
+    celery_log_format: str | None,
 ) -> None:
-    """Load JSON-lines logs or OTLP JSON Lines files (plain or .gz; - for stdin).
+    """Load JSON-lines logs, OTLP JSON Lines or Celery worker logs (plain or .gz; - for
+    stdin).
 
     The format is detected from content. A bad line is reported with file, line number
     and reason, and the rest is kept. Ingesting the same file twice changes no answer.
+    Celery log times are read as UTC unless --celery-timezone names their zone.
     """
     import os
 
@@ -52,6 +67,7 @@ def ingest(
         normaliser = Normaliser(FieldMapping.load(mapping)) if mapping else Normaliser()
     except MappingError as exc:
         raise click.ClickException(str(exc)) from exc
+    celery = celery_log_settings(celery_hostname, celery_timezone, celery_log_format)
     for path in files:
         if path != "-" and os.path.isdir(path):
             raise click.ClickException(f"{path} is a directory: name the files in it to load")
@@ -82,7 +98,13 @@ def ingest(
 
         try:
             report = ingest_files(
-                list(files), store, normaliser, on_progress=progress, on_rejected=rejected
+                list(files),
+                store,
+                normaliser,
+                on_progress=progress,
+                on_rejected=rejected,
+                fmt=input_format,
+                celery=celery,
             )
         except OSError as exc:  # a full disk, a folder made read-only meanwhile
             raise click.ClickException(f"cannot load into {store.describe()}: {exc}") from exc

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import click
 
-from dupescope.options import open_store_or_exit, store_option
+from dupescope.options import (
+    celery_log_options,
+    celery_log_settings,
+    input_format_option,
+    open_store_or_exit,
+    store_option,
+)
 
 
 @click.command()
@@ -34,6 +40,8 @@ from dupescope.options import open_store_or_exit, store_option
     help="A log file to follow (repeatable); a quoted pattern ('logs/*.jsonl') also "
     "follows the files that match it later.",
 )
+@input_format_option
+@celery_log_options
 @click.option(
     "--state",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -129,6 +137,10 @@ def collect(
     http_port: int,
     grpc_port: int,
     tail: tuple[str, ...],
+    input_format: str,
+    celery_hostname: str | None,
+    celery_timezone: str | None,
+    celery_log_format: str | None,
     state: Path | None,
     token: str | None,
     max_body_bytes: int,
@@ -155,12 +167,15 @@ def collect(
         field_mapping = FieldMapping.load(mapping) if mapping else DEFAULT_MAPPING
     except MappingError as exc:
         raise click.ClickException(str(exc)) from exc
+    celery = celery_log_settings(celery_hostname, celery_timezone, celery_log_format)
     store = open_store_or_exit(store_url, writable=True)
     config = CollectConfig(
         host=host,
         http_port=None if http_port < 0 else http_port,
         grpc_port=None if grpc_port < 0 else grpc_port,
         tail=list(tail),
+        tail_format=input_format,
+        celery=celery,
         state=state,
         token=token,
         max_body_bytes=max_body_bytes,

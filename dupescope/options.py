@@ -139,3 +139,67 @@ class TimeParam(click.ParamType):
 
 
 TIME = TimeParam()
+
+
+# ---- input formats ------------------------------------------------------------------
+
+#: What `--format` accepts for files read (`ingest`, `collect --tail`).
+INPUT_FORMATS = ("auto", "json-lines", "celery-log")
+
+
+def input_format_option(command):  # type: ignore[no-untyped-def]
+    return click.option(
+        "--format",
+        "input_format",
+        type=click.Choice(INPUT_FORMATS),
+        default="auto",
+        show_default=True,
+        help="What the files hold: auto tells it from each file's first lines; json-lines "
+        "is JSON lines and OTLP JSON Lines (told apart line by line); celery-log is a "
+        "Celery worker's own log.",
+    )(command)
+
+
+def celery_log_options(command):  # type: ignore[no-untyped-def]
+    """--celery-hostname, --celery-timezone, --celery-log-format: what a Celery worker's
+    log does not say."""
+    command = click.option(
+        "--celery-log-format",
+        default=None,
+        metavar="FORMAT",
+        help="The workers' worker_log_format, where it is not Celery's default "
+        "'[%(asctime)s: %(levelname)s/%(processName)s] %(message)s'. It needs %(asctime)s "
+        "and %(message)s; with %(process)d the worker_id is NODE:PID of the main process.",
+    )(command)
+    command = click.option(
+        "--celery-timezone",
+        default=None,
+        metavar="ZONE",
+        help="The zone of the times in Celery logs (an IANA name such as Europe/Berlin, "
+        "or +02:00). Celery writes its host's local time without an offset; without this "
+        "flag the times are read as UTC.",
+    )(command)
+    return click.option(
+        "--celery-hostname",
+        default=None,
+        metavar="NODE",
+        help="The worker that wrote the Celery logs (its node name, e.g. celery@web-1), "
+        "the worker_id of their events. Default: the node named in the log's 'ready.' "
+        "line or banner, else the file's name.",
+    )(command)
+
+
+def celery_log_settings(  # type: ignore[no-untyped-def]
+    hostname: str | None, zone: str | None, log_format: str | None = None
+):
+    """The CeleryLogOptions of the flags, or a usage error naming the bad zone or format."""
+    from collectors.celery_log import CeleryLogOptions, compile_log_format, parse_zone
+
+    for value, flag, check in ((zone, "--celery-timezone", parse_zone),
+                               (log_format, "--celery-log-format", compile_log_format)):
+        if value is not None:
+            try:
+                check(value)
+            except ValueError as exc:
+                raise click.BadParameter(str(exc), param_hint=flag) from exc
+    return CeleryLogOptions.from_flags(hostname, zone, log_format)

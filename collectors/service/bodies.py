@@ -20,7 +20,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from collectors.arrow_batch import rows_to_table
-from collectors.jsonlines import Rejected
+from collectors.jsonlines import Decoded, Rejected
 from collectors.normalise import Normaliser
 from collectors.otlp import decode_logs
 from collectors.otlp_columns import decode_traces_table
@@ -215,7 +215,11 @@ def decode_jsonlines(body: bytes, normaliser: Normaliser, source: str) -> Decode
     from collectors.files import decode_batch
 
     lines = list(enumerate(bytes(body).splitlines(), start=1))  # bytes lines, not bytearray
-    decoded = decode_batch(lines, normaliser, source)
+    return from_decoded(decode_batch(lines, normaliser, source))
+
+
+def from_decoded(decoded: Decoded) -> DecodeResult:
+    """Decoded lines -> rows to commit, with the count and reasons of the lines refused."""
     count = len(decoded.rejected)
     shown = "; ".join(str(r) for r in decoded.rejected[:MAX_REASONS])
     message = f"{count} lines rejected: {shown}" if count else ""

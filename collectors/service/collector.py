@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from collectors.mapping import DEFAULT_MAPPING, FieldMapping
@@ -269,6 +270,11 @@ class Collector:
         """A JSON-lines chunk of a tailed file -> durable rows. It takes no share of the
         body budget: a tail holds one chunk at a time, and senders must not starve it."""
         return self.commit(self.decode_jsonlines(body, source))
+
+    def decoded_lines(self, decode: Callable[[], DecodeResult]) -> DecodeResult:
+        """A tailed chunk read by the tail's own decoder (one that keeps state from chunk
+        to chunk, such as a Celery log's) -> durable rows; like `jsonlines` otherwise."""
+        return self.commit(self._decode(decode))
 
     def bad_request(self) -> None:
         self.pipeline.count(bad_requests=1)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from collectors.celery_log import CeleryLogOptions
 from collectors.mapping import DEFAULT_MAPPING, FieldMapping
 from collectors.service.collector import (
     DEFAULT_BODY_BUDGET,
@@ -50,6 +51,8 @@ class CollectConfig:
     http_port: int | None = 4318
     grpc_port: int | None = 4317
     tail: list[str] = field(default_factory=list)
+    tail_format: str = "auto"  # auto, json-lines or celery-log
+    celery: CeleryLogOptions | None = None  # what Celery logs do not say
     state: Path | None = None
     token: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY
@@ -140,7 +143,9 @@ class RunningCollector:
         self.tailer = None
         if config.tail:
             state = config.state or default_state_path(store, store_url)
-            self.tailer = Tailer(self.collector, config.tail, state).start()
+            self.tailer = Tailer(
+                self.collector, config.tail, state, fmt=config.tail_format, celery=config.celery
+            ).start()
 
     def describe(self) -> str:
         parts = []

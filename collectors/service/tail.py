@@ -21,6 +21,13 @@ collector was down can have the same inode and have grown past the old offset. S
 position also keeps a fingerprint of the file's first bytes read (up to HEAD_BYTES); a
 file whose first bytes no longer match is a new file, read from its start.
 
+A file's format is told from its first lines read (`celery_log.sniff_format`), or given:
+JSON lines and OTLP JSON Lines go to the collector's decoder; a Celery worker's log goes to
+a reader of its own per path (across rotations), which keeps what later lines need (which
+run a line ends) and is rolled back with the offset when a chunk's rows were not stored.
+Resumed after a restart, that reader first reads again (storing nothing) up to
+PRIME_BYTES of the file before the saved offset, to learn what those lines said.
+
 A line longer than a read chunk is skipped (and counted as rejected) once its end is
 found, looking for it a chunk at a time: memory stays bounded by the chunk however long
 the line, and a line still being written is looked at again only from where the last
@@ -41,6 +48,8 @@ from typing import BinaryIO
 
 import orjson
 
+from collectors.celery_log import CELERY_LOG, CeleryLogOptions, CeleryLogReader, sniff_format
+from collectors.service.bodies import DecodeResult, from_decoded
 from collectors.service.collector import Collector
 from collectors.service.log_limit import SummarisedLog
 from collectors.service.pipeline import QueueFull, WriteFailed
@@ -50,6 +59,9 @@ log = logging.getLogger("dupescope.collect")
 READ_CHUNK = 4 * 1024 * 1024
 #: How many of a file's first bytes its fingerprint covers.
 HEAD_BYTES = 1024
+#: How much of a Celery log before the saved offset a resumed tail reads again (storing
+#: nothing) to learn what those lines said: the worker's name, the runs still open.
+PRIME_BYTES = 16 * 1024 * 1024
 #: Seconds between looks for positions of files gone for good, which are then dropped.
 PRUNE_EVERY = 60.0
 
@@ -127,7 +139,8 @@ def _find_by_inode(folder: Path, inode: int) -> Path | None:
 
 
 class Tailer:
-    """Polls its files; each complete line goes through the JSON-lines/OTLP decoder."""
+    """Polls its files; each complete line goes through the JSON-lines/OTLP decoder, or a
+    Celery log's reader."""
 
     def __init__(
         self,
@@ -136,8 +149,15 @@ class Tailer:
         state_path: Path,
         interval: float = 0.25,
         read_chunk: int = READ_CHUNK,
+        fmt: str = "auto",
+        celery: CeleryLogOptions | None = None,
     ) -> None:
+        """`fmt`: auto, json-lines or celery-log (see the module's docstring)."""
         self.collector = collector
+        self.fmt = fmt
+        self.celery = celery
+        self.formats: dict[str, str] = {}  # path -> format, once told
+        self.celery_readers: dict[str, CeleryLogReader] = {}
         self.read_chunk = read_chunk
         self.paths: list[str] = []
         # (pattern, the file it would name taken literally): a pattern is one as given, its
@@ -268,11 +288,65 @@ class Tailer:
                     self.collector.reject(1)
                     self._advance(handle, position, after)
                     continue
-                result = self.collector.jsonlines(chunk[:end], f"tail:{name}")
-                stored += result.accepted
+                rows, read = self._decode(
+                    name, chunk[:end], handle, position.offset, growing=not rotated
+                )
+                stored += rows
+                if read < end:  # a Celery log's reader waits for the lines to come
+                    if read:
+                        self._advance(handle, position, position.offset + read)
+                    return stored
                 self._advance(handle, position, position.offset + end)
                 if len(chunk) < self.read_chunk:
                     return stored
+
+    def _format(self, name: str, chunk: bytes) -> str:
+        if self.fmt != "auto":
+            return self.fmt
+        if name not in self.formats:
+            told = sniff_format(chunk[: 64 << 10], self.celery)
+            if told is None:
+                return "json-lines"  # not yet told: as before, each line on its own
+            self.formats[name] = told
+        return self.formats[name]
+
+    def _decode(
+        self, name: str, lines: bytes, handle: BinaryIO, offset: int, growing: bool = True
+    ) -> tuple[int, int]:
+        """Complete lines of `name` (read from `handle` at `offset`) -> durable rows;
+        returns how many were stored, and how many bytes of `lines` were read (all but
+        those a Celery log's reader waits to read with the lines that follow them, in a
+        file still `growing`)."""
+        source = f"tail:{name}"
+        if self._format(name, lines) != CELERY_LOG:
+            return self.collector.jsonlines(lines, source).accepted, len(lines)
+        reader = self.celery_readers.get(name)
+        if reader is None:
+            reader = CeleryLogReader(self.collector.decoder.normaliser, self.celery, name=name)
+            if offset > 0:  # resumed: what the lines before the offset said, read again
+                handle.seek(max(0, offset - PRIME_BYTES))
+                before = handle.read(offset - handle.tell())
+                if offset > PRIME_BYTES:
+                    before = before[before.find(b"\n") + 1 :]
+                reader.prime(before)
+            self.celery_readers[name] = reader
+        before = reader.checkpoint()
+        read = len(lines)
+
+        def decode() -> DecodeResult:
+            nonlocal read
+            if growing:
+                decoded, read = reader.decode_growing(lines, 1, source)
+            else:
+                decoded = reader.decode(lines, 1, source)
+            return from_decoded(decoded)
+
+        try:
+            result = self.collector.decoded_lines(decode)
+        except BaseException:
+            reader.restore(before)  # the chunk is read again, from the same state
+            raise
+        return result.accepted, read
 
     def _end_of_line(self, handle: BinaryIO, position: Position) -> int | None:
         """The offset after the newline that ends the line at `position.offset`, looked for

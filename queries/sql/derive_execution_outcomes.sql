@@ -15,6 +15,16 @@ WITH per_execution AS (
         max(resource_key) AS resource_key,
         coalesce(min(ts_us) FILTER (WHERE event = 'deliver'), min(ts_us)) AS start_us,
         greatest(max(ts_us), coalesce(max(span_end_us), 0)) AS end_us,
+        -- The end of what the run said itself: a settlement on its behalf once its worker
+        -- was found lost (Celery's main process logs WorkerLostError seconds after the
+        -- pool process died) is no sign that it was still running then.
+        greatest(
+            coalesce(max(ts_us) FILTER (WHERE NOT (event IN ('nack', 'fail') AND (
+                regexp_matches(coalesce(reason, ''), '(?i)worker.?lost|lost.?worker')
+                OR coalesce(settled_by, coalesce(worker_id, '')) <> coalesce(worker_id, '')
+            ))), min(ts_us)),
+            coalesce(max(span_end_us), 0)
+        ) AS own_end_us,
         min(ts_us) AS first_event_us,
         max(visibility_timeout_ms) FILTER (WHERE event = 'deliver') AS visibility_timeout_ms,
         min(ts_us) FILTER (WHERE event = 'ack') AS first_ack_us,

@@ -8,7 +8,8 @@ WITH earlier AS (
     -- For each execution, what the earlier executions of its job_id had done by its start.
     SELECT
         later.execution_uid AS execution_uid,
-        countIf(before.end_us > later.start_us) AS earlier_still_running,
+        -- Still running: by its own events, not by a settlement made for it later.
+        countIf(before.own_end_us > later.start_us) AS earlier_still_running,
         countIf(before.terminal = 'none' OR before.lost_worker_settlements > 0)
             AS earlier_crashed,
         countIf(before.first_ack_us <= later.start_us) AS earlier_acked,
