@@ -1,4 +1,5 @@
-"""`dupescope collect`: the long-running collector (OTLP/HTTP, OTLP/gRPC, POST, tails)."""
+"""`dupescope collect`: the long-running collector (OTLP/HTTP, OTLP/gRPC, POST, tails,
+Celery's event stream)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,21 @@ from dupescope.options import open_store_or_exit, store_option
     multiple=True,
     help="A log file to follow (repeatable); a quoted pattern ('logs/*.jsonl') also "
     "follows the files that match it later.",
+)
+@click.option(
+    "--celery-broker",
+    "celery_brokers",
+    multiple=True,
+    metavar="URL",
+    help="Consume Celery's event stream from this broker (redis://... or amqp://...; "
+    "repeatable). Workers must send events (`celery worker -E`). Needs "
+    "`pip install 'dupescope[celery]'`.",
+)
+@click.option(
+    "--celery-exchange",
+    default="celeryev",
+    show_default=True,
+    help="Celery's event exchange (its `event_exchange` setting).",
 )
 @click.option(
     "--state",
@@ -129,6 +145,8 @@ def collect(
     http_port: int,
     grpc_port: int,
     tail: tuple[str, ...],
+    celery_brokers: tuple[str, ...],
+    celery_exchange: str,
     state: Path | None,
     token: str | None,
     max_body_bytes: int,
@@ -151,6 +169,12 @@ def collect(
     if (tls_cert is None) != (tls_key is None):
         raise click.UsageError("--tls-cert and --tls-key go together")
     from collectors.service.tls import TlsFiles
+    if celery_brokers:
+        from collectors.service.celery_source import CeleryMissing, require_celery
+        try:
+            require_celery()
+        except CeleryMissing as exc:
+            raise click.ClickException(str(exc)) from exc
     try:
         field_mapping = FieldMapping.load(mapping) if mapping else DEFAULT_MAPPING
     except MappingError as exc:
@@ -161,6 +185,8 @@ def collect(
         http_port=None if http_port < 0 else http_port,
         grpc_port=None if grpc_port < 0 else grpc_port,
         tail=list(tail),
+        celery_brokers=list(celery_brokers),
+        celery_exchange=celery_exchange,
         state=state,
         token=token,
         max_body_bytes=max_body_bytes,

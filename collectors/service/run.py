@@ -1,6 +1,7 @@
 """Start the receivers a configuration asks for, and stop them in order on a signal.
 
-Stop order: receivers first (no new batches), then tails, then the writer drains what
+Stop order: receivers first (no new batches), then tails and Celery event streams, then
+the writer drains what
 is queued, so a clean shutdown acknowledges nothing it has not written.
 """
 
@@ -50,6 +51,9 @@ class CollectConfig:
     http_port: int | None = 4318
     grpc_port: int | None = 4317
     tail: list[str] = field(default_factory=list)
+    #: Brokers whose Celery event stream to consume (redis://, amqp://).
+    celery_brokers: list[str] = field(default_factory=list)
+    celery_exchange: str = "celeryev"
     state: Path | None = None
     token: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY
@@ -141,6 +145,14 @@ class RunningCollector:
         if config.tail:
             state = config.state or default_state_path(store, store_url)
             self.tailer = Tailer(self.collector, config.tail, state).start()
+        self.celery: list = []
+        if config.celery_brokers:
+            from collectors.service.celery_source import CeleryEventSource
+
+            self.celery = [
+                CeleryEventSource(self.collector, url, exchange=config.celery_exchange).start()
+                for url in config.celery_brokers
+            ]
 
     def describe(self) -> str:
         parts = []
@@ -154,6 +166,7 @@ class RunningCollector:
             parts.append(f"tail={len(self.tailer.paths)} file(s)")
         if self.tailer and self.tailer.patterns:
             parts.append(f"tail-patterns={len(self.tailer.patterns)}")
+        parts.extend(source.describe() for source in self.celery)
         parts.append(f"store={self.collector.store.describe()}")
         return " ".join(parts)
 
@@ -164,6 +177,8 @@ class RunningCollector:
             self.grpc.stop()
         if self.tailer:
             self.tailer.stop()
+        for source in self.celery:
+            source.stop()
         self.collector.close()
         if self.compactor:
             self.compactor.stop()
