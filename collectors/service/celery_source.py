@@ -318,6 +318,11 @@ class CeleryEventSource:
             log.warning("celery events: %d rows not stored: %s", len(self._rows), exc)
             self._rows = []
 
+    def health(self) -> dict[str, Any]:
+        """For /healthz: the broker (no password), whether it is connected now, counts."""
+        return {"broker": self.shown_url, "connected": self.connected.is_set(),
+                "queue": self.queue_name, **self.stats}
+
     def describe(self) -> str:
         return f"celery={self.shown_url}"
 

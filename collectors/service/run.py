@@ -17,6 +17,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -39,6 +40,9 @@ from collectors.service.pipeline import RECENT_UIDS
 from collectors.service.tail import Tailer
 from collectors.service.tls import TlsFiles
 from store.base import Store
+
+if TYPE_CHECKING:
+    from collectors.service.celery_source import CeleryEventSource
 
 log = logging.getLogger("dupescope.collect")
 
@@ -145,7 +149,7 @@ class RunningCollector:
         if config.tail:
             state = config.state or default_state_path(store, store_url)
             self.tailer = Tailer(self.collector, config.tail, state).start()
-        self.celery: list = []
+        self.celery: list[CeleryEventSource] = []
         if config.celery_brokers:
             from collectors.service.celery_source import CeleryEventSource
 
@@ -153,6 +157,7 @@ class RunningCollector:
                 CeleryEventSource(self.collector, url, exchange=config.celery_exchange).start()
                 for url in config.celery_brokers
             ]
+            self.collector.reports["celery"] = lambda: [s.health() for s in self.celery]
 
     def describe(self) -> str:
         parts = []
