@@ -188,3 +188,30 @@ def test_a_restarted_receiver_finds_what_was_sent_meanwhile_on_rabbitmq(
     for job in jobs:
         wait_for(lambda job=job: "ack" in receiving.events(job.id), 20, "every ack")
         assert receiving.events(job.id) == ["enqueue", "deliver", "ack"]
+
+
+def publish_events(broker: Broker, body: object) -> None:
+    """One message on Celery's event exchange, as a worker sends it (a JSON list)."""
+    from celery.events.event import get_exchange
+    from kombu import Connection
+
+    with Connection(broker.url, connect_timeout=5) as conn:
+        exchange = get_exchange(conn, name=broker.exchange)
+        conn.Producer().publish(body, exchange=exchange, routing_key="task.multi",
+                                serializer="json", declare=[exchange])
+
+
+def test_a_malformed_event_is_counted_and_the_rest_of_its_message_kept(
+    broker: Broker, receiving: Receiving
+) -> None:
+    good = {"hostname": "w9@elsewhere", "pid": 9, "clock": 3, "uuid": "job-good",
+            "name": "tests.double", "retries": 0, "timestamp": 1_796_156_226.5,
+            "type": "task-received"}
+    bad = {**good, "uuid": None, "clock": 4}
+    publish_events(broker, [bad, "not an event", good])
+    wait_for(lambda: receiving.events("job-good") == ["deliver"], 20, "the good event")
+    source = receiving.source
+    assert source.stats["malformed"] == 2
+    assert receiving.collector.health()["rejected"] == 2
+    publish_events(broker, [{**good, "uuid": "job-later", "clock": 5}])
+    wait_for(lambda: receiving.events("job-later") == ["deliver"], 20, "a later event")
