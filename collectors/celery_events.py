@@ -36,12 +36,18 @@ receiver. Its time is the last the worker was heard of (never later, so a redeli
 followed the crash is not taken for an overlap), and its event_uid is derived from the
 delivery it settles, so however and whenever the loss is noticed it is one row.
 
+With `key_kwargs` (`--celery-key order_id`), the first of those keyword arguments a task
+was called with is its idempotency key, on its enqueue and deliver rows (the queries give
+it to the job's other rows): then a producer that sent the same order twice, as two task
+ids, is a `producer_retry`.
+
 Every row's event_uid is a hash of the event's identity (emitter, uuid, type, timestamp,
 Lamport clock): the same event received twice is one row.
 """
 
 from __future__ import annotations
 
+import ast
 import math
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
@@ -63,6 +69,8 @@ EXPIRE_FACTOR = 2.0
 DEFAULT_FREQ = 2.0
 #: Task names remembered, for the rows of events that do not carry one.
 KNOWN_TASKS = 100_000
+#: The longest kwargs repr read for a key (Celery cuts its own at 1024 characters).
+MAX_KWARGS_REPR = 64 * 1024
 #: Unsettled tasks remembered a worker (a worker whose events went missing grows no more).
 TASKS_PER_WORKER = 10_000
 
@@ -164,8 +172,13 @@ class CeleryEventMapper:
     receiving loop owns it)."""
 
     def __init__(
-        self, *, known_tasks: int = KNOWN_TASKS, tasks_per_worker: int = TASKS_PER_WORKER
+        self,
+        *,
+        key_kwargs: tuple[str, ...] = (),
+        known_tasks: int = KNOWN_TASKS,
+        tasks_per_worker: int = TASKS_PER_WORKER,
     ) -> None:
+        self._key_kwargs = key_kwargs
         self._known_tasks = known_tasks
         self._tasks_per_worker = tasks_per_worker
         self._names: OrderedDict[str, tuple[str | None, str | None]] = OrderedDict()
@@ -203,9 +216,9 @@ class CeleryEventMapper:
         queue = _text(event, "queue", required=False)
         if kind == "task-sent":
             self._remember(job_id, name, queue)
-            return Mapped(self._row(event, "enqueue", ts, job_id, name, queue, None,
-                                    {"celery.hostname": hostname,
-                                     "celery.pid": event.get("pid")}))
+            row = self._row(event, "enqueue", ts, job_id, name, queue, None,
+                            {"celery.hostname": hostname, "celery.pid": event.get("pid")})
+            return Mapped(self._keyed(row, event))
         mapped = Mapped()
         mapped.lost = self._heard(hostname, worker_id, ts, heard_at)
         known_name, known_queue = self._names.get(job_id, (None, None))
@@ -233,7 +246,7 @@ class CeleryEventMapper:
         if task is not None and task.started_at is not None:
             extra["celery.started_at"] = task.started_at / 1e6
         row = self._row(event, row_kind, ts, job_id, name, queue, worker_id, extra)
-        mapped.row = row
+        mapped.row = self._keyed(row, event) if kind == "task-received" else row
         if kind == "task-received":
             worker.tasks[job_id] = _Task(row["event_uid"], name, queue, ts)
             worker.tasks.move_to_end(job_id)
@@ -369,6 +382,13 @@ class CeleryEventMapper:
         while len(self._names) > self._known_tasks:
             self._names.popitem(last=False)
 
+    def _keyed(self, row: Row, event: Mapping[str, Any]) -> Row:
+        """The row with the idempotency key read from the task's keyword arguments (the
+        first of `key_kwargs` present), where the event carries them."""
+        if self._key_kwargs:
+            row["idempotency_key"] = key_from_kwargs(event.get("kwargs"), self._key_kwargs)
+        return row
+
     @staticmethod
     def _row(
         event: Mapping[str, Any], kind: str, ts: int, job_id: str | None,
@@ -390,6 +410,29 @@ class CeleryEventMapper:
             "source": SOURCE,
             "attrs": _attrs(rest),
         }
+
+
+def key_from_kwargs(kwargs: Any, names: tuple[str, ...]) -> str | None:
+    """The first of `names` in a task's keyword arguments, as text. Celery sends them as
+    their repr (`"{'order_id': 'o-1'}"`, cut at 1024 characters by its
+    `argsrepr_maxsize`), read here as a Python literal, never evaluated; one that is
+    not a literal (an object's repr, or a cut one) gives no key."""
+    if isinstance(kwargs, dict):
+        values = kwargs
+    elif isinstance(kwargs, str) and kwargs.startswith("{") and len(kwargs) <= MAX_KWARGS_REPR:
+        try:
+            values = ast.literal_eval(kwargs)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return None
+        if not isinstance(values, dict):
+            return None
+    else:
+        return None
+    for name in names:
+        value = values.get(name)
+        if value is not None and not isinstance(value, dict | list | tuple | set):
+            return str(value)
+    return None
 
 
 def events_of(body: Any) -> Iterable[Any]:

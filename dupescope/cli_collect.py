@@ -51,6 +51,14 @@ from dupescope.options import open_store_or_exit, store_option
     help="Celery's event exchange (its `event_exchange` setting).",
 )
 @click.option(
+    "--celery-key",
+    "celery_keys",
+    multiple=True,
+    metavar="KWARG",
+    help="A task keyword argument that holds the idempotency key (repeatable: the first "
+    "present wins), read from the events' kwargs.",
+)
+@click.option(
     "--state",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
@@ -147,6 +155,7 @@ def collect(
     tail: tuple[str, ...],
     celery_brokers: tuple[str, ...],
     celery_exchange: str,
+    celery_keys: tuple[str, ...],
     state: Path | None,
     token: str | None,
     max_body_bytes: int,
@@ -187,6 +196,7 @@ def collect(
         tail=list(tail),
         celery_brokers=list(celery_brokers),
         celery_exchange=celery_exchange,
+        celery_key_kwargs=tuple(celery_keys),
         state=state,
         token=token,
         max_body_bytes=max_body_bytes,

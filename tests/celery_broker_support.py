@@ -53,6 +53,11 @@ def double(x):
     return 2 * x
 
 
+@app.task(name="tests.charge")
+def charge(order_id, amount=1):
+    return order_id
+
+
 @app.task(name="tests.charge_slowly")
 def charge_slowly(order):
     """Runs for a minute the first time (long enough to be killed), at once after."""

@@ -41,7 +41,7 @@ class Receiving:
     def start(self) -> CeleryEventSource:
         self.source = CeleryEventSource(
             self.collector, self.broker.url, exchange=self.broker.exchange,
-            queue_name=f"{self.broker.exchange}.receiver",
+            queue_name=f"{self.broker.exchange}.receiver", key_kwargs=("order_id",),
         ).start()
         assert self.source.connected.wait(10), "the receiver did not connect"
         return self.source
@@ -129,6 +129,18 @@ def test_a_message_delivered_again_after_its_ack_is_a_broker_redelivery(
     [duplicate] = receiving.duplicates()
     assert (duplicate["key"], duplicate["executions"]) == (job.id, 2)
     assert duplicate["cause"] == "broker_redelivery"
+
+
+def test_an_order_sent_twice_as_two_tasks_is_a_producer_retry(
+    broker: Broker, receiving: Receiving, worker: Worker
+) -> None:
+    app = broker.app()
+    jobs = [app.send_task("tests.charge", kwargs={"order_id": "o-17"}) for _ in range(2)]
+    for job in jobs:
+        wait_for(lambda job=job: "ack" in receiving.events(job.id), 20, "both acks")
+    [duplicate] = receiving.duplicates()
+    assert (duplicate["key"], duplicate["cause"]) == ("o-17", "producer_retry")
+    assert sorted(duplicate["job_ids"]) == sorted(job.id for job in jobs)
 
 
 def test_a_worker_killed_mid_task_is_settled_as_lost_and_its_redelivery_a_worker_crash(

@@ -251,3 +251,18 @@ def test_a_malformed_event_is_refused_saying_what_is_wrong(event, message) -> No
 def test_an_unknown_event_type_is_no_row() -> None:
     assert CeleryEventMapper().map({**WORKER, "type": "custom-audit", "timestamp": T},
                                    0).rows() == []
+
+
+def test_a_keyword_argument_named_as_the_key_is_the_idempotency_key() -> None:
+    mapper = CeleryEventMapper(key_kwargs=("invoice_id", "order_id"))
+    kwargs = "{'order_id': 'o-17', 'amount': 5}"
+    enqueue = mapper.map({**sent(), "kwargs": kwargs}, 0).row
+    deliver = mapper.map({**received(), "kwargs": kwargs}, 0).row
+    assert enqueue["idempotency_key"] == deliver["idempotency_key"] == "o-17"
+
+
+@pytest.mark.parametrize("kwargs", ["{}", "{'order_id': <Order 17>}", "{'order_id': 'o-1",
+                                    "{'order_id': None}", "{'order_id': ['o-1']}", "[1]"])
+def test_kwargs_without_a_literal_key_give_none(kwargs: str) -> None:
+    row = CeleryEventMapper(key_kwargs=("order_id",)).map({**sent(), "kwargs": kwargs}, 0).row
+    assert row["idempotency_key"] is None

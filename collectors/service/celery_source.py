@@ -107,6 +107,7 @@ class CeleryEventSource:
         *,
         queue_name: str | None = None,
         exchange: str = EVENT_EXCHANGE,
+        key_kwargs: tuple[str, ...] = (),
         flush_seconds: float = FLUSH_SECONDS,
         flush_rows: int = FLUSH_ROWS,
         backoff: Backoff | None = None,
@@ -126,7 +127,7 @@ class CeleryEventSource:
         self.flush_rows = flush_rows
         self.backoff = backoff or Backoff()
         self.clock = clock
-        self.mapper = CeleryEventMapper()
+        self.mapper = CeleryEventMapper(key_kwargs=key_kwargs)
         self.connected = threading.Event()
         self.stats = {"events": 0, "rows": 0, "malformed": 0, "connects": 0, "messages": 0}
         self._rows: list[Row] = []

@@ -58,6 +58,8 @@ class CollectConfig:
     #: Brokers whose Celery event stream to consume (redis://, amqp://).
     celery_brokers: list[str] = field(default_factory=list)
     celery_exchange: str = "celeryev"
+    #: Keyword arguments of a task that hold its idempotency key, the first present wins.
+    celery_key_kwargs: tuple[str, ...] = ()
     state: Path | None = None
     token: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY
@@ -154,7 +156,8 @@ class RunningCollector:
             from collectors.service.celery_source import CeleryEventSource
 
             self.celery = [
-                CeleryEventSource(self.collector, url, exchange=config.celery_exchange).start()
+                CeleryEventSource(self.collector, url, exchange=config.celery_exchange,
+                                  key_kwargs=config.celery_key_kwargs).start()
                 for url in config.celery_brokers
             ]
             self.collector.reports["celery"] = lambda: [s.health() for s in self.celery]
