@@ -43,7 +43,9 @@ app.conf.update(
     worker_send_task_events=True,
     task_send_sent_event=True,
     broker_connection_retry_on_startup=True,
-    broker_transport_options={"visibility_timeout": 2, "polling_interval": 0.1},
+    # Redis: unacknowledged messages come back after 2 s, looked for every second.
+    broker_transport_options={"visibility_timeout": 2, "polling_interval": 0.1,
+                              "unacked_restore_interval": 1, "unacked_restore_throttle": 1},
 )
 MARKS = Path(os.environ["DS_MARKS"])
 
@@ -67,6 +69,17 @@ def charge_slowly(order):
     mark.write_text(str(os.getpid()))
     time.sleep(60)
     return "charged"
+
+
+@app.task(name="tests.outlive")
+def outlive(order, seconds):
+    """Runs `seconds` the first time (past the visibility timeout), at once after."""
+    mark = MARKS / order
+    if mark.exists():
+        return "again"
+    mark.write_text(str(os.getpid()))
+    time.sleep(seconds)
+    return "done"
 
 
 @app.task(name="tests.flaky", bind=True, max_retries=1)

@@ -51,7 +51,7 @@ def test_collect_stores_the_events_of_a_worker_and_reports_the_broker(tmp_path: 
                 store.close()
             return list(frame["event"])
 
-        wait_for(lambda: events() == ["enqueue", "deliver", "ack"], 30,
+        wait_for(lambda: sorted(events()) == ["ack", "deliver", "enqueue"], 30,
                  f"the task's rows\n{worker.output()}")
     finally:
         if worker is not None:
