@@ -269,7 +269,8 @@ class CeleryEventSource:
     def _due(self, caught_up: bool) -> bool:
         if not self._messages and not self._rows:
             return False
-        if caught_up or len(self._rows) >= self.flush_rows:
+        # Waiting on the broker's prefetch window would look like being caught up.
+        if caught_up or len(self._rows) >= self.flush_rows or len(self._messages) >= PREFETCH // 2:
             return True
         return self._first_pending is not None and (
             self.clock() - self._first_pending >= self.flush_seconds
