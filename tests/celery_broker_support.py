@@ -115,7 +115,8 @@ class Broker:
                     channel = conn.channel()  # amqp closes a channel that failed
             if conn.transport.driver_type == "redis":
                 for name in (self.exchange, self.queue):
-                    channel.client.delete(f"_kombu.binding.{name}")
+                    channel.client.delete(f"_kombu.binding.{name}",
+                                          f"_kombu.binding_permanent.{name}")
             else:
                 for name in (self.exchange, self.queue):
                     try:
