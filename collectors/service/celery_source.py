@@ -237,6 +237,10 @@ class CeleryEventSource:
             except RecordError as exc:
                 self._refuse(event, index, str(exc))
                 continue
+            except Exception as exc:  # a shape not foreseen: refused, never a retry loop
+                log.debug("celery events: mapping failed", exc_info=True)
+                self._refuse(event, index, f"{type(exc).__name__}: {exc}")
+                continue
             if mapped.row is None:
                 self._ignored += 1
             self._rows.extend(mapped.rows())
