@@ -179,10 +179,17 @@ def collect(
         raise click.UsageError("--tls-cert and --tls-key go together")
     from collectors.service.tls import TlsFiles
     if celery_brokers:
-        from collectors.service.celery_source import CeleryMissing, require_celery
+        from collectors.service.celery_source import (
+            BrokerUrlError,
+            CeleryMissing,
+            check_broker_url,
+            require_celery,
+        )
         try:
             require_celery()
-        except CeleryMissing as exc:
+            for url in celery_brokers:
+                check_broker_url(url)
+        except (CeleryMissing, BrokerUrlError) as exc:
             raise click.ClickException(str(exc)) from exc
     try:
         field_mapping = FieldMapping.load(mapping) if mapping else DEFAULT_MAPPING

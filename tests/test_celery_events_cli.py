@@ -33,6 +33,15 @@ def test_without_celery_installed_the_option_names_the_extra_to_install(
     assert "pip install 'dupescope[celery]'" in result.output
 
 
+def test_a_broker_url_no_transport_takes_is_refused_naming_it(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, [
+        "--store", str(tmp_path / "store"), "collect", "--http-port", "-1",
+        "--grpc-port", "-1", "--celery-broker", "foo://127.0.0.1",
+    ])
+    assert result.exit_code == 1
+    assert "No such transport: foo" in result.output
+
+
 @pytest.mark.timeout(90)
 def test_collect_stores_the_events_of_a_worker_and_reports_the_broker(tmp_path: Path) -> None:
     broker = new_broker(REDIS_URL)

@@ -75,6 +75,28 @@ def require_celery() -> None:
         ) from exc
 
 
+class BrokerUrlError(ValueError):
+    """A --celery-broker URL no transport can take; the message says which and why."""
+
+
+def check_broker_url(url: str) -> None:
+    """Raise BrokerUrlError unless kombu has a transport for `url` whose client is
+    installed (the redis client for redis://). Connects to nothing."""
+    from kombu import Connection
+
+    try:
+        connection = Connection(url)
+        shown = connection.as_uri()
+    except Exception as exc:
+        raise BrokerUrlError(f"--celery-broker: not a broker URL ({exc})") from exc
+    try:
+        connection.transport  # noqa: B018 - resolving it imports the transport's client
+    except KeyError as exc:
+        raise BrokerUrlError(f"--celery-broker {shown}: {exc.args[0]}") from exc
+    except ImportError as exc:
+        raise BrokerUrlError(f"--celery-broker {shown}: {exc} (or {INSTALL_HINT})") from exc
+
+
 def default_queue_name(store_description: str, broker_url: str, exchange: str) -> str:
     """A queue name stable for one store and broker, so a restarted collector takes up
     the queue its predecessor left (amqp) and two collectors on different stores do not
