@@ -105,6 +105,13 @@ class Broker:
                         task_send_sent_event=True)
         return app
 
+    def delete_queue(self, name: str) -> None:
+        with Connection(self.url, connect_timeout=5) as conn:
+            try:
+                conn.default_channel.queue_delete(name)
+            except Exception:
+                pass  # gone already (auto-deleted on Redis)
+
     def cleanup(self, *queues: str) -> None:
         with Connection(self.url, connect_timeout=5) as conn:
             channel = conn.default_channel

@@ -3,6 +3,7 @@ started with -E, into an embedded store; `dupescope duplicates` reads what it ma
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,11 +21,33 @@ from store.embedded import EmbeddedStore
 pytestmark = pytest.mark.timeout(120)
 
 
-@pytest.fixture(params=["redis", "amqp"])
+@pytest.fixture(scope="module", params=["redis", "amqp"])
 def broker(request: pytest.FixtureRequest) -> Iterator[Broker]:
+    """A corner of each real broker, shared by the tests of this module that leave its
+    worker running."""
     corner = new_broker(REDIS_URL if request.param == "redis" else AMQP_URL)
     yield corner
-    corner.cleanup(f"{corner.exchange}.receiver")
+    corner.cleanup()
+
+
+@pytest.fixture
+def redis_only(broker: Broker) -> None:
+    if not broker.url.startswith("redis"):
+        pytest.skip("RabbitMQ redelivers only when the consumer is gone")
+
+
+@pytest.fixture
+def amqp_only(broker: Broker) -> None:
+    if not broker.url.startswith("amqp"):
+        pytest.skip("Redis PUB/SUB keeps no events for an absent receiver")
+
+
+@pytest.fixture
+def own_broker(broker: Broker) -> Iterator[Broker]:
+    """A corner of the same broker for one test, whose workers it may kill."""
+    corner = new_broker(broker.url)
+    yield corner
+    corner.cleanup()
 
 
 class Receiving:
@@ -35,13 +58,14 @@ class Receiving:
         self.broker = broker
         self.store = EmbeddedStore(root)
         self.collector = Collector(self.store)
+        self.queue = f"{broker.exchange}.receiver-{uuid.uuid4().hex[:8]}"
         self.source: CeleryEventSource | None = None
         self.start()
 
     def start(self) -> CeleryEventSource:
         self.source = CeleryEventSource(
             self.collector, self.broker.url, exchange=self.broker.exchange,
-            queue_name=f"{self.broker.exchange}.receiver", key_kwargs=("order_id",),
+            queue_name=self.queue, key_kwargs=("order_id",),
         ).start()
         assert self.source.connected.wait(10), "the receiver did not connect"
         return self.source
@@ -55,6 +79,7 @@ class Receiving:
         self.stop_source()
         self.collector.close()
         self.store.close()
+        self.broker.delete_queue(self.queue)
 
     def rows(self, job_id: str | None = None) -> list[dict]:
         sql = ("SELECT event, job_id, job_type, worker_id, attrs, event_uid FROM events "
@@ -87,10 +112,25 @@ def receiving(tmp_path: Path, broker: Broker) -> Iterator[Receiving]:
     setup.close()
 
 
+@pytest.fixture(scope="module")
+def worker(tmp_path_factory: pytest.TempPathFactory, broker: Broker) -> Iterator[Worker]:
+    started = Worker(tmp_path_factory.mktemp("worker"), broker, "w1@events-test")
+    wait_for(lambda: " ready." in started.output(), 30, f"the worker\n{started.output()}")
+    yield started
+    started.stop()
+
+
 @pytest.fixture
-def worker(tmp_path: Path, broker: Broker, receiving: Receiving) -> Iterator[Worker]:
-    started = Worker(tmp_path / "worker", broker, "w1@events-test")
-    receiving.wait_online(started)
+def receiving_own(tmp_path: Path, own_broker: Broker) -> Iterator[Receiving]:
+    setup = Receiving(tmp_path / "own-store", own_broker)
+    yield setup
+    setup.close()
+
+
+@pytest.fixture
+def own_worker(tmp_path: Path, own_broker: Broker, receiving_own: Receiving) -> Iterator[Worker]:
+    started = Worker(tmp_path / "worker", own_broker, "w1@own-test")
+    receiving_own.wait_online(started)
     yield started
     started.stop()
 
@@ -145,8 +185,9 @@ def test_an_order_sent_twice_as_two_tasks_is_a_producer_retry(
 
 
 def test_a_worker_killed_mid_task_is_settled_as_lost_and_its_redelivery_a_worker_crash(
-    tmp_path: Path, broker: Broker, receiving: Receiving, worker: Worker
+    tmp_path: Path, own_broker: Broker, receiving_own: Receiving, own_worker: Worker
 ) -> None:
+    broker, receiving, worker = own_broker, receiving_own, own_worker
     job = broker.app().send_task("tests.charge_slowly", args=("order-7",))
     marks = tmp_path / "worker" / "marks"
     wait_for(lambda: (marks / "order-7").exists(), 20, "the task to start")
@@ -156,10 +197,10 @@ def test_a_worker_killed_mid_task_is_settled_as_lost_and_its_redelivery_a_worker
                     20, "the lost worker's nack")
     reason = orjson.loads(lost[0]["attrs"])
     assert reason["settled_by"] == RECEIVER
-    assert f"w1@events-test:{worker.process.pid}" in reason["reason"]
+    assert f"w1@own-test:{worker.process.pid}" in reason["reason"]
     # Another worker gets the message back: at once from RabbitMQ, after the visibility
     # timeout from Redis.
-    second = Worker(tmp_path / "worker", broker, "w2@events-test")
+    second = Worker(tmp_path / "worker", broker, "w2@own-test")
     try:
         wait_for(lambda: "ack" in receiving.events(job.id), 40,
                  f"the redelivered run's ack\n{second.output()}")
@@ -171,11 +212,11 @@ def test_a_worker_killed_mid_task_is_settled_as_lost_and_its_redelivery_a_worker
 
 
 def test_a_task_outliving_the_redis_visibility_timeout_is_a_visibility_timeout(
-    tmp_path: Path, broker: Broker, receiving: Receiving, worker: Worker
+    redis_only: None, tmp_path: Path, own_broker: Broker, receiving_own: Receiving,
+    own_worker: Worker,
 ) -> None:
-    if not broker.url.startswith("redis"):
-        pytest.skip("RabbitMQ redelivers only when the consumer is gone")
-    second = Worker(tmp_path / "worker", broker, "w2@events-test")
+    broker, receiving = own_broker, receiving_own
+    second = Worker(tmp_path / "worker", broker, "w2@own-test")
     try:
         receiving.wait_online(second)
         # Longer than the 2 s visibility timeout and the 1 s between two restores.
@@ -209,10 +250,8 @@ def test_a_dropped_connection_is_taken_up_again_and_no_event_counted_twice(
 
 
 def test_a_restarted_receiver_finds_what_was_sent_meanwhile_on_rabbitmq(
-    broker: Broker, receiving: Receiving, worker: Worker
+    amqp_only: None, broker: Broker, receiving: Receiving, worker: Worker
 ) -> None:
-    if not broker.url.startswith("amqp"):
-        pytest.skip("Redis PUB/SUB keeps no events for an absent receiver")
     app = broker.app()
     receiving.stop_source()
     jobs = [app.send_task("tests.double", args=(i,)) for i in range(5)]
