@@ -8,8 +8,9 @@ FLUSH_ROWS), waiting until they are durable before it reads on.
 How much survives the receiver's absence depends on the transport:
 
 - **amqp:// (RabbitMQ).** The queue is durable and named after the store and the
-  broker, so it outlives the receiver (RabbitMQ deletes it after QUEUE_EXPIRES unused):
-  events sent while the collector is down or cut off wait there. Messages are
+  broker, so it outlives the receiver (RabbitMQ deletes it after QUEUE_EXPIRES unused,
+  and keeps at most QUEUE_MAX_LENGTH messages): events sent while the collector is down
+  or cut off wait there. Messages are
   acknowledged only once their rows are durable, so a receiver killed at any point
   finds the unacknowledged ones again; they carry the same event_uids, so a row is
   never counted twice.
@@ -51,6 +52,8 @@ FLUSH_ROWS = 2_000
 PREFETCH = 1_000
 #: Seconds RabbitMQ keeps the receiver's queue without a consumer.
 QUEUE_EXPIRES = 24 * 3600.0
+#: Messages the queue holds for an absent receiver; beyond, RabbitMQ drops the oldest.
+QUEUE_MAX_LENGTH = 1_000_000
 BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 30.0
 EVENT_EXCHANGE = "celeryev"
@@ -207,6 +210,7 @@ class CeleryEventSource:
                 durable=acknowledged,
                 auto_delete=not acknowledged,
                 expires=QUEUE_EXPIRES if acknowledged else None,
+                max_length=QUEUE_MAX_LENGTH if acknowledged else None,
             )
             consumer = conn.Consumer(
                 [queue],
