@@ -1,4 +1,5 @@
-"""`dupescope collect`: the long-running collector (OTLP/HTTP, OTLP/gRPC, POST, tails)."""
+"""`dupescope collect`: the long-running collector (OTLP/HTTP, OTLP/gRPC, POST, tails,
+Celery's event stream)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,29 @@ from dupescope.options import (
 )
 @input_format_option
 @celery_log_options
+@click.option(
+    "--celery-broker",
+    "celery_brokers",
+    multiple=True,
+    metavar="URL",
+    help="Consume Celery's event stream from this broker (redis://... or amqp://...; "
+    "repeatable). Workers must send events (`celery worker -E`). Needs "
+    "`pip install 'dupescope[celery]'`.",
+)
+@click.option(
+    "--celery-exchange",
+    default="celeryev",
+    show_default=True,
+    help="Celery's event exchange (its `event_exchange` setting).",
+)
+@click.option(
+    "--celery-key",
+    "celery_keys",
+    multiple=True,
+    metavar="KWARG",
+    help="A task keyword argument that holds the idempotency key (repeatable: the first "
+    "present wins), read from the events' kwargs.",
+)
 @click.option(
     "--state",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -141,6 +165,9 @@ def collect(
     celery_hostname: str | None,
     celery_timezone: str | None,
     celery_log_format: str | None,
+    celery_brokers: tuple[str, ...],
+    celery_exchange: str,
+    celery_keys: tuple[str, ...],
     state: Path | None,
     token: str | None,
     max_body_bytes: int,
@@ -163,6 +190,19 @@ def collect(
     if (tls_cert is None) != (tls_key is None):
         raise click.UsageError("--tls-cert and --tls-key go together")
     from collectors.service.tls import TlsFiles
+    if celery_brokers:
+        from collectors.service.celery_source import (
+            BrokerUrlError,
+            CeleryMissing,
+            check_broker_url,
+            require_celery,
+        )
+        try:
+            require_celery()
+            for url in celery_brokers:
+                check_broker_url(url)
+        except (CeleryMissing, BrokerUrlError) as exc:
+            raise click.ClickException(str(exc)) from exc
     try:
         field_mapping = FieldMapping.load(mapping) if mapping else DEFAULT_MAPPING
     except MappingError as exc:
@@ -176,6 +216,9 @@ def collect(
         tail=list(tail),
         tail_format=input_format,
         celery=celery,
+        celery_brokers=list(celery_brokers),
+        celery_exchange=celery_exchange,
+        celery_key_kwargs=tuple(celery_keys),
         state=state,
         token=token,
         max_body_bytes=max_body_bytes,

@@ -189,6 +189,8 @@ class Collector:
         self.bodies = BodyBudget(max(body_budget, max_body_bytes))
         self._closed = False
         self.started = time.time()
+        #: Sections a source adds to `health()` (name -> what it reports now).
+        self.reports: dict[str, Callable[[], Any]] = {}
 
     def admit(self, nbytes: int = 0, wait: float = BUDGET_WAIT) -> Admission:
         """A body of `nbytes` may be read: QueueFull while the queue is full, or when the
@@ -299,6 +301,8 @@ class Collector:
             bodies_held_bytes=self.bodies.held,
             body_budget_bytes=self.bodies.limit,
         )
+        for name, report in self.reports.items():
+            data[name] = report()
         return data
 
     def close(self) -> None:

@@ -1,6 +1,7 @@
 """Start the receivers a configuration asks for, and stop them in order on a signal.
 
-Stop order: receivers first (no new batches), then tails, then the writer drains what
+Stop order: receivers first (no new batches), then tails and Celery event streams, then
+the writer drains what
 is queued, so a clean shutdown acknowledges nothing it has not written.
 """
 
@@ -16,6 +17,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -40,6 +42,9 @@ from collectors.service.tail import Tailer
 from collectors.service.tls import TlsFiles
 from store.base import Store
 
+if TYPE_CHECKING:
+    from collectors.service.celery_source import CeleryEventSource
+
 log = logging.getLogger("dupescope.collect")
 
 
@@ -53,6 +58,11 @@ class CollectConfig:
     tail: list[str] = field(default_factory=list)
     tail_format: str = "auto"  # auto, json-lines or celery-log
     celery: CeleryLogOptions | None = None  # what Celery logs do not say
+    #: Brokers whose Celery event stream to consume (redis://, amqp://).
+    celery_brokers: list[str] = field(default_factory=list)
+    celery_exchange: str = "celeryev"
+    #: Keyword arguments of a task that hold its idempotency key, the first present wins.
+    celery_key_kwargs: tuple[str, ...] = ()
     state: Path | None = None
     token: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY
@@ -146,6 +156,16 @@ class RunningCollector:
             self.tailer = Tailer(
                 self.collector, config.tail, state, fmt=config.tail_format, celery=config.celery
             ).start()
+        self.celery: list[CeleryEventSource] = []
+        if config.celery_brokers:
+            from collectors.service.celery_source import CeleryEventSource
+
+            self.celery = [
+                CeleryEventSource(self.collector, url, exchange=config.celery_exchange,
+                                  key_kwargs=config.celery_key_kwargs).start()
+                for url in config.celery_brokers
+            ]
+            self.collector.reports["celery"] = lambda: [s.health() for s in self.celery]
 
     def describe(self) -> str:
         parts = []
@@ -159,6 +179,7 @@ class RunningCollector:
             parts.append(f"tail={len(self.tailer.paths)} file(s)")
         if self.tailer and self.tailer.patterns:
             parts.append(f"tail-patterns={len(self.tailer.patterns)}")
+        parts.extend(source.describe() for source in self.celery)
         parts.append(f"store={self.collector.store.describe()}")
         return " ".join(parts)
 
@@ -169,6 +190,8 @@ class RunningCollector:
             self.grpc.stop()
         if self.tailer:
             self.tailer.stop()
+        for source in self.celery:
+            source.stop()
         self.collector.close()
         if self.compactor:
             self.compactor.stop()
