@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import orjson
+import pytest
 from collect_support import ROOT, Subprocess, get_json, post
 
 TAKE_ONE_TRACE_BATCH = """
@@ -103,3 +104,15 @@ def test_many_large_bodies_at_once_keep_the_collector_under_600_mb(tmp_path: Pat
     finally:
         collector.stop()
     assert peak < 600, f"peak RSS {peak} MB"
+
+
+def test_freed_memory_is_given_back_above_the_mark_and_not_again_at_once() -> None:
+    from collectors.service.trim import MemoryTrimmer, resident_bytes
+
+    trimmer = MemoryTrimmer(above=resident_bytes() // 2)
+    if not trimmer.available:
+        pytest.skip("not glibc")
+    assert trimmer.check()  # above the mark: malloc_trim
+    assert not trimmer.check()  # still above, on live memory: not every half second
+    assert trimmer.trims == 1
+    assert not MemoryTrimmer(above=resident_bytes() * 4).check()
