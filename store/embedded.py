@@ -18,6 +18,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import json
+import logging
 import os
 import shutil
 import threading
@@ -59,6 +61,23 @@ SETTLED_ROWS = 16_000_000
 #: What DuckDB may hold while it merges (sorting, dropping repeats); beyond it, it spills to
 #: `<store>/.compaction-spill`. Unbounded, merging 1.6M rows took 5.4 GB.
 COMPACTION_MEMORY = "256MB"
+#: A compacted row group ends at this many bytes too: the Parquet writer holds a row group
+#: until it is complete, and 4096 rows of 10 MB attributes would have been 40 GB.
+COMPACTED_ROW_GROUP_BYTES = "16MB"
+#: Per day folder, the segments compaction set aside (name -> reason): readers read them
+#: as they are, compaction merges them no more.
+SET_ASIDE = ".set-aside.json"
+#: DuckDB spills a merge's sort to disk in blocks, but not rows of large values: 30 rows of
+#: 10 MB attributes (300 MB) ran out of its 256 MB, and so did 30,000 of 10 KB, where
+#: 300,000 of 1 KB spilled and merged. Rows above WIDE_ROW_BYTES on average are merged
+#: at most WIDE_MERGE_BYTES of them at a time (several compacted segments), and compacted
+#: segments of them are not merged again. In a collector receiving 10 MB bodies while it
+#: compacted 30 such rows, peak RSS was 721 MB merging 64 MB at a time on two threads, and
+#: ~600 MB merging 32 MB on one.
+WIDE_ROW_BYTES = 4096
+WIDE_MERGE_BYTES = 32 * 1024 * 1024
+
+log = logging.getLogger("dupescope.store")
 
 
 def _segments_in(paths: Iterable[Path]) -> Iterator[Path]:
@@ -80,8 +99,15 @@ class EmbeddedStore:
 
     dialect = "duckdb"
 
-    def __init__(self, root: str | Path) -> None:
+    def __init__(
+        self,
+        root: str | Path,
+        compaction_memory: str = COMPACTION_MEMORY,
+        wide_merge_bytes: int = WIDE_MERGE_BYTES,
+    ) -> None:
         self.root = Path(root)
+        self.compaction_memory = compaction_memory  # DuckDB's memory_limit for a merge
+        self.wide_merge_bytes = wide_merge_bytes  # bytes of wide rows merged at once
         self.events_dir = self.root / "events"
         self.trash_dir = self.root / ".trash"
         self.index_dir = self.root / "index"
@@ -293,22 +319,70 @@ class EmbeddedStore:
     ) -> tuple[int, list[Path]]:
         """How many of the day's segments were merged away (see `compact`), and its
         compacted segments now."""
+        aside = _set_aside(folder)
         # A log a writer holds may grow still: it waits for a later round.
         segments = [p for p in sorted(_segments_in(folder.iterdir())) if not _is_open_log(p)]
         compacted = [p for p in segments if p.name in covered]
-        new = [p for p in segments if p.name not in covered]
+        new = [p for p in segments if p.name not in covered and p.name not in aside]
         replaced = 0
         commits = {p: frame_count(p) if is_log(p) else 1 for p in new}
         if empty := [p for p in new if commits[p] == 0]:  # a log closed before its first
             self._discard(empty)
             new = [p for p in new if commits[p]]
         if new and (len(compacted) + sum(commits.values()) >= min_segments or not compacted):
-            compacted.append(self._merge(folder, new))
-            replaced += len(new)
-        while group := _tier_to_merge(compacted):
-            compacted = [p for p in compacted if p not in group] + [self._merge(folder, group)]
+            for group, wide in _by_wide_bytes(new, self.wide_merge_bytes):
+                compacted += self._merge_new(folder, group, aside, wide)
+            replaced += len(new) - len([p for p in new if p.name in aside])
+        tiered = [
+            p for p in compacted
+            if p.name not in aside
+            and _wide_bytes(p) <= self.wide_merge_bytes // MERGE_FANOUT
+        ]
+        while group := _tier_to_merge(tiered):
+            try:
+                merged_tier = self._merge(folder, group)
+            except duckdb.OutOfMemoryException as exc:
+                # They stay as they are, compacted and indexed; merged again, they would
+                # fail again every round.
+                self._set_aside(folder, aside, group, f"too large to merge in memory: {exc}")
+                tiered = [p for p in tiered if p not in group]
+                continue
+            compacted = [p for p in compacted if p not in group] + [merged_tier]
+            tiered = [p for p in tiered if p not in group] + [merged_tier]
             replaced += len(group)
         return replaced, compacted
+
+    def _merge_new(
+        self, folder: Path, new: list[Path], aside: dict[str, str], wide: bool = False
+    ) -> list[Path]:
+        """New segments merged into one compacted segment or, when DuckDB runs out of
+        memory (rows of multi-MB values, which it cannot spill), halves merged apart; a
+        segment that fails alone is set aside (left as it is, still read, never merged)."""
+        try:
+            return [self._merge(folder, new, wide)]
+        except duckdb.OutOfMemoryException as exc:
+            if len(new) == 1:
+                self._set_aside(folder, aside, new, f"too large to merge in memory: {exc}")
+                return []
+        half = len(new) // 2
+        return self._merge_new(folder, new[:half], aside, wide) + self._merge_new(
+            folder, new[half:], aside, wide
+        )
+
+    def _set_aside(
+        self, folder: Path, aside: dict[str, str], paths: list[Path], reason: str
+    ) -> None:
+        """Compaction merges `paths` no more, saying why once (in the log and in the day
+        folder's SET_ASIDE file)."""
+        reason = reason.splitlines()[0]
+        for path in paths:
+            aside[path.name] = reason
+        log.warning("compaction set aside %d segment(s) of %s: %s (they are read as they "
+                    "are, and not merged again)", len(paths), folder.name, reason)
+        target = folder / SET_ASIDE
+        temporary = temporary_for(target)
+        temporary.write_text(json.dumps(aside, indent=1, sort_keys=True))
+        place(temporary, target)
 
     def _day_covers(self, day: str) -> set[str]:
         path = self.index_dir / f"day={day}.parquet"
@@ -352,7 +426,10 @@ class EmbeddedStore:
         write_global_index(self.index_dir, f"{time.time_ns():020d}")
         self._discard(older)
 
-    def _merge(self, folder: Path, inputs: list[Path]) -> Path:
+    def _merge(self, folder: Path, inputs: list[Path], wide: bool = False) -> Path:
+        """`inputs` merged into one compacted segment, sorted and without repeats; with
+        `wide` rows (large values), on one DuckDB thread: each thread holds rows of its
+        own while it sorts (30 MB less at peak for 60 MB of such rows)."""
         final = folder / _segment_name()
         temporary = temporary_for(final)
         target = str(temporary).replace("'", "''")  # COPY's target cannot be a parameter
@@ -365,13 +442,15 @@ class EmbeddedStore:
                 f"SELECT {columns} FROM read_parquet($files, union_by_name = true, "
                 f"hive_partitioning = false)"
             )
-        con = duckdb.connect(
-            config={"memory_limit": COMPACTION_MEMORY, "temp_directory": str(self._spill_dir)}
-        )
+        con = duckdb.connect(config={
+            "memory_limit": self.compaction_memory, "temp_directory": str(self._spill_dir),
+            **({"threads": 1} if wide else {}),
+        })
         self._merging = con
         try:
             self._stop_if_interrupted()
             con.execute("SET TimeZone = 'UTC'")
+            con.execute("SET enable_progress_bar = false")  # a collector's stderr is its log
             if hot:  # streamed a segment at a time, not expanded all at once
                 con.register("hot_segments", _hot_rows(hot))
                 sources.append(f"SELECT {columns} FROM hot_segments")
@@ -380,7 +459,8 @@ class EmbeddedStore:
                 f"QUALIFY row_number() OVER (PARTITION BY event_uid ORDER BY ts) = 1 "
                 f"ORDER BY idempotency_key NULLS LAST, job_id, ts) "
                 f"TO '{target}' (FORMAT parquet, COMPRESSION zstd, "
-                f"ROW_GROUP_SIZE {COMPACTED_ROW_GROUP})",
+                f"ROW_GROUP_SIZE {COMPACTED_ROW_GROUP}, "
+                f"ROW_GROUP_SIZE_BYTES '{COMPACTED_ROW_GROUP_BYTES}')",
                 {"files": parquet} if parquet else {},
             )
             self._stop_if_interrupted()  # asked before the COPY began, which clears it
@@ -444,6 +524,45 @@ def _hot_rows(paths: list[Path]) -> pa.RecordBatchReader:
     return pa.RecordBatchReader.from_batches(
         EVENTS_SCHEMA, (batch for path in paths for batch in read_hot(path).to_batches())
     )
+
+
+def _wide_bytes(path: Path) -> int:
+    """The bytes of a segment's rows (uncompressed) if they average over WIDE_ROW_BYTES
+    a row, else 0."""
+    if is_hot(path):
+        table = read_hot(path)
+        rows, nbytes = table.num_rows, table.nbytes
+    else:
+        metadata = pq.read_metadata(path)
+        rows = metadata.num_rows
+        nbytes = sum(metadata.row_group(i).total_byte_size for i in range(metadata.num_row_groups))
+    return nbytes if nbytes > WIDE_ROW_BYTES * max(rows, 1) else 0
+
+
+def _by_wide_bytes(paths: list[Path], limit: int) -> Iterator[tuple[list[Path], bool]]:
+    """`paths` in order, in groups holding at most `limit` bytes of wide rows (a segment
+    larger than that alone), each with whether it holds any."""
+    group: list[Path] = []
+    held = 0
+    for path in paths:
+        wide = _wide_bytes(path)
+        if group and held + wide > limit:
+            yield group, held > 0
+            group, held = [], 0
+        group.append(path)
+        held += wide
+    if group:
+        yield group, held > 0
+
+
+def _set_aside(folder: Path) -> dict[str, str]:
+    """The day's segments set aside by compaction, with the reason for each."""
+    try:
+        return dict(json.loads((folder / SET_ASIDE).read_text()))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError):  # unreadable: merged again, and set aside again if so
+        return {}
 
 
 def _is_open_log(path: Path) -> bool:

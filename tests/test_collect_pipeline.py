@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from collect_support import SlowStore
 from conftest import events_to_table
 
 from collectors.service.collector import DECODER_NICE, Collector
-from collectors.service.pipeline import Pipeline, WriteFailed
+from collectors.service.pipeline import Pipeline, QueueFull, WriteFailed
 from store.embedded import EmbeddedStore
 from store.schema import as_runs
 
@@ -145,3 +146,21 @@ def test_a_process_that_decodes_on_its_main_thread_keeps_its_priority(tmp_path: 
     collector.jsonlines(LINE, "test")
     collector.close()
     assert os.getpriority(os.PRIO_PROCESS, 0) == before
+
+
+def _wide_batch(job_id: str) -> pa.Table:
+    """One row whose attrs hold 2 MB."""
+    return events_to_table([{"ts": "2025-01-01T00:00:00Z", "event": "deliver",
+                             "job_id": job_id, "attrs": {"blob": "x" * (2 << 20)}}])
+
+
+def test_the_queue_is_bounded_in_bytes_as_well_as_rows(tmp_path: Path) -> None:
+    store = SlowStore(EmbeddedStore(tmp_path), blocked=True)
+    pipeline = Pipeline(store, queue_bytes=1 << 20)
+    first = pipeline.submit(_wide_batch("w1"))  # alone in the queue: let in, however large
+    with pytest.raises(QueueFull):
+        pipeline.submit(_wide_batch("w2"))  # one row, far under the bound in rows
+    store.gate.set()
+    assert first.wait(10) == 1
+    assert pipeline.submit(_wide_batch("w2")).wait(10) == 1
+    pipeline.close()

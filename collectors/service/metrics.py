@@ -42,6 +42,7 @@ GAUGES = {
     "queue_depth": ("queue_rows", "Rows waiting for the writer."),
     "queue_batches": ("queue_batches", "Batches waiting for the writer."),
     "queue_capacity": ("queue_capacity_rows", "Rows the queue holds before answering 429."),
+    "queue_bytes": ("queue_bytes", "Bytes of rows waiting for the writer (429 beyond 64 MB)."),
     "uptime_s": ("uptime_seconds", "Seconds since the collector started."),
     "recent_uids": ("recent_uids", "Event uids remembered to skip resent batches."),
     "bodies_held_bytes": (

@@ -36,6 +36,11 @@ except ImportError:  # built without a C compiler
 log = logging.getLogger("dupescope.collect")
 
 MAX_MERGE_ROWS = 200_000
+#: A group commit merges batches up to this many bytes too (merging copies them): rows of
+#: 10 MB attributes are few rows and many bytes.
+MAX_MERGE_BYTES = 32 * 1024 * 1024
+#: The queue's bound in bytes, beside its bound in rows; see `Pipeline`.
+DEFAULT_QUEUE_BYTES = 64 * 1024 * 1024
 RECENT_UIDS = 1_000_000
 _NO_ROWS = EVENTS_SCHEMA.empty_table()
 
@@ -66,6 +71,7 @@ class Ticket:
     done: threading.Event = field(default_factory=threading.Event)
     error: BaseException | None = None
     written: int = 0
+    nbytes: int = 0
 
     def wait(self, timeout: float | None = None) -> int:
         if not self.done.wait(timeout):
@@ -220,7 +226,11 @@ class Failure:
 
 
 class Pipeline:
-    """The bounded queue plus its single writer thread."""
+    """The bounded queue plus its single writer thread.
+
+    The queue is bounded in rows (`queue_rows`) and in bytes (`queue_bytes`): a row count
+    alone let rows of multi-MB attributes queue hundreds of MB, one client's body each.
+    """
 
     #: Seconds a failed store write keeps the collector reported as failing.
     failure_hold = 30.0
@@ -228,10 +238,16 @@ class Pipeline:
     stuck_after = 60.0
 
     def __init__(
-        self, store: Store, *, queue_rows: int = 200_000, recent_uids: int = RECENT_UIDS
+        self,
+        store: Store,
+        *,
+        queue_rows: int = 200_000,
+        recent_uids: int = RECENT_UIDS,
+        queue_bytes: int = DEFAULT_QUEUE_BYTES,
     ) -> None:
         self.store = store
         self.queue_rows = queue_rows
+        self.queue_bytes = queue_bytes
         self.stats = Stats()
         self._durations = Durations()
         # While the latest store write failed: a store that cannot be written is what a
@@ -241,6 +257,7 @@ class Pipeline:
         self._failures_log = SummarisedLog(log)  # one line per failed write would flood it
         self._pending: deque[Ticket] = deque()
         self._pending_rows = 0
+        self._pending_bytes = 0
         self._cond = threading.Condition()
         self._claims = threading.Lock()  # taken before _cond where both are
         self._recent = RecentUids(recent_uids)
@@ -275,6 +292,7 @@ class Pipeline:
             return ticket
         if not is_runs(table):  # kept run-end encoded: the hot segments store it so
             table = as_events(table)
+        ticket.nbytes = table.nbytes
         # Claiming and queueing under a lock of their own: the writer, which takes the
         # queue's lock to take batches and to answer them, never waits for a claim.
         with self._claims:
@@ -282,7 +300,10 @@ class Pipeline:
                 if self._stopping:
                     raise WriteFailed("the collector is shutting down")
                 # One oversized batch is let in when the queue is empty, or it never could be.
-                if self._pending_rows and self._pending_rows + table.num_rows > self.queue_rows:
+                if self._pending_rows and (
+                    self._pending_rows + table.num_rows > self.queue_rows
+                    or self._pending_bytes + ticket.nbytes > self.queue_bytes
+                ):
                     self.stats.throttled += 1
                     raise QueueFull(retry_after=1)
             keep = self._recent.claim(table.column("event_uid"))
@@ -292,6 +313,7 @@ class Pipeline:
             with self._cond:
                 self._pending.append(ticket)
                 self._pending_rows += ticket.rows
+                self._pending_bytes += ticket.nbytes
                 self._cond.notify()
         return ticket
 
@@ -300,10 +322,14 @@ class Pipeline:
             while not self._pending and not self._stopping:
                 self._cond.wait()
             taken: list[Ticket] = []
-            rows = 0
-            while self._pending and (not taken or rows + self._pending[0].rows <= MAX_MERGE_ROWS):
+            rows = nbytes = 0
+            while self._pending and (not taken or (
+                rows + self._pending[0].rows <= MAX_MERGE_ROWS
+                and nbytes + self._pending[0].nbytes <= MAX_MERGE_BYTES
+            )):
                 ticket = self._pending.popleft()
                 rows += ticket.rows
+                nbytes += ticket.nbytes
                 taken.append(ticket)
             return taken
 
@@ -339,6 +365,7 @@ class Pipeline:
             self._writing_since = None
             for ticket in tickets:
                 self._pending_rows -= ticket.rows
+                self._pending_bytes -= ticket.nbytes
             stats = self.stats
             if error is None:
                 stats.deduplicated += sum(t.repeats for t in tickets)
@@ -382,6 +409,7 @@ class Pipeline:
             data["queue_depth"] = self._pending_rows
             data["queue_batches"] = len(self._pending)
             data["queue_capacity"] = self.queue_rows
+            data["queue_bytes"] = self._pending_bytes
         data["recent_uids"] = self._recent.capacity
         window = self._recent.window_seconds()
         data["dedupe_window_s"] = None if window is None else round(window, 3)

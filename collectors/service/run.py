@@ -40,6 +40,7 @@ from collectors.service.http_receiver import (
 from collectors.service.pipeline import RECENT_UIDS
 from collectors.service.tail import Tailer
 from collectors.service.tls import TlsFiles
+from collectors.service.trim import MemoryTrimmer
 from store.base import Store
 
 if TYPE_CHECKING:
@@ -259,6 +260,8 @@ def serve(store: Store, config: CollectConfig, store_url: str | None = None) -> 
     keep_freed_memory()
     _few_malloc_arenas()
     _arrow_on_malloc()
+    # Freed memory is kept for the next request, up to a mark: past it, given back.
+    trimmer = MemoryTrimmer().start()
     print(f"dupescope collect listening {running.describe()}", file=sys.stderr, flush=True)
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -266,3 +269,4 @@ def serve(store: Store, config: CollectConfig, store_url: str | None = None) -> 
     stop.wait()
     log.info("stopping")
     running.stop()
+    trimmer.stop()
