@@ -11,14 +11,17 @@ and "otel" (CeleryInstrumentor spans alone), each through its own `dupescope col
 (`sources=` chooses; `sources=()` runs uninstrumented workers). What a test of another
 source needs:
 
-- before `run()`: `world.broker_url`, `world.queue`, `world.redis_db`; and
+- before `run()`: `world.broker_url`, `world.queue`, `world.event_exchange` (the run's
+  own, for `--celery-exchange`), `world.redis_db`; and
   `world.add_collector(name, *args)`: one more `dupescope collect ARGS` running through the
   scenario, started before the workers (e.g. `"--celery-broker", world.broker_url`), whose
   store is `world.stores[name]`;
 - after `run()`: `world.worker_logs` (each worker's `--logfile` path, nodename and main
   pid, and whether it was SIGKILLed), `world.truth`, `world.duplicates(name)` for any
   store in `world.stores` (add one for a store you fill yourself, e.g. by `dupescope
-  ingest`), `world.collector_metrics[name]` (its counters at the end), `world.phases`.
+  ingest`), `world.ingest_worker_logs(name)` (all the worker logs in one store),
+  `world.collector_metrics[name]` and `world.collector_health[name]` (its counters and
+  /healthz at the end), `world.phases`.
 """
 
 from __future__ import annotations
@@ -176,6 +179,13 @@ def _metrics(url: str) -> dict[str, float]:
     }
 
 
+def _health(url: str) -> dict:
+    try:
+        return get_json(f"{url}/healthz")
+    except OSError:
+        return {}
+
+
 def wait_until(condition, what: str, timeout_s: float = WAIT_S) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
@@ -202,6 +212,9 @@ class CeleryWorld:
         folder.mkdir(parents=True, exist_ok=True)
         self.run_id = uuid.uuid4().hex[:8]
         self.queue = f"dupescope-world-{self.run_id}"
+        # Celery's default event exchange is shared by every app on a RabbitMQ vhost: a
+        # receiver on it would read other runs' duplicates as this run's.
+        self.event_exchange = f"{self.queue}.events"
         self.redis_db = free_redis_db()
         self.backend_url = f"{REDIS}/{self.redis_db}"
         if broker == "redis":
@@ -223,6 +236,8 @@ class CeleryWorld:
         #: ignored: a source whose spans are all read past shows it here).
         self.collector_metrics: dict[str, dict[str, float]] = {}
         self.seconds: float | None = None
+        #: Each collector's /healthz at the end, by name.
+        self.collector_health: dict[str, dict] = {}
         #: Seconds each step of the run took, in order.
         self.phases: dict[str, float] = {}
 
@@ -236,6 +251,17 @@ class CeleryWorld:
     @property
     def worker_logs(self) -> list[WorkerLog]:
         return [w.record for w in self.workers]
+
+    def ingest_worker_logs(self, name: str = "logs") -> Path:
+        """Every worker's log file, the SIGKILLed ones' too, in one `dupescope ingest
+        --format celery-log` into a store of its own; that store."""
+        store = self.stores[name] = self.folder / f"store-{name}"
+        paths = [str(log.path) for log in self.worker_logs]
+        result = CliRunner().invoke(
+            dupescope_cli, ["--store", str(store), "ingest", "--format", "celery-log", *paths]
+        )
+        assert result.exit_code == 0, result.output
+        return store
 
     def duplicates(self, source: str) -> list[dict]:
         """`dupescope duplicates --format json` on that source's store."""
@@ -253,6 +279,7 @@ class CeleryWorld:
             "WORLD_BROKER_URL": self.broker_url,
             "WORLD_BACKEND_URL": self.backend_url,
             "WORLD_QUEUE": self.queue,
+            "WORLD_EVENT_EXCHANGE": self.event_exchange,
             "WORLD_LEDGER": str(self.ledger),
             "WORLD_VISIBILITY_S": str(VISIBILITY_S),
         }
@@ -306,6 +333,7 @@ class CeleryWorld:
                     self._producer.wait(20)
                 for name, collector in self._collectors.items():
                     self.collector_metrics[name] = _metrics(collector.url)
+                    self.collector_health[name] = _health(collector.url)
                     collector.process.terminate()
                 for collector in self._collectors.values():
                     collector.stop()
@@ -419,7 +447,16 @@ class CeleryWorld:
         if self.broker == "rabbitmq":
             from kombu import Connection
 
+            # The event receivers' durable queues, and the run's exchanges.
+            receivers = [
+                broker["queue"]
+                for health in self.collector_health.values()
+                for broker in health.get("celery", [])
+                if broker.get("queue")
+            ]
             with Connection(self.broker_url) as connection:
                 channel = connection.default_channel
-                channel.queue_delete(self.queue)
-                channel.exchange_delete(self.queue)
+                for queue in (self.queue, *receivers):
+                    channel.queue_delete(queue)
+                for exchange in (self.queue, self.event_exchange):
+                    channel.exchange_delete(exchange)
