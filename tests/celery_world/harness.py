@@ -34,7 +34,7 @@ import sys
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,7 +56,14 @@ NORMAL_TASKS = 60
 RESENT_KEYS = 3
 CRASH_KEYS = 2
 OUTLIVE_KEYS = 2
-WAIT_S = 30.0
+#: How long the scenario may go without any progress (no run of a task began or ended, no
+#: worker logged a line) before it counts as stalled. A step waits as long as progress
+#: goes on: on a machine busy with other work the same step takes several times longer,
+#: which is no stall.
+STALL_S = 30.0
+#: How long a worker may take to come up, logging nothing meanwhile: importing Celery,
+#: OpenTelemetry and dupescope takes seconds alone, tens of them on a busy machine.
+STARTUP_S = 120.0
 
 
 @dataclass
@@ -186,11 +193,21 @@ def _health(url: str) -> dict:
         return {}
 
 
-def wait_until(condition, what: str, timeout_s: float = WAIT_S) -> None:
+def wait_until(
+    condition: Callable[[], bool], what: str, timeout_s: float = STALL_S,
+    progress: Callable[[], object] | None = None, detail: Callable[[], str] | None = None,
+) -> None:
+    """Until `condition()`; a TimeoutError once `timeout_s` passed with no change in
+    `progress()` (if given), saying `detail()`."""
+    last = progress() if progress else None
     deadline = time.monotonic() + timeout_s
     while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"the scenario stalled: {what}")
+        if progress is not None and (now := progress()) != last:
+            last, deadline = now, time.monotonic() + timeout_s
+        elif time.monotonic() > deadline:
+            said = f" ({detail()})" if detail else ""
+            raise TimeoutError(
+                f"the scenario stalled: {what}, no progress for {timeout_s:g} s{said}")
         time.sleep(0.1)
 
 
@@ -302,7 +319,7 @@ class CeleryWorld:
                 )
                 self._start_workers(2)
                 wait_until(lambda: all(c.ready() for c in self._collectors.values()),
-                           "collectors starting")
+                           "collectors starting", STARTUP_S)
             with self._phase("normal tasks and producer retries"):
                 self._normal_tasks_and_producer_retries()
             with self._phase("settle"):
@@ -371,8 +388,31 @@ class CeleryWorld:
         fresh = [Worker(self, f"world-{self.run_id}-{len(self.workers) + i}") for i in range(count)]
         self.workers += fresh
         if wait:
-            wait_until(lambda: all(w.ready() for w in fresh), "workers starting")
+            self._wait_ready(fresh)
         return fresh
+
+    def _wait_ready(self, workers: list[Worker]) -> None:
+        wait_until(lambda: all(w.ready() for w in workers), "workers starting", STARTUP_S,
+                   detail=lambda: f"not ready: {[w.log for w in workers if not w.ready()]}")
+
+    def _progress(self) -> tuple[int, ...]:
+        """What grows while the scenario moves: the ledger, and every worker's log."""
+        files = [self.ledger, *(w.log for w in self.workers)]
+        return tuple(f.stat().st_size if f.exists() else 0 for f in files)
+
+    def _wait_for_runs(self, kind: str, keys: set[str], what: str,
+                       done: Callable[[list[ledger.Entry]], bool],
+                       timeout_s: float = STALL_S) -> None:
+        """Until `done` holds of the ledger's `kind` entries for `keys`, as long as the
+        scenario moves; a stall says which keys have none and which workers are alive."""
+        def detail() -> str:
+            seen = {e.key for e in self._entries(kind, keys)}
+            alive = [w.nodename for w in self.workers if w.process.poll() is None]
+            return f"no {kind} for {sorted(keys - seen)[:10]}; workers alive {alive}; " \
+                f"ledger and logs in {self.folder}"
+
+        wait_until(lambda: done(self._entries(kind, keys)), what, timeout_s,
+                   progress=self._progress, detail=detail)
 
     def _produce(self, plan: list[dict]) -> list[dict]:
         """Hand the producer a plan; the tasks it sent."""
@@ -403,12 +443,12 @@ class CeleryWorld:
         ]
         sent = self._produce(plan)
         keys = {s["key"] for s in sent}
-        wait_until(lambda: len(self._entries("done", keys)) >= len(sent), "normal tasks")
+        self._wait_for_runs("done", keys, "normal tasks", lambda done: len(done) >= len(sent))
 
     def _worker_crashes(self) -> None:
         plan = [{"key": self._key("crash", i), "behaviour": "crash"} for i in range(CRASH_KEYS)]
         keys = {s["key"] for s in self._produce(plan)}
-        wait_until(lambda: len(self._entries("effect", keys)) >= len(keys), "crash tasks")
+        self._wait_for_runs("effect", keys, "crash tasks", lambda runs: len(runs) >= len(keys))
         holding = {e.node for e in self._entries("effect", keys)}
         victims = [w for w in self.workers if w.nodename in holding]
         # All at once: a victim still alive when another dies could take (RabbitMQ hands
@@ -419,15 +459,18 @@ class CeleryWorld:
             worker.reap()
         # Another worker for each one lost; a survivor may take the redelivery first.
         fresh = self._start_workers(len(victims), wait=False)
-        wait_until(lambda: {e.key for e in self._entries("done", keys)} == keys, "redelivery")
-        wait_until(lambda: all(w.ready() for w in fresh), "workers starting")
+        # Up to a worker's start-up: the survivors may all have been victims.
+        self._wait_for_runs("done", keys, "redelivery",
+                            lambda done: {e.key for e in done} == keys, STARTUP_S)
+        self._wait_ready(fresh)
 
     def _visibility_timeouts(self) -> None:
         plan = [
             {"key": self._key("outlive", i), "behaviour": "outlive"} for i in range(OUTLIVE_KEYS)
         ]
         keys = {s["key"] for s in self._produce(plan)}
-        wait_until(lambda: len(self._entries("done", keys)) >= 2 * len(keys), "outliving tasks")
+        self._wait_for_runs("done", keys, "outliving tasks",
+                            lambda done: len(done) >= 2 * len(keys))
 
     def _clean_broker(self) -> None:
         """Remove what this run made in the shared Redis and RabbitMQ (never a FLUSHDB)."""
