@@ -27,7 +27,6 @@ source needs:
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -40,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
+from celery_worker_support import WorkerProcess, delete_queues_and_exchanges, delete_redis_keys
 from click.testing import CliRunner
 from collect_support import free_port, get_json
 
@@ -90,7 +90,7 @@ def free_redis_db() -> int:
     return 0
 
 
-class Worker:
+class Worker(WorkerProcess):
     """`celery worker --pool=prefork -c 2` in its own process group (a SIGKILL takes the
     main process and its pool processes at once, as a lost host or OOM kill does)."""
 
@@ -103,35 +103,24 @@ class Worker:
             "-l", "INFO", "--logfile", str(self.log), "-E",
             "--without-gossip", "--without-mingle",
         ]
-        self.process = subprocess.Popen(
-            command, cwd=ROOT, env=world.env(), start_new_session=True,
+        super().__init__(
+            command, cwd=ROOT, env=world.env(),
             stdout=subprocess.DEVNULL, stderr=open(world.folder / f"{name}.stderr", "wb"),
         )
         self.record = WorkerLog(self.nodename, self.log, self.process.pid)
 
     def ready(self) -> bool:
-        if self.process.poll() is not None:
+        if not self.alive():
             raise RuntimeError(f"worker {self.nodename} exited: see {self.log}")
         return self.log.exists() and f"{self.nodename} ready." in self.log.read_text()
 
-    def kill(self) -> None:
-        os.killpg(self.process.pid, signal.SIGKILL)
+    def kill(self, wait_s: float = 10) -> None:
+        """SIGKILL without waiting (victims die together; `reap` waits)."""
+        self.kill_group()
         self.record.killed = True
 
     def reap(self) -> None:
         self.process.wait(10)
-
-    def terminate(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()  # warm shutdown: pool processes flush their spans
-
-    def stop(self) -> None:
-        self.terminate()
-        try:
-            self.process.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(10)
 
 
 class Collector:
@@ -479,17 +468,15 @@ class CeleryWorld:
         client = redis.Redis.from_url(self.backend_url)
         names = [f"celery-task-meta-{s['task_id']}" for s in self.sent]
         names += [f"dupescope-deliveries-{s['task_id']}" for s in self.sent]
-        names += list(client.scan_iter(match=f"*{self.queue}*"))
         for start in range(0, len(names), 500):
             client.delete(*names[start:start + 500])
+        delete_redis_keys(client, f"*{self.queue}*")  # the event exchange's bindings too
         for shared in client.scan_iter(match="_kombu.binding*"):
             if client.type(shared) == b"zset":
                 stale = [m for m in client.zrange(shared, 0, -1) if self.queue.encode() in m]
                 if stale:
                     client.zrem(shared, *stale)
         if self.broker == "rabbitmq":
-            from kombu import Connection
-
             # The event receivers' durable queues, and the run's exchanges.
             receivers = [
                 broker["queue"]
@@ -497,9 +484,5 @@ class CeleryWorld:
                 for broker in health.get("celery", [])
                 if broker.get("queue")
             ]
-            with Connection(self.broker_url) as connection:
-                channel = connection.default_channel
-                for queue in (self.queue, *receivers):
-                    channel.queue_delete(queue)
-                for exchange in (self.queue, self.event_exchange):
-                    channel.exchange_delete(exchange)
+            delete_queues_and_exchanges(self.broker_url, queues=[self.queue, *receivers],
+                                        exchanges=[self.queue, self.event_exchange])
