@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from celery import Celery
-from celery_worker_support import WorkerProcess, delete_queues_and_exchanges
+from celery_worker_support import WorkerProcess, delete_queues_and_exchanges, says_ready
 
 REDIS_URL = "redis://127.0.0.1:6379/11"
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672//"
@@ -137,6 +137,9 @@ class Worker(WorkerProcess):
              "-n", hostname, "--without-gossip", "--without-mingle", "-l", "INFO"],
             cwd=folder, env=env, stdout=open(self.log, "wb"), stderr=subprocess.STDOUT,
         )
+
+    def ready(self) -> bool:
+        return says_ready(self.log, self.hostname)
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")

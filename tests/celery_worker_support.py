@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import IO, Any
 
 
@@ -57,6 +58,11 @@ class WorkerProcess:
         except subprocess.TimeoutExpired:
             self.kill_group()
             self.process.wait(10)
+
+
+def says_ready(log: Path, nodename: str = "") -> bool:
+    """Whether a worker's log says it consumes: Celery logs `NODENAME ready.` once it does."""
+    return log.exists() and f"{nodename} ready." in log.read_text(errors="replace")
 
 
 def delete_redis_keys(client: Any, *patterns: str) -> None:

@@ -39,7 +39,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
-from celery_worker_support import WorkerProcess, delete_queues_and_exchanges, delete_redis_keys
+from celery_worker_support import (
+    WorkerProcess,
+    delete_queues_and_exchanges,
+    delete_redis_keys,
+    says_ready,
+)
 from click.testing import CliRunner
 from collect_support import free_port, get_json
 
@@ -112,7 +117,7 @@ class Worker(WorkerProcess):
     def ready(self) -> bool:
         if not self.alive():
             raise RuntimeError(f"worker {self.nodename} exited: see {self.log}")
-        return self.log.exists() and f"{self.nodename} ready." in self.log.read_text()
+        return says_ready(self.log, self.nodename)
 
     def kill(self, wait_s: float = 10) -> None:
         """SIGKILL without waiting (victims die together; `reap` waits)."""
