@@ -8,8 +8,10 @@ real faults, real collectors; and the truth of what ran.
 
 Sources scored from the same run: "dupescope" (dupescope's own Celery instrumentation)
 and "otel" (CeleryInstrumentor spans alone), each through its own `dupescope collect`
-(`sources=` chooses; `sources=()` runs uninstrumented workers). What a test of another
-source needs:
+(`sources=` chooses; `sources=()` runs uninstrumented workers); the `celery_world`
+fixture adds "events" (a `--celery-broker` collector on the run's event exchange) and
+"logs" (every worker's log in one `dupescope ingest`). What a test of another source
+needs:
 
 - before `run()`: `world.broker_url`, `world.queue`, `world.event_exchange` (the run's
   own, for `--celery-exchange`), `world.redis_db`; and
