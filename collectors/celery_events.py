@@ -24,6 +24,14 @@ seconds on the emitter's clock). Celery counts no deliveries, so `delivery_attem
 empty: every `deliver` starts an execution of its own (the contract's rule for transports
 without a count), and `celery.retries` is kept in attrs.
 
+Each row of a run names it (`execution_id`, its deliver's event_uid), because a worker
+can hold the same uuid twice: redelivered to another of its pool processes while the first
+run still goes on (a visibility timeout on Redis). Celery's events do not say which
+delivery they end, so: a task-succeeded's `runtime` tells when its run began, and it ends
+the run received last before then; any other end ends the run received last. Rows of a
+run the receiver did not see begin (after a restart) name none, and the queries place
+them by job_id and worker.
+
 Only task-sent and task-received carry the task's name. The name of each uuid seen is kept
 in a bounded map for the rows that follow; a row whose uuid is no longer known (after a
 restart) has no job_type, and the queries take it from the job's other rows (its deliver).
@@ -73,6 +81,9 @@ KNOWN_TASKS = 100_000
 MAX_KWARGS_REPR = 64 * 1024
 #: Unsettled tasks remembered a worker (a worker whose events went missing grows no more).
 TASKS_PER_WORKER = 10_000
+#: How far a task-succeeded's start (its time less its runtime) may fall before the
+#: task-received of its run: the pool process and the main process stamp them apart.
+START_SLACK_US = 2_000
 
 _TASK_ROWS = {
     "task-sent": "enqueue",
@@ -94,11 +105,12 @@ _ENVELOPE = frozenset({"type", "hostname", "pid", "timestamp", "uuid", "name", "
 
 @dataclass
 class _Task:
-    """A task a worker received and has not settled yet."""
+    """One delivery of a task that a worker received and has not settled yet."""
 
     deliver_uid: str
     job_type: str | None
     queue: str | None
+    received_ts: int  # µs
     last_ts: int  # µs, the latest of its events on this worker
     started_at: int | None = None
 
@@ -110,7 +122,8 @@ class _Worker:
     freq: float = DEFAULT_FREQ
     last_ts: int = 0  # µs on its clock: the last event from it
     heard_at: float = 0.0  # the receiver's clock (seconds) when that came
-    tasks: OrderedDict[str, _Task] = field(default_factory=OrderedDict)
+    #: Its unsettled deliveries by task uuid, each list in the order received.
+    tasks: OrderedDict[str, list[_Task]] = field(default_factory=OrderedDict)
 
 
 @dataclass
@@ -226,11 +239,13 @@ class CeleryEventMapper:
         if kind == "task-received":
             self._remember(job_id, name, queue)
         worker = self._workers[worker_id]
-        task = worker.tasks.get(job_id)
+        runs = worker.tasks.get(job_id, [])
+        task: _Task | None = None
         extra: dict[str, Any] = {}
         if kind == "task-received":
             row_kind = "deliver"
         elif kind == "task-started":
+            task = next((r for r in reversed(runs) if r.started_at is None), None)
             if task is not None:
                 task.started_at, task.last_ts = ts, max(task.last_ts, ts)
             return mapped
@@ -243,17 +258,24 @@ class CeleryEventMapper:
             extra["reason"] = self._reason(kind, event)
         else:
             return mapped  # a task event of a later Celery: no row
+        if kind in _SETTLING:
+            task = _ended(runs, event, ts)
         if task is not None and task.started_at is not None:
             extra["celery.started_at"] = task.started_at / 1e6
         row = self._row(event, row_kind, ts, job_id, name, queue, worker_id, extra)
         mapped.row = self._keyed(row, event) if kind == "task-received" else row
         if kind == "task-received":
-            worker.tasks[job_id] = _Task(row["event_uid"], name, queue, ts)
+            row["execution_id"] = row["event_uid"]
+            worker.tasks.setdefault(job_id, []).append(
+                _Task(row["event_uid"], name, queue, ts, ts))
             worker.tasks.move_to_end(job_id)
             while len(worker.tasks) > self._tasks_per_worker:
                 worker.tasks.popitem(last=False)
-        elif kind in _SETTLING:
-            worker.tasks.pop(job_id, None)
+        elif task is not None:
+            row["execution_id"] = task.deliver_uid
+            runs.remove(task)
+            if not runs:
+                del worker.tasks[job_id]
         return mapped
 
     @staticmethod
@@ -350,7 +372,8 @@ class CeleryEventMapper:
         if self._pids.get(worker.hostname) == worker.worker_id:
             del self._pids[worker.hostname]
         rows = []
-        for job_id, task in worker.tasks.items():
+        held = [(job_id, task) for job_id, runs in worker.tasks.items() for task in runs]
+        for job_id, task in held:
             ts = max(task.last_ts, worker.last_ts)
             rows.append({
                 "event_uid": content_uid(SOURCE, "lost", worker.worker_id, job_id,
@@ -362,6 +385,7 @@ class CeleryEventMapper:
                 "queue": task.queue,
                 "worker_id": worker.worker_id,
                 "source": SOURCE,
+                "execution_id": task.deliver_uid,
                 "attrs": _attrs({
                     "reason": f"WorkerLost: worker {worker.worker_id} {how} "
                               f"{'while running' if task.started_at else 'holding'} the task",
@@ -410,6 +434,21 @@ class CeleryEventMapper:
             "source": SOURCE,
             "attrs": _attrs(rest),
         }
+
+
+def _ended(runs: list[_Task], event: Mapping[str, Any], ts: int) -> _Task | None:
+    """The delivery a settling event ends, of a worker's open `runs` of its uuid: the one
+    received last before the run began (a task-succeeded's time less its runtime), else
+    before the event; the oldest if none was."""
+    if not runs:
+        return None
+    began = ts
+    runtime = event.get("runtime")
+    if isinstance(runtime, int | float) and not isinstance(runtime, bool) \
+            and math.isfinite(runtime) and runtime >= 0:
+        began = ts - round(runtime * 1_000_000) + START_SLACK_US
+    before = [r for r in runs if r.received_ts <= began]
+    return before[-1] if before else runs[0]
 
 
 def key_from_kwargs(kwargs: Any, names: tuple[str, ...]) -> str | None:

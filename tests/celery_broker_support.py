@@ -8,7 +8,6 @@ their names), and deletes them afterwards; nothing is flushed.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from celery import Celery
-from kombu import Connection
+from celery_worker_support import WorkerProcess, delete_queues_and_exchanges, says_ready
 
 REDIS_URL = "redis://127.0.0.1:6379/11"
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672//"
@@ -106,30 +105,12 @@ class Broker:
         return app
 
     def delete_queue(self, name: str) -> None:
-        with Connection(self.url, connect_timeout=5) as conn:
-            try:
-                conn.default_channel.queue_delete(name)
-            except Exception:
-                pass  # gone already (auto-deleted on Redis)
+        delete_queues_and_exchanges(self.url, queues=[name])  # or gone already
 
     def cleanup(self, *queues: str) -> None:
-        with Connection(self.url, connect_timeout=5) as conn:
-            channel = conn.default_channel
-            for name in (self.queue, *queues):
-                try:
-                    channel.queue_delete(name)
-                except Exception:
-                    channel = conn.channel()  # amqp closes a channel that failed
-            if conn.transport.driver_type == "redis":
-                for name in (self.exchange, self.queue):
-                    channel.client.delete(f"_kombu.binding.{name}",
-                                          f"_kombu.binding_permanent.{name}")
-            else:
-                for name in (self.exchange, self.queue):
-                    try:
-                        channel.exchange_delete(name)
-                    except Exception:
-                        channel = conn.channel()
+        # Celery also made an exchange named after the task queue.
+        delete_queues_and_exchanges(self.url, queues=[self.queue, *queues],
+                                    exchanges=[self.exchange, self.queue])
 
 
 def new_broker(url: str) -> Broker:
@@ -137,7 +118,7 @@ def new_broker(url: str) -> Broker:
     return Broker(url, queue=f"dupescope-test-{tag}", exchange=f"dupescope-test-ev-{tag}")
 
 
-class Worker:
+class Worker(WorkerProcess):
     """`celery -A tasks worker -E` (prefork, one child) in a session of its own, so that
     killing it kills its pool child too."""
 
@@ -151,26 +132,14 @@ class Worker:
         env = {**os.environ, "DS_BROKER": broker.url, "DS_QUEUE": broker.queue,
                "DS_EXCHANGE": broker.exchange, "DS_MARKS": str(marks),
                "PYTHONPATH": str(folder)}
-        self.process = subprocess.Popen(
+        super().__init__(
             [CELERY, "-A", "tasks", "worker", "-E", "-P", "prefork", "-c", "1",
              "-n", hostname, "--without-gossip", "--without-mingle", "-l", "INFO"],
             cwd=folder, env=env, stdout=open(self.log, "wb"), stderr=subprocess.STDOUT,
-            start_new_session=True,
         )
 
-    def kill(self) -> None:
-        """SIGKILL, the worker and its pool child at once: no event is sent, nothing is
-        acknowledged."""
-        os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait(10)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                self.kill()
+    def ready(self) -> bool:
+        return says_ready(self.log, self.hostname)
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")

@@ -13,14 +13,13 @@ its worker in the middle).
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import redis
 from celery import Celery
+from celery_worker_support import WorkerProcess, delete_redis_keys
 
 TASK = "billing.charge"
 SLOW_S, HANG_S = 10.0, 120.0
@@ -60,34 +59,26 @@ def ledger(url: str, prefix: str) -> dict[str, int]:
 
 def clean(url: str, prefix: str) -> None:
     """Deletes every key the test made (all of them under its prefix)."""
-    client = redis.Redis.from_url(url)
-    for key in client.scan_iter(match=f"{prefix}*", count=1000):
-        client.delete(key)
+    delete_redis_keys(redis.Redis.from_url(url), f"{prefix}*")
 
 
-class Worker:
-    """The worker as its own process, exporting its spans over OTLP/HTTP."""
+class Worker(WorkerProcess):
+    """The worker as its own process, exporting its spans over OTLP/HTTP. `stop` is a
+    warm shutdown (the running task finishes, the spans are flushed at exit); `kill` a
+    SIGKILL (the running task never finishes, its spans are never exported)."""
 
     def __init__(self, url: str, prefix: str, traces_url: str, hostname: str,
                  visibility_timeout_s: float = 3600) -> None:
         env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
                # host.name and process.pid on the resource: the worker_id is host:pid.
                "OTEL_EXPERIMENTAL_RESOURCE_DETECTORS": "otel,host,process"}
-        self.process = subprocess.Popen(
+        super().__init__(
             [sys.executable, __file__, url, prefix, traces_url, hostname,
              str(visibility_timeout_s)], env=env
         )
 
     def stop(self, timeout_s: float = 30) -> None:
-        """A warm shutdown: the running task finishes, the spans are flushed at exit."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        self.process.wait(timeout_s)
-
-    def kill(self) -> None:
-        """SIGKILL: the running task never finishes, its spans are never exported."""
-        self.process.kill()
-        self.process.wait(10)
+        super().stop(timeout_s)
 
 
 def _serve(url: str, prefix: str, traces_url: str, hostname: str, timeout_s: str) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from celery_worker_support import WorkerProcess, delete_redis_keys
 
 TESTS = Path(__file__).resolve().parent
 REDIS_URL = os.environ.get("DUPESCOPE_TEST_REDIS", "redis://127.0.0.1:6379/9")
@@ -58,24 +58,13 @@ class CeleryRun:
             "--without-mingle", "--without-gossip", "--without-heartbeat",
         ]
         with open(self.log, "ab") as out:
-            process = subprocess.Popen(
-                command, stdout=out, stderr=subprocess.STDOUT, env=self.env,
-                cwd=self.log.parent, start_new_session=True,
-            )
+            worker = WorkerProcess(command, stdout=out, stderr=subprocess.STDOUT, env=self.env,
+                                   cwd=self.log.parent)
         try:
-            yield process
+            yield worker.process
         finally:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-                try:
-                    process.wait(20)
-                except subprocess.TimeoutExpired:
-                    pass
-            try:  # the pool processes too, wherever the main process left them
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            process.wait(5)
+            worker.stop()
+            worker.kill(5)  # the pool processes too, wherever the main process left them
 
     def wait_for(self, pattern: str, count: int = 1, timeout: float = 30.0) -> None:
         """Until the log holds `count` lines matching `pattern`."""
@@ -113,7 +102,5 @@ def celery_run(folder: Path) -> Iterator[CeleryRun]:
         yield CeleryRun(folder / "worker.log", env, producer)
     finally:
         producer.close()
-        keys = list(client.scan_iter(match=f"{name}:*")) + list(client.scan_iter(match=name))
-        if keys:
-            client.delete(*keys)
+        delete_redis_keys(client, f"{name}:*", name)
         client.close()

@@ -60,5 +60,10 @@ def celery_world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
     from celery_world.harness import CeleryWorld
 
     world = CeleryWorld(request.param, tmp_path_factory.mktemp(f"celery-{request.param}"))
+    world.add_collector(
+        "events", "--celery-broker", world.broker_url, "--celery-exchange",
+        world.event_exchange, "--celery-key", "idempotency_key",
+    )
     world.run()
+    world.ingest_worker_logs("logs")
     return world

@@ -115,7 +115,7 @@ def receiving(tmp_path: Path, broker: Broker) -> Iterator[Receiving]:
 @pytest.fixture(scope="module")
 def worker(tmp_path_factory: pytest.TempPathFactory, broker: Broker) -> Iterator[Worker]:
     started = Worker(tmp_path_factory.mktemp("worker"), broker, "w1@events-test")
-    wait_for(lambda: " ready." in started.output(), 30, f"the worker\n{started.output()}")
+    wait_for(started.ready, 30, f"the worker\n{started.output()}")
     yield started
     started.stop()
 

@@ -38,3 +38,15 @@ def test_a_lost_worker_settled_before_the_loss_was_noticed_is_no_overlap(store) 
     store.write(rows_to_table(rows))
     [duplicate] = duplicates(store).to_dict("records")
     assert duplicate["cause"] == "worker_crash"
+
+
+def test_a_redelivery_to_the_same_worker_while_the_first_run_goes_on_is_a_visibility_timeout(
+    store,
+) -> None:
+    mapper = CeleryEventMapper()
+    rows = [mapper.map(received(), 0).row, mapper.map(received(at=T + 3, clock=8), 0).row]
+    rows.append(mapper.map(task("task-succeeded", T + 3.02, 9, runtime=0.01), 0).row)
+    rows.append(mapper.map(task("task-succeeded", T + 3.4, 10, runtime=3.39), 0).row)
+    store.write(rows_to_table(rows))
+    [duplicate] = duplicates(store).to_dict("records")
+    assert duplicate["cause"] == "visibility_timeout"

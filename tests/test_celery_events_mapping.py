@@ -266,3 +266,17 @@ def test_a_keyword_argument_named_as_the_key_is_the_idempotency_key() -> None:
 def test_kwargs_without_a_literal_key_give_none(kwargs: str) -> None:
     row = CeleryEventMapper(key_kwargs=("order_id",)).map({**sent(), "kwargs": kwargs}, 0).row
     assert row["idempotency_key"] is None
+
+
+def test_each_end_names_the_delivery_it_ends_when_one_worker_holds_a_task_twice() -> None:
+    """Redelivered to the worker's other pool process while the first run goes on: the
+    redelivery ends first, and each task-succeeded's runtime says which run it ends."""
+    mapper = CeleryEventMapper()
+    first = mapper.map(received(), heard_at=0).row
+    second = mapper.map(received(at=T + 3, clock=8), heard_at=0).row
+    rows = [mapper.map(task("task-succeeded", at, clock, result="'ok'", runtime=runtime),
+                       heard_at=0).row
+            for at, clock, runtime in ((T + 3.02, 9, 0.01), (T + 3.4, 10, 3.39))]
+    assert first["execution_id"] == first["event_uid"]
+    assert [r["execution_id"] for r in rows] == [second["event_uid"], first["event_uid"]]
+    assert mapper.unsettled() == {}

@@ -5,11 +5,15 @@ ran more than once, and why (see tests/celery_world)."""
 
 from __future__ import annotations
 
+import pytest
 from celery_world.scoring import score
 
 #: What spans without an idempotency key can tell: their key is the job_id, so a producer
 #: retry (two job_ids) is out of their reach.
 JOB_ID_EVIDENCE = {"visibility_timeout", "worker_crash"}
+#: What Celery's worker logs can tell (docs/celery-logs.md): every cause but a producer
+#: retry, which needs a key the logs do not carry.
+LOG_EVIDENCE = {"visibility_timeout", "worker_crash", "broker_redelivery", "retry_after_failure"}
 
 
 def explained(world, source: str, result) -> str:
@@ -43,3 +47,37 @@ def test_celery_instrumentor_spans_name_the_duplicates_and_their_causes(celery_w
     assert result.precision >= 0.99, why
     assert result.recall >= 0.99, why
     assert result.cause_accuracy >= 0.95, why
+
+
+def test_the_event_stream_finds_the_keys_that_ran_more_than_once(celery_world) -> None:
+    # Keyed by the task's idempotency_key kwarg (--celery-key): producer retries included.
+    result = score(celery_world.duplicates("events"), celery_world.truth.by_key)
+    why = explained(celery_world, "events", result)
+    assert result.precision >= 0.99, why
+    assert result.recall >= 0.99, why
+
+
+def test_the_event_stream_names_the_cause_of_each_duplicate(celery_world) -> None:
+    result = score(celery_world.duplicates("events"), celery_world.truth.by_key)
+    assert result.cause_accuracy >= 0.95, explained(celery_world, "events", result)
+
+
+def test_the_worker_logs_find_the_tasks_that_ran_more_than_once(celery_world) -> None:
+    # Every worker's file in one ingest, the SIGKILLed workers' too; keyed by task id.
+    result = score(celery_world.duplicates("logs"), celery_world.truth.by_job_id)
+    why = explained(celery_world, "logs", result)
+    assert result.precision >= 0.99, why
+    assert result.recall >= 0.99, why
+
+
+def test_the_worker_logs_name_the_cause_of_each_duplicate(celery_world) -> None:
+    truth = celery_world.truth
+    result = score(celery_world.duplicates("logs"), truth.by_job_id, LOG_EVIDENCE)
+    assert result.cause_accuracy >= 0.95, explained(celery_world, "logs", result)
+
+
+@pytest.mark.parametrize("source", ["events", "logs"])
+def test_a_source_without_side_effects_calls_no_duplicate_harmful(celery_world, source) -> None:
+    # Neither events nor logs carry a side effect: harmful or absorbed is beyond them.
+    rows = celery_world.duplicates(source)
+    assert rows and not any(row["harmful"] for row in rows)

@@ -3,6 +3,7 @@
     WORLD_BROKER_URL       redis://127.0.0.1:6379/N or amqp://guest:guest@127.0.0.1:5672//
     WORLD_BACKEND_URL      the result backend (Redis: dupescope counts deliveries there)
     WORLD_QUEUE            a queue (and exchange) name unique to the run
+    WORLD_EVENT_EXCHANGE   the run's own event exchange (no other app's events on it)
     WORLD_LEDGER           the truth ledger file (see ledger.py)
     WORLD_VISIBILITY_S     the Redis transport's visibility timeout
     WORLD_DUPESCOPE_URL    optional: dupescope's own instrumentation exports OTLP/HTTP here
@@ -44,6 +45,7 @@ app.conf.update(
     worker_prefetch_multiplier=1,
     worker_send_task_events=True,
     task_send_sent_event=True,
+    event_exchange=os.environ.get("WORLD_EVENT_EXCHANGE", "celeryev"),
     # No pidbox: nothing of this run lingers in the broker's shared bindings.
     worker_enable_remote_control=False,
     result_expires=600,

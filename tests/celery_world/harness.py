@@ -8,35 +8,45 @@ real faults, real collectors; and the truth of what ran.
 
 Sources scored from the same run: "dupescope" (dupescope's own Celery instrumentation)
 and "otel" (CeleryInstrumentor spans alone), each through its own `dupescope collect`
-(`sources=` chooses; `sources=()` runs uninstrumented workers). What a test of another
-source needs:
+(`sources=` chooses; `sources=()` runs uninstrumented workers); the `celery_world`
+fixture adds "events" (a `--celery-broker` collector on the run's event exchange) and
+"logs" (every worker's log in one `dupescope ingest`). What a test of another source
+needs:
 
-- before `run()`: `world.broker_url`, `world.queue`, `world.redis_db`; and
+- before `run()`: `world.broker_url`, `world.queue`, `world.event_exchange` (the run's
+  own, for `--celery-exchange`), `world.redis_db`; and
   `world.add_collector(name, *args)`: one more `dupescope collect ARGS` running through the
   scenario, started before the workers (e.g. `"--celery-broker", world.broker_url`), whose
   store is `world.stores[name]`;
 - after `run()`: `world.worker_logs` (each worker's `--logfile` path, nodename and main
   pid, and whether it was SIGKILLed), `world.truth`, `world.duplicates(name)` for any
   store in `world.stores` (add one for a store you fill yourself, e.g. by `dupescope
-  ingest`), `world.collector_metrics[name]` (its counters at the end), `world.phases`.
+  ingest`), `world.ingest_worker_logs(name)` (all the worker logs in one store),
+  `world.collector_metrics[name]` and `world.collector_health[name]` (its counters and
+  /healthz at the end), `world.phases`.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
+from celery_worker_support import (
+    WorkerProcess,
+    delete_queues_and_exchanges,
+    delete_redis_keys,
+    says_ready,
+)
 from click.testing import CliRunner
 from collect_support import free_port, get_json
 
@@ -53,7 +63,14 @@ NORMAL_TASKS = 60
 RESENT_KEYS = 3
 CRASH_KEYS = 2
 OUTLIVE_KEYS = 2
-WAIT_S = 30.0
+#: How long the scenario may go without any progress (no run of a task began or ended, no
+#: worker logged a line) before it counts as stalled. A step waits as long as progress
+#: goes on: on a machine busy with other work the same step takes several times longer,
+#: which is no stall.
+STALL_S = 30.0
+#: How long a worker may take to come up, logging nothing meanwhile: importing Celery,
+#: OpenTelemetry and dupescope takes seconds alone, tens of them on a busy machine.
+STARTUP_S = 120.0
 
 
 @dataclass
@@ -80,7 +97,7 @@ def free_redis_db() -> int:
     return 0
 
 
-class Worker:
+class Worker(WorkerProcess):
     """`celery worker --pool=prefork -c 2` in its own process group (a SIGKILL takes the
     main process and its pool processes at once, as a lost host or OOM kill does)."""
 
@@ -93,35 +110,24 @@ class Worker:
             "-l", "INFO", "--logfile", str(self.log), "-E",
             "--without-gossip", "--without-mingle",
         ]
-        self.process = subprocess.Popen(
-            command, cwd=ROOT, env=world.env(), start_new_session=True,
+        super().__init__(
+            command, cwd=ROOT, env=world.env(),
             stdout=subprocess.DEVNULL, stderr=open(world.folder / f"{name}.stderr", "wb"),
         )
         self.record = WorkerLog(self.nodename, self.log, self.process.pid)
 
     def ready(self) -> bool:
-        if self.process.poll() is not None:
+        if not self.alive():
             raise RuntimeError(f"worker {self.nodename} exited: see {self.log}")
-        return self.log.exists() and f"{self.nodename} ready." in self.log.read_text()
+        return says_ready(self.log, self.nodename)
 
-    def kill(self) -> None:
-        os.killpg(self.process.pid, signal.SIGKILL)
+    def kill(self, wait_s: float = 10) -> None:
+        """SIGKILL without waiting (victims die together; `reap` waits)."""
+        self.kill_group()
         self.record.killed = True
 
     def reap(self) -> None:
         self.process.wait(10)
-
-    def terminate(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()  # warm shutdown: pool processes flush their spans
-
-    def stop(self) -> None:
-        self.terminate()
-        try:
-            self.process.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(10)
 
 
 class Collector:
@@ -176,11 +182,28 @@ def _metrics(url: str) -> dict[str, float]:
     }
 
 
-def wait_until(condition, what: str, timeout_s: float = WAIT_S) -> None:
+def _health(url: str) -> dict:
+    try:
+        return get_json(f"{url}/healthz")
+    except OSError:
+        return {}
+
+
+def wait_until(
+    condition: Callable[[], bool], what: str, timeout_s: float = STALL_S,
+    progress: Callable[[], object] | None = None, detail: Callable[[], str] | None = None,
+) -> None:
+    """Until `condition()`; a TimeoutError once `timeout_s` passed with no change in
+    `progress()` (if given), saying `detail()`."""
+    last = progress() if progress else None
     deadline = time.monotonic() + timeout_s
     while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"the scenario stalled: {what}")
+        if progress is not None and (now := progress()) != last:
+            last, deadline = now, time.monotonic() + timeout_s
+        elif time.monotonic() > deadline:
+            said = f" ({detail()})" if detail else ""
+            raise TimeoutError(
+                f"the scenario stalled: {what}, no progress for {timeout_s:g} s{said}")
         time.sleep(0.1)
 
 
@@ -202,6 +225,9 @@ class CeleryWorld:
         folder.mkdir(parents=True, exist_ok=True)
         self.run_id = uuid.uuid4().hex[:8]
         self.queue = f"dupescope-world-{self.run_id}"
+        # Celery's default event exchange is shared by every app on a RabbitMQ vhost: a
+        # receiver on it would read other runs' duplicates as this run's.
+        self.event_exchange = f"{self.queue}.events"
         self.redis_db = free_redis_db()
         self.backend_url = f"{REDIS}/{self.redis_db}"
         if broker == "redis":
@@ -223,6 +249,8 @@ class CeleryWorld:
         #: ignored: a source whose spans are all read past shows it here).
         self.collector_metrics: dict[str, dict[str, float]] = {}
         self.seconds: float | None = None
+        #: Each collector's /healthz at the end, by name.
+        self.collector_health: dict[str, dict] = {}
         #: Seconds each step of the run took, in order.
         self.phases: dict[str, float] = {}
 
@@ -236,6 +264,17 @@ class CeleryWorld:
     @property
     def worker_logs(self) -> list[WorkerLog]:
         return [w.record for w in self.workers]
+
+    def ingest_worker_logs(self, name: str = "logs") -> Path:
+        """Every worker's log file, the SIGKILLed ones' too, in one `dupescope ingest
+        --format celery-log` into a store of its own; that store."""
+        store = self.stores[name] = self.folder / f"store-{name}"
+        paths = [str(log.path) for log in self.worker_logs]
+        result = CliRunner().invoke(
+            dupescope_cli, ["--store", str(store), "ingest", "--format", "celery-log", *paths]
+        )
+        assert result.exit_code == 0, result.output
+        return store
 
     def duplicates(self, source: str) -> list[dict]:
         """`dupescope duplicates --format json` on that source's store."""
@@ -253,6 +292,7 @@ class CeleryWorld:
             "WORLD_BROKER_URL": self.broker_url,
             "WORLD_BACKEND_URL": self.backend_url,
             "WORLD_QUEUE": self.queue,
+            "WORLD_EVENT_EXCHANGE": self.event_exchange,
             "WORLD_LEDGER": str(self.ledger),
             "WORLD_VISIBILITY_S": str(VISIBILITY_S),
         }
@@ -275,7 +315,7 @@ class CeleryWorld:
                 )
                 self._start_workers(2)
                 wait_until(lambda: all(c.ready() for c in self._collectors.values()),
-                           "collectors starting")
+                           "collectors starting", STARTUP_S)
             with self._phase("normal tasks and producer retries"):
                 self._normal_tasks_and_producer_retries()
             with self._phase("settle"):
@@ -306,6 +346,7 @@ class CeleryWorld:
                     self._producer.wait(20)
                 for name, collector in self._collectors.items():
                     self.collector_metrics[name] = _metrics(collector.url)
+                    self.collector_health[name] = _health(collector.url)
                     collector.process.terminate()
                 for collector in self._collectors.values():
                     collector.stop()
@@ -343,8 +384,31 @@ class CeleryWorld:
         fresh = [Worker(self, f"world-{self.run_id}-{len(self.workers) + i}") for i in range(count)]
         self.workers += fresh
         if wait:
-            wait_until(lambda: all(w.ready() for w in fresh), "workers starting")
+            self._wait_ready(fresh)
         return fresh
+
+    def _wait_ready(self, workers: list[Worker]) -> None:
+        wait_until(lambda: all(w.ready() for w in workers), "workers starting", STARTUP_S,
+                   detail=lambda: f"not ready: {[w.log for w in workers if not w.ready()]}")
+
+    def _progress(self) -> tuple[int, ...]:
+        """What grows while the scenario moves: the ledger, and every worker's log."""
+        files = [self.ledger, *(w.log for w in self.workers)]
+        return tuple(f.stat().st_size if f.exists() else 0 for f in files)
+
+    def _wait_for_runs(self, kind: str, keys: set[str], what: str,
+                       done: Callable[[list[ledger.Entry]], bool],
+                       timeout_s: float = STALL_S) -> None:
+        """Until `done` holds of the ledger's `kind` entries for `keys`, as long as the
+        scenario moves; a stall says which keys have none and which workers are alive."""
+        def detail() -> str:
+            seen = {e.key for e in self._entries(kind, keys)}
+            alive = [w.nodename for w in self.workers if w.process.poll() is None]
+            return f"no {kind} for {sorted(keys - seen)[:10]}; workers alive {alive}; " \
+                f"ledger and logs in {self.folder}"
+
+        wait_until(lambda: done(self._entries(kind, keys)), what, timeout_s,
+                   progress=self._progress, detail=detail)
 
     def _produce(self, plan: list[dict]) -> list[dict]:
         """Hand the producer a plan; the tasks it sent."""
@@ -375,12 +439,12 @@ class CeleryWorld:
         ]
         sent = self._produce(plan)
         keys = {s["key"] for s in sent}
-        wait_until(lambda: len(self._entries("done", keys)) >= len(sent), "normal tasks")
+        self._wait_for_runs("done", keys, "normal tasks", lambda done: len(done) >= len(sent))
 
     def _worker_crashes(self) -> None:
         plan = [{"key": self._key("crash", i), "behaviour": "crash"} for i in range(CRASH_KEYS)]
         keys = {s["key"] for s in self._produce(plan)}
-        wait_until(lambda: len(self._entries("effect", keys)) >= len(keys), "crash tasks")
+        self._wait_for_runs("effect", keys, "crash tasks", lambda runs: len(runs) >= len(keys))
         holding = {e.node for e in self._entries("effect", keys)}
         victims = [w for w in self.workers if w.nodename in holding]
         # All at once: a victim still alive when another dies could take (RabbitMQ hands
@@ -391,15 +455,18 @@ class CeleryWorld:
             worker.reap()
         # Another worker for each one lost; a survivor may take the redelivery first.
         fresh = self._start_workers(len(victims), wait=False)
-        wait_until(lambda: {e.key for e in self._entries("done", keys)} == keys, "redelivery")
-        wait_until(lambda: all(w.ready() for w in fresh), "workers starting")
+        # Up to a worker's start-up: the survivors may all have been victims.
+        self._wait_for_runs("done", keys, "redelivery",
+                            lambda done: {e.key for e in done} == keys, STARTUP_S)
+        self._wait_ready(fresh)
 
     def _visibility_timeouts(self) -> None:
         plan = [
             {"key": self._key("outlive", i), "behaviour": "outlive"} for i in range(OUTLIVE_KEYS)
         ]
         keys = {s["key"] for s in self._produce(plan)}
-        wait_until(lambda: len(self._entries("done", keys)) >= 2 * len(keys), "outliving tasks")
+        self._wait_for_runs("done", keys, "outliving tasks",
+                            lambda done: len(done) >= 2 * len(keys))
 
     def _clean_broker(self) -> None:
         """Remove what this run made in the shared Redis and RabbitMQ (never a FLUSHDB)."""
@@ -408,18 +475,21 @@ class CeleryWorld:
         client = redis.Redis.from_url(self.backend_url)
         names = [f"celery-task-meta-{s['task_id']}" for s in self.sent]
         names += [f"dupescope-deliveries-{s['task_id']}" for s in self.sent]
-        names += list(client.scan_iter(match=f"*{self.queue}*"))
         for start in range(0, len(names), 500):
             client.delete(*names[start:start + 500])
+        delete_redis_keys(client, f"*{self.queue}*")  # the event exchange's bindings too
         for shared in client.scan_iter(match="_kombu.binding*"):
             if client.type(shared) == b"zset":
                 stale = [m for m in client.zrange(shared, 0, -1) if self.queue.encode() in m]
                 if stale:
                     client.zrem(shared, *stale)
         if self.broker == "rabbitmq":
-            from kombu import Connection
-
-            with Connection(self.broker_url) as connection:
-                channel = connection.default_channel
-                channel.queue_delete(self.queue)
-                channel.exchange_delete(self.queue)
+            # The event receivers' durable queues, and the run's exchanges.
+            receivers = [
+                broker["queue"]
+                for health in self.collector_health.values()
+                for broker in health.get("celery", [])
+                if broker.get("queue")
+            ]
+            delete_queues_and_exchanges(self.broker_url, queues=[self.queue, *receivers],
+                                        exchanges=[self.queue, self.event_exchange])
