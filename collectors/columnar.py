@@ -87,28 +87,57 @@ class LineMarks:
     escapes: bool = True
 
 
-def _leaves(frame: pl.DataFrame) -> tuple[dict[str, pl.Series], list[pl.Series], np.ndarray]:
-    """Flatten nested objects to dotted names, as `flatten` does.
+@dataclass
+class Leaves:
+    """A frame's values by dotted name, as `flatten` names them.
 
-    Returns the leaf columns, every value read (objects and leaves, named by dotted path,
-    for `_written_marks`), and rows that must go row by row (a type this module does not
-    read, or two spellings of one dotted key in the same row).
+    `columns` holds the leaf columns; `empty` names those that hold an empty object
+    (`{}`, which `flatten` keeps as a value), as the text `{}` where the line held one.
+    `nodes` is every value read (objects and leaves, for `_written_marks`); `bad` marks
+    rows that must go row by row (a type this module does not read, or two spellings of
+    one dotted key in the same row).
     """
+
+    columns: dict[str, pl.Series]
+    empty: set[str]
+    nodes: list[pl.Series]
+    bad: np.ndarray
+
+
+def _leaves(frame: pl.DataFrame) -> Leaves:
+    """Flatten nested objects to dotted names, as `flatten` does."""
     rows = frame.height
     bad = np.zeros(rows, dtype=bool)
     leaves: dict[str, pl.Series] = {}
+    empty: set[str] = set()
     nodes: list[pl.Series] = []
+
+    def add(name: str, series: pl.Series, hollow: bool) -> None:
+        if name in leaves:
+            present = series.is_not_null().to_numpy()
+            earlier = leaves[name]
+            bad[present & earlier.is_not_null().to_numpy()] = True
+            if earlier.dtype != series.dtype or hollow or name in empty:
+                bad[present] = True
+                return
+            series = earlier.zip_with(earlier.is_not_null(), series)
+        leaves[name] = series.alias(name)
+        if hollow:
+            empty.add(name)
 
     def visit(name: str, series: pl.Series) -> None:
         nodes.append(series.alias(name))
         if isinstance(series.dtype, pl.Struct):
-            present = series.is_not_null().to_numpy()
+            present = series.is_not_null()
             fields = series.struct.unnest()
-            hollow = np.ones(rows, dtype=bool)
+            hollow = present
             if fields.width:
-                hollow = fields.select(pl.all_horizontal(pl.all().is_null())).to_series().to_numpy()
+                nothing = fields.select(pl.all_horizontal(pl.all().is_null())).to_series()
+                hollow = present & nothing
             # Present with no field present: the line held `{}`, which `flatten` keeps as is.
-            bad[present & hollow] = True
+            if hollow.any():
+                text = pl.select(pl.when(hollow).then(pl.lit("{}"))).to_series()
+                add(name, text, True)
             for field in fields.columns:
                 visit(f"{name}.{field}", fields[field])
             return
@@ -117,19 +146,11 @@ def _leaves(frame: pl.DataFrame) -> tuple[dict[str, pl.Series], list[pl.Series],
         if series.dtype not in _SCALARS:
             bad[series.is_not_null().to_numpy()] = True
             return
-        if name in leaves:
-            present = series.is_not_null().to_numpy()
-            earlier = leaves[name]
-            bad[present & earlier.is_not_null().to_numpy()] = True
-            if earlier.dtype != series.dtype:
-                bad[present] = True
-                return
-            series = earlier.zip_with(earlier.is_not_null(), series)
-        leaves[name] = series.alias(name)
+        add(name, series, False)
 
     for column in frame.columns:
         visit(column, frame[column])
-    return leaves, nodes, bad
+    return Leaves(leaves, empty, nodes, bad)
 
 
 def _key_marks(node: pl.Series) -> tuple[int, int]:
@@ -237,6 +258,11 @@ class ColumnarNormaliser:
         self.sources = {
             name: mapping.sources_for(name) for name in ("ts", "event", *STRING_FIELDS, *INT_FIELDS)
         }
+        self.read_keys = {
+            *(key for keys in self.sources.values() for key in keys),
+            *OPERATION_KEYS,
+            CELERY_RETRIES,
+        }
 
     def normalise(
         self, data: bytes, marks: LineMarks, uids: pl.Series, source: str, *, full: bool
@@ -249,7 +275,12 @@ class ColumnarNormaliser:
         frame = read_frame(data, full_inference=full)
         if frame.height != len(uids):
             raise DecodeFailed(f"read {frame.height} rows from {len(uids)} lines")
-        leaves, nodes, bad = _leaves(frame)
+        found = _leaves(frame)
+        leaves, nodes, bad = found.columns, found.nodes, found.bad
+        # An empty object where a canonical field (or an operation, or celery.retries) is
+        # read is for the row path to refuse or read.
+        for name in found.empty & self.read_keys:
+            bad |= leaves[name].is_not_null().to_numpy()
         bad |= _miscounted(nodes, bad, marks)
         table = pl.DataFrame(list(leaves.values())) if leaves else pl.DataFrame({})
         table = table.with_columns(pl.Series(_BAD, bad)) if leaves else pl.DataFrame({_BAD: bad})
@@ -296,7 +327,7 @@ class ColumnarNormaliser:
         needs.append(~_out("event").is_in(NO_JOB_ID) & (job_id.is_null() | (job_id == "")))
 
         rest = [n for n in leaves if n not in consumed]
-        exprs["attrs"] = _attrs(leaves, rest, marks.escapes)
+        exprs["attrs"] = _attrs(leaves, rest, marks.escapes, found.empty)
         # A whole-number float may have been an integer in its line (polars widens a column
         # that mixes them), and would be written back as 5.0 where the line said 5.
         needs += [pl.col(n) == pl.col(n).floor() for n in rest if dtypes[n] == pl.Float64]
@@ -355,9 +386,13 @@ class ColumnarNormaliser:
         return value.cast(pl.String), needs.fill_null(False)
 
 
-def _attrs(leaves: dict[str, pl.Series], names: list[str], escapes: bool) -> pl.Expr:
+def _attrs(
+    leaves: dict[str, pl.Series], names: list[str], escapes: bool, empty: set[str]
+) -> pl.Expr:
     """The remaining fields as one JSON object per row; null where none remain.
 
+    A field in `empty` holds the text `{}` where its line held an empty object, written
+    as that object.
     Each field is `,"key":value`, null where the field is absent (concat_str propagates
     nulls); the pieces are joined and the leading comma dropped. Where no field is ever
     absent, one flat concatenation does it all.
@@ -368,7 +403,9 @@ def _attrs(leaves: dict[str, pl.Series], names: list[str], escapes: bool) -> pl.
     for i, name in enumerate(names):
         column, series = pl.col(name), leaves[name]
         key = orjson.dumps(name).decode()
-        if series.dtype != pl.String:
+        if name in empty:
+            value = [column]
+        elif series.dtype != pl.String:
             value = [column.cast(pl.String)]  # JSON's own spelling of numbers and booleans
         elif escapes and series.str.contains(r'["\\\x00-\x1f]').any():
             encoded = pl.struct(column.alias("v")).struct.json_encode()
