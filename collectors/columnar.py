@@ -29,12 +29,16 @@ import pyarrow as pa
 
 from collectors.mapping import CELERY_RETRIES, OPERATION_EVENTS, OPERATION_KEYS, FieldMapping
 from collectors.timestamps import MICROS_RANGE
-from collectors.timestamps_vec import micros_column
+from collectors.timestamps_vec import NUMBER_TEXT, micros_column
 from store.schema import EVENT_KINDS, EVENTS_SCHEMA, INT_FIELDS, STRING_FIELDS, VIEW_SCHEMA
 
 NO_JOB_ID = ("enqueue_deduped", "worker_start", "worker_stop")
 _SCALARS = (pl.String, pl.Int64, pl.Float64, pl.Boolean)
 _INT32 = (-(2**31), 2**31 - 1)
+# The text polars makes of a value it read into a text column: a number, a boolean, null,
+# an object or an array (a string read as itself may look so too).
+_COERCED = r"^(-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$|[{\[])"
+_COERCED_WORDS = ["true", "false", "null"]
 _BAD = "__dupescope_bad"
 _OUT = "__dupescope_out_"
 _TS = "__dupescope_ts_"
@@ -76,8 +80,9 @@ class LineMarks:
     """The `"` and `:` counts of the lines being read, as `_written_marks` counts rows.
 
     `rows` gives them per line (costly, so only asked for when needed); `totals` is their
-    sum over all lines, or None where a line holds a `\\u` escape (then a row may hold a
-    mark its line spells as an escape, and only the per-line counts are exact).
+    sum over all lines, or None where a line holds a `\\u0022` or `\\u003a` escape (then a
+    row may hold a mark its line spells as an escape, and only the per-line counts are
+    exact; no other escape spells a mark).
     `escapes` says whether any line holds a backslash: without one, no text value read
     holds a byte that JSON must escape.
     """
@@ -166,10 +171,30 @@ def _written_marks(nodes: list[pl.Series], rows: int) -> np.ndarray:
         present = node.is_not_null().to_numpy()
         marks[present] += _key_marks(node)
         if node.dtype == pl.String:
-            for axis, mark in enumerate('":'):
-                inner = node.str.count_matches(mark, literal=True).fill_null(0).to_numpy()
-                marks[:, axis] += inner
+            marks += _text_marks_per_row(node)
     return marks
+
+
+def _text_bytes(text: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    """A text column's bytes and the offsets of its values in them (nulls as empty)."""
+    if text.has_nulls():  # Arrow leaves a null slot's bytes undefined: make them empty
+        text = text.fill_null("")
+    array = text.to_arrow(compat_level=pl.CompatLevel.oldest())
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    offsets = np.frombuffer(array.buffers()[1], np.int64)[array.offset :][: len(array) + 1]
+    return np.frombuffer(array.buffers()[2], np.uint8), offsets
+
+
+def _text_marks_per_row(text: pl.Series) -> np.ndarray:
+    """The `"` and `:` inside each value of a text column, as (rows, 2) counts."""
+    data, offsets = _text_bytes(text)
+    counts = np.zeros((len(text), 2), dtype=np.int64)
+    for axis, mark in enumerate(b'":'):
+        positions = np.flatnonzero(data[offsets[0] : offsets[-1]] == mark) + offsets[0]
+        if len(positions):
+            counts[:, axis] = np.diff(np.searchsorted(positions, offsets))
+    return counts
 
 
 def _written_totals(nodes: list[pl.Series]) -> tuple[int, int]:
@@ -191,31 +216,53 @@ def _written_totals(nodes: list[pl.Series]) -> tuple[int, int]:
 
 def _text_marks(text: pl.Series) -> tuple[int, int]:
     """The `"` and `:` inside all values of a text column, counted in its Arrow bytes."""
-    if text.has_nulls():  # Arrow leaves a null slot's bytes undefined: count per value
-        counts = [text.str.count_matches(mark, literal=True).sum() or 0 for mark in '":']
-        return counts[0], counts[1]
-    quotes = colons = 0
-    array = text.to_arrow(compat_level=pl.CompatLevel.oldest())
-    for chunk in array.chunks if isinstance(array, pa.ChunkedArray) else [array]:
-        offsets = np.frombuffer(chunk.buffers()[1], np.int64)
-        first, last = offsets[chunk.offset], offsets[chunk.offset + len(chunk)]
-        data = np.frombuffer(chunk.buffers()[2], np.uint8)[first:last]
-        quotes += int(np.count_nonzero(data == ord('"')))
-        colons += int(np.count_nonzero(data == ord(":")))
-    return quotes, colons
+    data, offsets = _text_bytes(text)
+    data = data[offsets[0] : offsets[-1]]
+    return int(np.count_nonzero(data == ord('"'))), int(np.count_nonzero(data == ord(":")))
 
 
-def _miscounted(nodes: list[pl.Series], bad: np.ndarray, marks: LineMarks) -> np.ndarray:
+def _miscounted(
+    nodes: list[pl.Series], bad: np.ndarray, marks: LineMarks, stamps: list[pl.Series]
+) -> np.ndarray:
     """Rows whose marks differ from their line's: a key lost or a value coerced.
 
     Without `\\u` escapes a row can only lose marks by losing a key (and then a colon) and
     gain them only through a coercion (never a colon), so when every row is otherwise fine
     and the totals agree, so does every row: the per-row counts are then not needed.
+
+    `stamps` are the timestamp columns read as text. Where a log writes some timestamps as
+    numbers and others as text, polars reads the numbers as their digits; a timestamp
+    means the same quoted or not (`to_micros` reads digits as the number they spell), and
+    is never kept in `attrs`, so such a row is kept when its missing quotes are those of
+    its digit timestamps, and no other value of the row could be a coercion.
     """
     rows = len(bad)
     if marks.totals is not None and not bad.any() and _written_totals(nodes) == marks.totals:
         return np.zeros(rows, dtype=bool)
-    return (_written_marks(nodes, rows) != marks.rows()).any(axis=1)
+    written, line = _written_marks(nodes, rows), marks.rows()
+    off = written != line
+    miscounted = off.any(axis=1)
+    if stamps and miscounted.any():
+        # Looked at only in the rows that may be so explained: the others stay miscounted.
+        which = np.flatnonzero(miscounted & ~off[:, 1] & (written[:, 0] > line[:, 0]))
+        taken = pl.Series(which)
+        digits = np.zeros(len(which), dtype=np.int64)
+        numbers = {}
+        for stamp in stamps:
+            numbers[stamp.name] = stamp.gather(taken).str.contains(NUMBER_TEXT).fill_null(False)
+            digits += numbers[stamp.name].to_numpy()
+        coerced = np.zeros(len(which), dtype=bool)
+        for node in nodes:
+            if node.dtype == pl.String:
+                values = node.gather(taken)
+                maybe = values.str.contains(_COERCED) | values.is_in(_COERCED_WORDS)
+                maybe = maybe.fill_null(False)
+                if node.name in numbers:
+                    maybe &= ~numbers[node.name]
+                coerced |= maybe.to_numpy()
+        unquoted = written[which, 0] - line[which, 0] == 2 * digits
+        miscounted[which[unquoted & ~coerced]] = False
+    return miscounted
 
 
 def _first_present(values: list[tuple[pl.Expr, pl.Expr]]) -> pl.Expr:
@@ -281,7 +328,10 @@ class ColumnarNormaliser:
         # read is for the row path to refuse or read.
         for name in found.empty & self.read_keys:
             bad |= leaves[name].is_not_null().to_numpy()
-        bad |= _miscounted(nodes, bad, marks)
+        stamps = [
+            leaves[n] for n in self.sources["ts"] if n in leaves and leaves[n].dtype == pl.String
+        ]
+        bad |= _miscounted(nodes, bad, marks, stamps)
         table = pl.DataFrame(list(leaves.values())) if leaves else pl.DataFrame({})
         table = table.with_columns(pl.Series(_BAD, bad)) if leaves else pl.DataFrame({_BAD: bad})
         dtypes = dict(table.schema)
