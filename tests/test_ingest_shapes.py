@@ -87,3 +87,31 @@ def test_all_shapes_in_one_file_ingest_in_worker_processes(tmp_path: Path, monke
     stored = store.arrow("SELECT * FROM events ORDER BY event_uid")
     expected = want.sort_by("event_uid")
     same_rows(stored.cast(expected.schema), expected)
+
+
+def test_a_gzip_file_is_inflated_here_and_decoded_in_worker_processes(
+    tmp_path: Path, monkeypatch
+) -> None:
+    lines = shape_lines("gzip", 3000)
+    path = tmp_path / "mixed.jsonl.gz"
+    path.write_bytes(gzip.compress(b"\n".join(lines) + b"\n"))
+    monkeypatch.setattr(files, "BLOCK_BYTES", 100_000)  # a few blocks, and the pool starts
+    monkeypatch.setattr(files, "_workers", lambda: 2)
+    started = []
+    monkeypatch.setattr(files, "_inflated_in_workers", _spy(files._inflated_in_workers, started))
+    store = EmbeddedStore(tmp_path / "store")
+    report = files.ingest_files([str(path)], store)
+    assert started == [str(path)]
+    want, _ = per_line(lines, str(path))
+    assert report.rejected == [] and report.rows == want.num_rows == len(lines)
+    stored = store.arrow("SELECT * FROM events ORDER BY event_uid")
+    expected = want.sort_by("event_uid")
+    same_rows(stored.cast(expected.schema), expected)
+
+
+def _spy(function, calls: list):  # type: ignore[no-untyped-def]
+    def spied(pool, rows_spool, spool, path, *rest):  # type: ignore[no-untyped-def]
+        calls.append(path)
+        return function(pool, rows_spool, spool, path, *rest)
+
+    return spied
