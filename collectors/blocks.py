@@ -24,7 +24,7 @@ from collectors.mapping import FieldMapping
 from collectors.normalise import MAX_DEPTH, Normaliser
 from collectors.otlp_lines import decode_otlp_lines, is_otlp_line
 from collectors.uids import column_uids, line_uids
-from store.schema import EVENTS_SCHEMA
+from store.schema import EVENTS_SCHEMA, VIEW_SCHEMA
 
 # Explicit nulls, arrays, empty objects, repeated keys and values polars coerced are all
 # caught after the read (they change a row's `"` count, its types or its shape). What is
@@ -299,6 +299,26 @@ def _uids(lines: Lines, kinds: Classified) -> pl.Series:
     return column_uids(column)
 
 
+def _in_order(tables: list[pa.Table], order: np.ndarray, schema: pa.Schema) -> pa.Table:
+    """The tables' rows, one after the other, taken in `order`.
+
+    Text in views (VIEW_SCHEMA) is put in order by polars, which moves only the views:
+    Arrow's `take` has no kernel for them, and casting them to plain text first copies
+    every value of the block twice.
+    """
+    if schema != VIEW_SCHEMA:
+        return pa.concat_tables([t.cast(EVENTS_SCHEMA) for t in tables]).take(order)
+    frame = pl.concat([_frame(t.cast(VIEW_SCHEMA)) for t in tables], rechunk=False)
+    taken = frame[pl.Series(order)].to_arrow(compat_level=pl.CompatLevel.newest())
+    return pa.Table.from_arrays([taken[f.name] for f in VIEW_SCHEMA], schema=VIEW_SCHEMA)
+
+
+def _frame(table: pa.Table) -> pl.DataFrame:
+    frame = pl.from_arrow(table, rechunk=False)
+    assert isinstance(frame, pl.DataFrame)
+    return frame
+
+
 class BlockDecoder:
     """Decodes blocks for one field mapping; cheap to build in each worker process."""
 
@@ -382,9 +402,8 @@ class BlockDecoder:
         if len(parts) == 1 and np.all(np.diff(parts[0][0]) > 0):
             result.table = parts[0][1]
         elif parts:
-            order = np.concatenate([numbers for numbers, _ in parts])
-            table = pa.concat_tables([table.cast(EVENTS_SCHEMA) for _, table in parts])
-            result.table = table.take(np.argsort(order, kind="stable"))
+            order = np.argsort(np.concatenate([n for n, _ in parts]), kind="stable")
+            result.table = _in_order([table for _, table in parts], order, self.columnar.schema)
         result.rejected = [r for _, r in sorted(rejected, key=lambda pair: pair[0])]
         return result
 
