@@ -61,12 +61,12 @@ def test_a_shape_is_read_column_wise_as_the_line_path_reads_it(shape: str) -> No
 def test_dupescope_ingest_stores_a_shapes_rows_as_the_line_path_builds_them(
     tmp_path: Path, monkeypatch, shape: str
 ) -> None:
-    path = shapes.write(shape, LINES, tmp_path / shapes.file_name(shape))
-    monkeypatch.setattr(files, "BLOCK_BYTES", 64_000)  # several blocks
+    path = shapes.write(shape, 800, tmp_path / shapes.file_name(shape))
+    monkeypatch.setattr(files, "BLOCK_BYTES", 60_000)  # several blocks
     store = tmp_path / "store"
     result = CliRunner().invoke(main, ["ingest", "--quiet", "--store", str(store), str(path)])
     assert result.exit_code == 0, result.output
-    assert f"{LINES} events stored" in result.output
+    assert "800 events stored" in result.output
     text = gzip.decompress(path.read_bytes()) if shapes.SHAPES[shape][2] else path.read_bytes()
     want, _ = per_line(text.split(b"\n")[:-1], str(path))
     stored = EmbeddedStore(store).arrow("SELECT * FROM events ORDER BY event_uid")
