@@ -221,6 +221,24 @@ def _text_marks(text: pl.Series) -> tuple[int, int]:
     return int(np.count_nonzero(data == ord('"'))), int(np.count_nonzero(data == ord(":")))
 
 
+_COERCED_FIRST = np.frombuffer(b"-0123456789tfn{[", dtype=np.uint8)
+
+
+def _maybe_coerced(values: pl.Series) -> np.ndarray:
+    """Values that may be a number, boolean, null, object or array polars read as text:
+    the few whose first byte could start one are matched in full."""
+    data, offsets = _text_bytes(values)
+    starts, lengths = offsets[:-1], np.diff(offsets)
+    first = data[np.minimum(starts, max(len(data) - 1, 0))] if len(data) else lengths * 0
+    which = np.flatnonzero((lengths > 0) & np.isin(first, _COERCED_FIRST))
+    maybe = np.zeros(len(values), dtype=bool)
+    if len(which):
+        some = values.gather(pl.Series(which))
+        matched = some.str.contains(_COERCED) | some.is_in(_COERCED_WORDS)
+        maybe[which] = matched.fill_null(False).to_numpy()
+    return maybe
+
+
 def _miscounted(
     nodes: list[pl.Series], bad: np.ndarray, marks: LineMarks, stamps: list[pl.Series]
 ) -> np.ndarray:
@@ -254,12 +272,10 @@ def _miscounted(
         coerced = np.zeros(len(which), dtype=bool)
         for node in nodes:
             if node.dtype == pl.String:
-                values = node.gather(taken)
-                maybe = values.str.contains(_COERCED) | values.is_in(_COERCED_WORDS)
-                maybe = maybe.fill_null(False)
+                maybe = _maybe_coerced(node.gather(taken))
                 if node.name in numbers:
-                    maybe &= ~numbers[node.name]
-                coerced |= maybe.to_numpy()
+                    maybe &= ~numbers[node.name].to_numpy()
+                coerced |= maybe
         unquoted = written[which, 0] - line[which, 0] == 2 * digits
         miscounted[which[unquoted & ~coerced]] = False
     return miscounted

@@ -229,6 +229,20 @@ def micros_column(values: pl.Series) -> pl.Series:
     frame = values.to_frame("v")
     if values.dtype != pl.String:
         return frame.select(micros(pl.col("v"), values.dtype)).to_series()
+    number = values.str.contains(NUMBER_TEXT).fill_null(False)
+    if number.any():
+        # Epochs read as text beside RFC 3339 ones: each kind read by its own rule (a
+        # `when` would parse every row every way), then put back together.
+        value = pl.col("v")
+        epochs = frame.select(
+            pl.when(value.str.contains(DIGITS))
+            .then(epoch_int(value.cast(pl.Int64, strict=False)))
+            .otherwise(epoch_float(value.cast(pl.Float64, strict=False)))
+        ).to_series()
+        if number.all():
+            return epochs.alias(values.name)
+        text = micros_column(pl.select(pl.when(~number).then(values)).to_series())
+        return epochs.zip_with(number, text).alias(values.name)
     fixed = _fixed_width(values.drop_nulls() if values.has_nulls() else values)
     if fixed is not None and values.has_nulls():  # a field other spellings fill in some rows
         present = values.is_not_null().to_numpy()

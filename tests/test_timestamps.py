@@ -122,3 +122,10 @@ def test_epochs_as_text_are_read_as_the_numbers_they_spell() -> None:
 @pytest.mark.parametrize("odd", ["99999999999999999999", "1.7e9", "-5", "12.", ".5"])
 def test_epoch_text_the_column_path_is_unsure_of_is_left_to_the_row_path(odd: str) -> None:
     assert micros_column(pl.Series("ts", [odd])).to_list() == [None]
+
+
+def test_a_column_of_epochs_rfc3339_and_gaps_is_read_kind_by_kind() -> None:
+    texts = ["1764504000", None, "2025-11-30T12:00:00Z", "1764504000.5"]
+    texts += ["2025-11-30T14:00:00.25+02:00"]
+    got = micros_column(pl.Series("ts", texts)).to_list()
+    assert got == [None if t is None else to_micros(t) for t in texts]
