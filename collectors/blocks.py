@@ -148,12 +148,11 @@ class Lines:
     def marks(self) -> np.ndarray:
         """How many `"` and `:` bytes each line holds (see `columnar.py`); computed once."""
         if self._marks is None:
-            counts = [
-                np.add.reduceat(self.data == mark, self.starts, dtype=np.int64)
-                if len(self)
-                else np.zeros(0, dtype=np.int64)
-                for mark in b'":'
-            ]
+            bounds = np.concatenate((self.starts, self.ends[-1:]))
+            counts = []
+            for mark in b'":':
+                positions = np.flatnonzero(self.data == mark)
+                counts.append(np.diff(np.searchsorted(positions, bounds))[: len(self)])
             # Lines are contiguous but for their newline, which holds neither mark.
             self._marks = np.stack(counts, axis=1).astype(np.int64)
         return self._marks
