@@ -183,7 +183,8 @@ def _text_bytes(text: pl.Series) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
     offsets = np.frombuffer(array.buffers()[1], np.int64)[array.offset :][: len(array) + 1]
-    return np.frombuffer(array.buffers()[2], np.uint8), offsets
+    data = array.buffers()[2]
+    return np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8), offsets
 
 
 def _text_marks_per_row(text: pl.Series) -> np.ndarray:
