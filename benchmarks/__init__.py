@@ -2,7 +2,7 @@
 the same run, so a ratio never compares numbers from different machines or moments."""
 
 HARNESSES = {
-    "ingest": "JSON-lines ingest vs the fastest plain reader (DuckDB, pyarrow, polars)",
+    "ingest": "dupescope ingest vs polars, per log shape (--workload: vs DuckDB, pyarrow, polars)",
     "timeline": "timeline KEY latency, warm and cold, at N and 10N events, vs grep -F",
     "forensics_speed": "duplicates and lock overruns at N events, warm and cold, vs pandas",
     "collector": "OTLP/HTTP spans/s end to end vs the ParseFromString rate; RSS under overload",

@@ -1,16 +1,25 @@
-"""Ingest of an N-event JSON-lines file vs plain readers of the same file (issue 2).
+"""`dupescope ingest` vs polars `read_ndjson` -> Parquet, shape by shape (issue 24).
 
-Every figure comes from this run: `dupescope ingest` into the embedded store, then DuckDB
-`read_json` (explicit columns: `read_json_auto` stops on mixed whole/fractional seconds),
-`pyarrow.json` and polars `read_ndjson`, each writing Parquet. The ratio is to the fastest.
+Every figure comes from this run. For each shape of `benchmarks/shapes.py` (aliases,
+mixed timestamp forms, empty and nested attrs, extra fields, field order, long unicode
+strings, CRLF, gzip), the whole command (`dupescope ingest` in its own process, into a
+fresh embedded store) and then polars reading the same file and writing Parquet; the
+ratio is polars' time over dupescope's (1.0x: as fast as polars).
+
+`--workload` measures the benchmark workload file instead, against DuckDB `read_json`
+(explicit columns: `read_json_auto` stops on mixed whole/fractional seconds),
+`pyarrow.json` and polars (issue 2), in this process.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import resource
 import shutil
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +29,7 @@ import polars as pl
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
+from benchmarks import shapes
 from benchmarks.common import DEFAULT_DIR, jsonl_file, rate, timed
 from collectors.files import ingest_files
 from store.embedded import EmbeddedStore
@@ -73,11 +83,117 @@ def _cpu(into: dict[str, float], name: str) -> Iterator[None]:
     into[name] = used() - start
 
 
+def shape_file(folder: Path, shape: str, lines: int) -> Path:
+    """A shape's file of `lines` lines, written once per size and reused across runs."""
+    folder = folder / f"shapes-{lines}"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / shapes.file_name(shape)
+    if not path.exists():
+        partial = path.with_name(path.name + ".partial")
+        seconds = timed(lambda: shapes.write(shape, lines, partial))
+        partial.rename(path)
+        print(f"wrote {path} ({path.stat().st_size / 1e6:.0f} MB) in {seconds:.0f} s", flush=True)
+    return path
+
+
+def _dupescope() -> list[str]:
+    script = Path(sys.executable).with_name("dupescope")
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-c", "from dupescope.cli import main; main()"]
+
+
+def command_ingest(source: Path, store: Path) -> tuple[float, int, int]:
+    """Seconds, rows stored and lines rejected of `dupescope ingest` on one file."""
+    shutil.rmtree(store, ignore_errors=True)
+    start = time.perf_counter()
+    done = subprocess.run(
+        [*_dupescope(), "ingest", "--quiet", "--store", str(store), str(source)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    seconds = time.perf_counter() - start
+    summary = re.search(r"(\d+) events stored .*?; (\d+) rejected", done.stderr)
+    if done.returncode or summary is None:
+        raise SystemExit(f"dupescope ingest {source} failed ({done.returncode}):\n{done.stderr}")
+    return seconds, int(summary[1]), int(summary[2])
+
+
+def _writable(column: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+    """A column Parquet can hold: an object that is always empty (`{}`) becomes null."""
+    if not isinstance(dtype, pl.Struct):
+        return column
+    if not dtype.fields:
+        return pl.lit(None, pl.Boolean)
+    return pl.struct(
+        [_writable(column.struct.field(f.name), f.dtype).alias(f.name) for f in dtype.fields]
+    )
+
+
+def polars_parquet(source: Path, target: Path) -> str:
+    """polars' read of the file written as Parquet; says which schema inference it took."""
+    note = ""
+    try:
+        frame = pl.read_ndjson(source)
+    except Exception:  # noqa: BLE001 - a type first seen after the first 100 lines
+        frame = pl.read_ndjson(source, infer_schema_length=None)
+        note = "full schema inference"
+    frame.select(_writable(pl.col(n), t).alias(n) for n, t in frame.schema.items()).write_parquet(
+        target
+    )
+    return note
+
+
+def shapes_main(folder: Path, lines: int, names: list[str]) -> int:
+    files = {name: shape_file(folder, name, lines) for name in names}
+    work = folder / "ingest-shapes-out"
+    work.mkdir(parents=True, exist_ok=True)
+    print(f"ingest of {lines:,} lines per shape: dupescope ingest (whole command) vs polars")
+    print(
+        f"  {'shape':18} {'MB':>6} {'dupescope s':>12} {'polars s':>9} {'ratio':>7}"
+        f"   cpu s: {'dupescope':>9} {'polars':>7} {'ratio':>7}"
+    )
+    worst = float("inf")
+    for name, source in files.items():
+        cpu: dict[str, float] = {}
+        with _cpu(cpu, "ours"):
+            ours, rows, rejected = command_ingest(source, work / "store")
+        if rows != lines or rejected:
+            raise SystemExit(f"{name}: {rows} rows stored, {rejected} rejected of {lines}")
+        start = time.perf_counter()
+        with _cpu(cpu, "theirs"):
+            note = polars_parquet(source, work / "polars.parquet")
+        theirs = time.perf_counter() - start
+        worst = min(worst, theirs / ours)
+        size = source.stat().st_size / 1e6
+        print(
+            f"  {name:18} {size:6.0f} {ours:12.2f} {theirs:9.2f} {theirs / ours:6.2f}x"
+            f"          {cpu['ours']:9.2f} {cpu['theirs']:7.2f} "
+            f"{cpu['theirs'] / cpu['ours']:6.2f}x" + (f"  (polars: {note})" if note else ""),
+            flush=True,
+        )
+    print(f"  lowest ratio (wall time) {worst:.2f}x")
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks ingest", description=__doc__)
-    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--lines", type=int, default=2_000_000, help="lines per shape")
+    parser.add_argument(
+        "--shapes", default=",".join(shapes.SHAPES), help="comma-separated; default: all"
+    )
+    parser.add_argument("--workload", action="store_true", help="the issue 2 comparison")
+    parser.add_argument("--events", type=int, default=1_000_000, help="with --workload")
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR)
     args = parser.parse_args(argv)
+    if not args.workload:
+        names = [n for n in args.shapes.split(",") if n]
+        unknown = [n for n in names if n not in shapes.SHAPES]
+        if unknown:
+            parser.error(f"unknown shapes {unknown}; known: {', '.join(shapes.SHAPES)}")
+        return shapes_main(args.dir, args.lines, names)
     source = jsonl_file(args.dir, args.events)
     work = args.dir / "ingest-out"
     shutil.rmtree(work, ignore_errors=True)

@@ -24,15 +24,16 @@ from collectors.mapping import FieldMapping
 from collectors.normalise import MAX_DEPTH, Normaliser
 from collectors.otlp_lines import decode_otlp_lines, is_otlp_line
 from collectors.uids import column_uids, line_uids
-from store.schema import EVENTS_SCHEMA
+from store.schema import EVENTS_SCHEMA, VIEW_SCHEMA
 
 # Explicit nulls, arrays, empty objects, repeated keys and values polars coerced are all
 # caught after the read (they change a row's `"` count, its types or its shape). What is
-# left to find before it: surrogate escapes, which orjson refuses when unpaired and polars
-# does not, and control bytes, which orjson refuses inside strings.
+# left to find before it: high surrogate escapes without their low half, which orjson
+# refuses and polars does not, and control bytes, which orjson refuses inside strings.
 _RESOURCE = np.frombuffer(b"resource", dtype=np.uint8)
 _WHITESPACE = np.frombuffer(b" \t\r\x0b\x0c", dtype=np.uint8)
 _HIGH_SURROGATE = np.frombuffer(b"89abAB", dtype=np.uint8)
+_LOW_SURROGATE = np.frombuffer(b"cdefCDEF", dtype=np.uint8)
 MIN_SPLIT_LINES = 64  # below this, lines polars refuses (and orjson takes) go line by line
 Parts = tuple[list[tuple[np.ndarray, pa.Table]], list[np.ndarray]]
 
@@ -133,6 +134,10 @@ class Lines:
 
     def at(self, positions: np.ndarray) -> np.ndarray:
         """The lines (sorted, distinct) holding these byte positions."""
+        if len(positions) > len(self) and np.all(positions[1:] >= positions[:-1]):
+            # Many (sorted) positions: look the lines up among them, not them among the lines.
+            bounds = np.append(self.starts, max(len(self.data), int(positions[-1]) + 1))
+            return np.flatnonzero(np.diff(np.searchsorted(positions, bounds)))
         return np.unique(np.searchsorted(self.starts, positions, side="right") - 1)
 
     def joined(self, idx: np.ndarray) -> bytes:
@@ -155,8 +160,8 @@ class Lines:
 
 @dataclass
 class Classified:
-    """Per line: blank, readable column-wise, holding a `\\u` escape or any backslash, and
-    its bounds without surrounding whitespace."""
+    """Per line: blank, readable column-wise, holding a `\\u` escape of `"` or `:` or any
+    backslash, and its bounds without surrounding whitespace."""
 
     blank: np.ndarray
     good: np.ndarray
@@ -180,6 +185,13 @@ def _classify(lines: Lines) -> Classified:
     inner_starts, inner_ends = starts, ends
     if padded.any():
         inner_starts, inner_ends = starts.copy(), ends.copy()
+        # A CRLF line end (the common padding) is cut off a column at a time.
+        before = data[np.clip(ends - 2, 0, top)] if len(data) else last
+        crlf = padded & (last == 13) & ~np.isin(first, _WHITESPACE) & (ends - starts >= 2)
+        crlf &= ~np.isin(before, _WHITESPACE)
+        inner_ends[crlf] -= 1
+        shaped[crlf] = (first[crlf] == ord("{")) & (before[crlf] == ord("}"))
+        padded &= ~crlf
         for i in np.flatnonzero(padded).tolist():
             line = lines[i]
             stripped = line.strip()
@@ -205,16 +217,39 @@ def _classify(lines: Lines) -> Classified:
     escapes = lines.backslashes
     if len(escapes):
         backslashed[lines.at(escapes)] = True
-    escapes = escapes[escapes < len(data) - 3]
+    escapes = escapes[escapes < len(data) - 5]
     escapes = escapes[data[escapes + 1] == ord("u")]
     if len(escapes):
-        escaped[lines.at(escapes)] = True
+        # Only `\u0022` and `\u003a` spell a mark (`"`, `:`) that the line's bytes lack.
+        zeros = (data[escapes + 2] == ord("0")) & (data[escapes + 3] == ord("0"))
+        mark = ((data[escapes + 4] == ord("2")) & (data[escapes + 5] == ord("2"))) | (
+            (data[escapes + 4] == ord("3")) & ((data[escapes + 5] | 0x20) == ord("a"))
+        )
+        if (zeros & mark).any():
+            escaped[lines.at(escapes[zeros & mark])] = True
         escapes = escapes[(data[escapes + 2] | 0x20) == ord("d")]
         escapes = escapes[np.isin(data[escapes + 3], _HIGH_SURROGATE)]
+        escapes = escapes[~_paired(data, escapes)]
         if len(escapes):
             suspect[lines.at(escapes)] = True
     good = shaped & ~blank & ~suspect
     return Classified(blank, good, escaped, backslashed, inner_starts, inner_ends)
+
+
+def _paired(data: np.ndarray, highs: np.ndarray) -> np.ndarray:
+    """Which `\\ud800`-`\\udbff` escapes are followed by a `\\udc00`-`\\udfff` one: a
+    surrogate pair (an emoji as Python's `json.dumps` writes it), which polars reads as
+    orjson does. A lone low surrogate makes polars refuse the read, so it needs no check."""
+    after = highs + 6
+    room = after + 3 < len(data)
+    after = np.where(room, after, 0)
+    return (
+        room
+        & (data[after] == ord("\\"))
+        & (data[after + 1] == ord("u"))
+        & ((data[after + 2] | 0x20) == ord("d"))
+        & np.isin(data[after + 3], _LOW_SURROGATE)
+    )
 
 
 def _is_json(line: bytes) -> bool:
@@ -261,6 +296,26 @@ def _uids(lines: Lines, kinds: Classified) -> pl.Series:
     column = pl.from_arrow(_views(lines.block, kinds.starts, kinds.ends))
     assert isinstance(column, pl.Series)
     return column_uids(column)
+
+
+def _in_order(tables: list[pa.Table], order: np.ndarray, schema: pa.Schema) -> pa.Table:
+    """The tables' rows, one after the other, taken in `order`.
+
+    Text in views (VIEW_SCHEMA) is put in order by polars, which moves only the views:
+    Arrow's `take` has no kernel for them, and casting them to plain text first copies
+    every value of the block twice.
+    """
+    if schema != VIEW_SCHEMA:
+        return pa.concat_tables([t.cast(EVENTS_SCHEMA) for t in tables]).take(order)
+    frame = pl.concat([_frame(t.cast(VIEW_SCHEMA)) for t in tables], rechunk=False)
+    taken = frame[pl.Series(order)].to_arrow(compat_level=pl.CompatLevel.newest())
+    return pa.Table.from_arrays([taken[f.name] for f in VIEW_SCHEMA], schema=VIEW_SCHEMA)
+
+
+def _frame(table: pa.Table) -> pl.DataFrame:
+    frame = pl.from_arrow(table, rechunk=False)
+    assert isinstance(frame, pl.DataFrame)
+    return frame
 
 
 class BlockDecoder:
@@ -346,9 +401,8 @@ class BlockDecoder:
         if len(parts) == 1 and np.all(np.diff(parts[0][0]) > 0):
             result.table = parts[0][1]
         elif parts:
-            order = np.concatenate([numbers for numbers, _ in parts])
-            table = pa.concat_tables([table.cast(EVENTS_SCHEMA) for _, table in parts])
-            result.table = table.take(np.argsort(order, kind="stable"))
+            order = np.argsort(np.concatenate([n for n, _ in parts]), kind="stable")
+            result.table = _in_order([table for _, table in parts], order, self.columnar.schema)
         result.rejected = [r for _, r in sorted(rejected, key=lambda pair: pair[0])]
         return result
 

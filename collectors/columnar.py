@@ -29,12 +29,16 @@ import pyarrow as pa
 
 from collectors.mapping import CELERY_RETRIES, OPERATION_EVENTS, OPERATION_KEYS, FieldMapping
 from collectors.timestamps import MICROS_RANGE
-from collectors.timestamps_vec import micros_column
+from collectors.timestamps_vec import NUMBER_TEXT, micros_column
 from store.schema import EVENT_KINDS, EVENTS_SCHEMA, INT_FIELDS, STRING_FIELDS, VIEW_SCHEMA
 
 NO_JOB_ID = ("enqueue_deduped", "worker_start", "worker_stop")
 _SCALARS = (pl.String, pl.Int64, pl.Float64, pl.Boolean)
 _INT32 = (-(2**31), 2**31 - 1)
+# The text polars makes of a value it read into a text column: a number, a boolean, null,
+# an object or an array (a string read as itself may look so too).
+_COERCED = r"^(-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$|[{\[])"
+_COERCED_WORDS = ["true", "false", "null"]
 _BAD = "__dupescope_bad"
 _OUT = "__dupescope_out_"
 _TS = "__dupescope_ts_"
@@ -76,8 +80,9 @@ class LineMarks:
     """The `"` and `:` counts of the lines being read, as `_written_marks` counts rows.
 
     `rows` gives them per line (costly, so only asked for when needed); `totals` is their
-    sum over all lines, or None where a line holds a `\\u` escape (then a row may hold a
-    mark its line spells as an escape, and only the per-line counts are exact).
+    sum over all lines, or None where a line holds a `\\u0022` or `\\u003a` escape (then a
+    row may hold a mark its line spells as an escape, and only the per-line counts are
+    exact; no other escape spells a mark).
     `escapes` says whether any line holds a backslash: without one, no text value read
     holds a byte that JSON must escape.
     """
@@ -87,28 +92,57 @@ class LineMarks:
     escapes: bool = True
 
 
-def _leaves(frame: pl.DataFrame) -> tuple[dict[str, pl.Series], list[pl.Series], np.ndarray]:
-    """Flatten nested objects to dotted names, as `flatten` does.
+@dataclass
+class Leaves:
+    """A frame's values by dotted name, as `flatten` names them.
 
-    Returns the leaf columns, every value read (objects and leaves, named by dotted path,
-    for `_written_marks`), and rows that must go row by row (a type this module does not
-    read, or two spellings of one dotted key in the same row).
+    `columns` holds the leaf columns; `empty` names those that hold an empty object
+    (`{}`, which `flatten` keeps as a value), as the text `{}` where the line held one.
+    `nodes` is every value read (objects and leaves, for `_written_marks`); `bad` marks
+    rows that must go row by row (a type this module does not read, or two spellings of
+    one dotted key in the same row).
     """
+
+    columns: dict[str, pl.Series]
+    empty: set[str]
+    nodes: list[pl.Series]
+    bad: np.ndarray
+
+
+def _leaves(frame: pl.DataFrame) -> Leaves:
+    """Flatten nested objects to dotted names, as `flatten` does."""
     rows = frame.height
     bad = np.zeros(rows, dtype=bool)
     leaves: dict[str, pl.Series] = {}
+    empty: set[str] = set()
     nodes: list[pl.Series] = []
+
+    def add(name: str, series: pl.Series, hollow: bool) -> None:
+        if name in leaves:
+            present = series.is_not_null().to_numpy()
+            earlier = leaves[name]
+            bad[present & earlier.is_not_null().to_numpy()] = True
+            if earlier.dtype != series.dtype or hollow or name in empty:
+                bad[present] = True
+                return
+            series = earlier.zip_with(earlier.is_not_null(), series)
+        leaves[name] = series.alias(name)
+        if hollow:
+            empty.add(name)
 
     def visit(name: str, series: pl.Series) -> None:
         nodes.append(series.alias(name))
         if isinstance(series.dtype, pl.Struct):
-            present = series.is_not_null().to_numpy()
+            present = series.is_not_null()
             fields = series.struct.unnest()
-            hollow = np.ones(rows, dtype=bool)
+            hollow = present
             if fields.width:
-                hollow = fields.select(pl.all_horizontal(pl.all().is_null())).to_series().to_numpy()
+                nothing = fields.select(pl.all_horizontal(pl.all().is_null())).to_series()
+                hollow = present & nothing
             # Present with no field present: the line held `{}`, which `flatten` keeps as is.
-            bad[present & hollow] = True
+            if hollow.any():
+                text = pl.select(pl.when(hollow).then(pl.lit("{}"))).to_series()
+                add(name, text, True)
             for field in fields.columns:
                 visit(f"{name}.{field}", fields[field])
             return
@@ -117,19 +151,11 @@ def _leaves(frame: pl.DataFrame) -> tuple[dict[str, pl.Series], list[pl.Series],
         if series.dtype not in _SCALARS:
             bad[series.is_not_null().to_numpy()] = True
             return
-        if name in leaves:
-            present = series.is_not_null().to_numpy()
-            earlier = leaves[name]
-            bad[present & earlier.is_not_null().to_numpy()] = True
-            if earlier.dtype != series.dtype:
-                bad[present] = True
-                return
-            series = earlier.zip_with(earlier.is_not_null(), series)
-        leaves[name] = series.alias(name)
+        add(name, series, False)
 
     for column in frame.columns:
         visit(column, frame[column])
-    return leaves, nodes, bad
+    return Leaves(leaves, empty, nodes, bad)
 
 
 def _key_marks(node: pl.Series) -> tuple[int, int]:
@@ -145,10 +171,31 @@ def _written_marks(nodes: list[pl.Series], rows: int) -> np.ndarray:
         present = node.is_not_null().to_numpy()
         marks[present] += _key_marks(node)
         if node.dtype == pl.String:
-            for axis, mark in enumerate('":'):
-                inner = node.str.count_matches(mark, literal=True).fill_null(0).to_numpy()
-                marks[:, axis] += inner
+            marks += _text_marks_per_row(node)
     return marks
+
+
+def _text_bytes(text: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    """A text column's bytes and the offsets of its values in them (nulls as empty)."""
+    if text.has_nulls():  # Arrow leaves a null slot's bytes undefined: make them empty
+        text = text.fill_null("")
+    array = text.to_arrow(compat_level=pl.CompatLevel.oldest())
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    offsets = np.frombuffer(array.buffers()[1], np.int64)[array.offset :][: len(array) + 1]
+    data = array.buffers()[2]
+    return np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8), offsets
+
+
+def _text_marks_per_row(text: pl.Series) -> np.ndarray:
+    """The `"` and `:` inside each value of a text column, as (rows, 2) counts."""
+    data, offsets = _text_bytes(text)
+    counts = np.zeros((len(text), 2), dtype=np.int64)
+    for axis, mark in enumerate(b'":'):
+        positions = np.flatnonzero(data[offsets[0] : offsets[-1]] == mark) + offsets[0]
+        if len(positions):
+            counts[:, axis] = np.diff(np.searchsorted(positions, offsets))
+    return counts
 
 
 def _written_totals(nodes: list[pl.Series]) -> tuple[int, int]:
@@ -170,31 +217,69 @@ def _written_totals(nodes: list[pl.Series]) -> tuple[int, int]:
 
 def _text_marks(text: pl.Series) -> tuple[int, int]:
     """The `"` and `:` inside all values of a text column, counted in its Arrow bytes."""
-    if text.has_nulls():  # Arrow leaves a null slot's bytes undefined: count per value
-        counts = [text.str.count_matches(mark, literal=True).sum() or 0 for mark in '":']
-        return counts[0], counts[1]
-    quotes = colons = 0
-    array = text.to_arrow(compat_level=pl.CompatLevel.oldest())
-    for chunk in array.chunks if isinstance(array, pa.ChunkedArray) else [array]:
-        offsets = np.frombuffer(chunk.buffers()[1], np.int64)
-        first, last = offsets[chunk.offset], offsets[chunk.offset + len(chunk)]
-        data = np.frombuffer(chunk.buffers()[2], np.uint8)[first:last]
-        quotes += int(np.count_nonzero(data == ord('"')))
-        colons += int(np.count_nonzero(data == ord(":")))
-    return quotes, colons
+    data, offsets = _text_bytes(text)
+    data = data[offsets[0] : offsets[-1]]
+    return int(np.count_nonzero(data == ord('"'))), int(np.count_nonzero(data == ord(":")))
 
 
-def _miscounted(nodes: list[pl.Series], bad: np.ndarray, marks: LineMarks) -> np.ndarray:
+_COERCED_FIRST = np.frombuffer(b"-0123456789tfn{[", dtype=np.uint8)
+
+
+def _maybe_coerced(values: pl.Series) -> np.ndarray:
+    """Values that may be a number, boolean, null, object or array polars read as text:
+    the few whose first byte could start one are matched in full."""
+    data, offsets = _text_bytes(values)
+    starts, lengths = offsets[:-1], np.diff(offsets)
+    first = data[np.minimum(starts, max(len(data) - 1, 0))] if len(data) else lengths * 0
+    which = np.flatnonzero((lengths > 0) & np.isin(first, _COERCED_FIRST))
+    maybe = np.zeros(len(values), dtype=bool)
+    if len(which):
+        some = values.gather(pl.Series(which))
+        matched = some.str.contains(_COERCED) | some.is_in(_COERCED_WORDS)
+        maybe[which] = matched.fill_null(False).to_numpy()
+    return maybe
+
+
+def _miscounted(
+    nodes: list[pl.Series], bad: np.ndarray, marks: LineMarks, stamps: list[pl.Series]
+) -> np.ndarray:
     """Rows whose marks differ from their line's: a key lost or a value coerced.
 
     Without `\\u` escapes a row can only lose marks by losing a key (and then a colon) and
     gain them only through a coercion (never a colon), so when every row is otherwise fine
     and the totals agree, so does every row: the per-row counts are then not needed.
+
+    `stamps` are the timestamp columns read as text. Where a log writes some timestamps as
+    numbers and others as text, polars reads the numbers as their digits; a timestamp
+    means the same quoted or not (`to_micros` reads digits as the number they spell), and
+    is never kept in `attrs`, so such a row is kept when its missing quotes are those of
+    its digit timestamps, and no other value of the row could be a coercion.
     """
     rows = len(bad)
     if marks.totals is not None and not bad.any() and _written_totals(nodes) == marks.totals:
         return np.zeros(rows, dtype=bool)
-    return (_written_marks(nodes, rows) != marks.rows()).any(axis=1)
+    written, line = _written_marks(nodes, rows), marks.rows()
+    off = written != line
+    miscounted = off.any(axis=1)
+    if stamps and miscounted.any():
+        # Looked at only in the rows that may be so explained: the others stay miscounted.
+        which = np.flatnonzero(miscounted & ~off[:, 1] & (written[:, 0] > line[:, 0]))
+        taken = pl.Series(which)
+        digits = np.zeros(len(which), dtype=np.int64)
+        numbers = {}
+        for stamp in stamps:
+            numbers[stamp.name] = stamp.gather(taken).str.contains(NUMBER_TEXT).fill_null(False)
+            digits += numbers[stamp.name].to_numpy()
+        coerced = np.zeros(len(which), dtype=bool)
+        for node in nodes:
+            if node.dtype == pl.String:
+                maybe = _maybe_coerced(node.gather(taken))
+                if node.name in numbers:
+                    maybe &= ~numbers[node.name].to_numpy()
+                coerced |= maybe
+        unquoted = written[which, 0] - line[which, 0] == 2 * digits
+        miscounted[which[unquoted & ~coerced]] = False
+    return miscounted
 
 
 def _first_present(values: list[tuple[pl.Expr, pl.Expr]]) -> pl.Expr:
@@ -237,6 +322,11 @@ class ColumnarNormaliser:
         self.sources = {
             name: mapping.sources_for(name) for name in ("ts", "event", *STRING_FIELDS, *INT_FIELDS)
         }
+        self.read_keys = {
+            *(key for keys in self.sources.values() for key in keys),
+            *OPERATION_KEYS,
+            CELERY_RETRIES,
+        }
 
     def normalise(
         self, data: bytes, marks: LineMarks, uids: pl.Series, source: str, *, full: bool
@@ -249,8 +339,16 @@ class ColumnarNormaliser:
         frame = read_frame(data, full_inference=full)
         if frame.height != len(uids):
             raise DecodeFailed(f"read {frame.height} rows from {len(uids)} lines")
-        leaves, nodes, bad = _leaves(frame)
-        bad |= _miscounted(nodes, bad, marks)
+        found = _leaves(frame)
+        leaves, nodes, bad = found.columns, found.nodes, found.bad
+        # An empty object where a canonical field (or an operation, or celery.retries) is
+        # read is for the row path to refuse or read.
+        for name in found.empty & self.read_keys:
+            bad |= leaves[name].is_not_null().to_numpy()
+        stamps = [
+            leaves[n] for n in self.sources["ts"] if n in leaves and leaves[n].dtype == pl.String
+        ]
+        bad |= _miscounted(nodes, bad, marks, stamps)
         table = pl.DataFrame(list(leaves.values())) if leaves else pl.DataFrame({})
         table = table.with_columns(pl.Series(_BAD, bad)) if leaves else pl.DataFrame({_BAD: bad})
         dtypes = dict(table.schema)
@@ -296,7 +394,7 @@ class ColumnarNormaliser:
         needs.append(~_out("event").is_in(NO_JOB_ID) & (job_id.is_null() | (job_id == "")))
 
         rest = [n for n in leaves if n not in consumed]
-        exprs["attrs"] = _attrs(leaves, rest, marks.escapes)
+        exprs["attrs"] = _attrs(leaves, rest, marks.escapes, found.empty)
         # A whole-number float may have been an integer in its line (polars widens a column
         # that mixes them), and would be written back as 5.0 where the line said 5.
         needs += [pl.col(n) == pl.col(n).floor() for n in rest if dtypes[n] == pl.Float64]
@@ -355,9 +453,13 @@ class ColumnarNormaliser:
         return value.cast(pl.String), needs.fill_null(False)
 
 
-def _attrs(leaves: dict[str, pl.Series], names: list[str], escapes: bool) -> pl.Expr:
+def _attrs(
+    leaves: dict[str, pl.Series], names: list[str], escapes: bool, empty: set[str]
+) -> pl.Expr:
     """The remaining fields as one JSON object per row; null where none remain.
 
+    A field in `empty` holds the text `{}` where its line held an empty object, written
+    as that object.
     Each field is `,"key":value`, null where the field is absent (concat_str propagates
     nulls); the pieces are joined and the leading comma dropped. Where no field is ever
     absent, one flat concatenation does it all.
@@ -368,7 +470,9 @@ def _attrs(leaves: dict[str, pl.Series], names: list[str], escapes: bool) -> pl.
     for i, name in enumerate(names):
         column, series = pl.col(name), leaves[name]
         key = orjson.dumps(name).decode()
-        if series.dtype != pl.String:
+        if name in empty:
+            value = [column]
+        elif series.dtype != pl.String:
             value = [column.cast(pl.String)]  # JSON's own spelling of numbers and booleans
         elif escapes and series.str.contains(r'["\\\x00-\x1f]').any():
             encoded = pl.struct(column.alias("v")).struct.json_encode()

@@ -197,7 +197,7 @@ def _decode_in_worker(
     if _writer is not None:
         return _Spooled(None, result, _writer.write(table) if table.num_rows else 0)
     assert spool is not None
-    rows_file = os.path.join(spool, f"{offset}.arrow")
+    rows_file = os.path.join(spool, f"{os.path.basename(path)}-{offset}.arrow")
     with pa.OSFile(rows_file, "wb") as sink, pa.ipc.new_file(sink, table.schema) as out:
         out.write_table(table)
     return _Spooled(rows_file, result)
@@ -251,10 +251,11 @@ def ingest_files(
     A Celery log is read in order, block by block, by one reader that keeps what later
     lines need (which run a line ends).
 
-    Blocks of a large plain file are read and decoded in worker processes (one per core).
-    Where the store gives a `segment_writer` (the embedded store), each worker also writes
-    its blocks' segments; otherwise this process writes them while the workers decode the
-    next ones. Other inputs (gzip, stdin, small files) are decoded here, block by block.
+    Blocks of a large file are read and decoded in worker processes (one per core); a
+    gzip file is inflated here, block by block, for the workers to decode. Where the store
+    gives a `segment_writer` (the embedded store), each worker also writes its blocks'
+    segments; otherwise this process writes them while the workers decode the next ones.
+    Other inputs (stdin, small files) are decoded here, block by block.
     """
     mapping = (normaliser or Normaliser()).mapping
     # A store that writes segments itself takes rows as string views (no copy of the text).
@@ -274,13 +275,15 @@ def ingest_files(
             source = "stdin" if path == "-" else path
             report.files += 1
             plain = isinstance(stream, io.BufferedReader) and path != "-"
+            # A gzip file of a few blocks' worth: about five times its size once inflated.
+            large = bool(size) and size > 2 * BLOCK_BYTES // (1 if plain else 5)
             try:
                 sniffed = fmt == "auto" and looks_like_celery_log(_head(stream), celery)
                 if fmt == CELERY_LOG or sniffed:
                     reader = CeleryLogReader(normaliser, celery, name=source)
                     _read_celery_log(stream, reader, source, path, record)
                     continue
-                if plain and size and size > 2 * BLOCK_BYTES and _workers() > 1:
+                if large and path != "-" and _workers() > 1:
                     if pool is None:
                         # One polars thread per worker: the workers already fill the cores.
                         os.environ.setdefault("POLARS_MAX_THREADS", "1")
@@ -297,8 +300,13 @@ def ingest_files(
                             initializer=_start_worker,
                             initargs=(mapping, writer() if writer else None),
                         )
-                        spool = None if writer else _spool_dir(_workers())
-                    _in_workers(pool, spool, path, stream, size, record)
+                        spool = _spool_dir(_workers())
+                    rows_spool = None if getattr(store, "segment_writer", None) else spool
+                    assert size is not None and spool is not None
+                    if plain:
+                        _in_workers(pool, rows_spool, path, stream, size, record)
+                    else:
+                        _inflated_in_workers(pool, rows_spool, spool, path, stream, record)
                     continue
                 position = _position_reader(stream, path)
                 first_line = 1
@@ -371,6 +379,52 @@ def _in_workers(
             settle()
     while pending:
         settle()
+
+
+def _inflated_in_workers(
+    pool: ProcessPoolExecutor,
+    rows_spool: str | None,
+    spool: str,
+    path: str,
+    stream: BinaryIO,
+    record: Callable[[BlockResult, int], None],
+) -> None:
+    """A compressed file's blocks, inflated here and decoded by the pool, in file order.
+
+    Each inflated block goes to a file in memory (/dev/shm where there is room) that its
+    worker reads as it reads a block of a plain file; inflating the next block here
+    overlaps with decoding the last ones there.
+    """
+    position = _position_reader(stream, path)
+    pending: deque[tuple[Future[_Spooled], int, str]] = deque()
+    first_line = 1
+
+    def settle() -> None:
+        nonlocal first_line
+        job, reached, block_file = pending.popleft()
+        try:
+            result = _unspool(job.result(), first_line, path)
+        finally:
+            os.unlink(block_file)
+        first_line += result.lines
+        record(result, reached)
+
+    try:
+        for number, block in enumerate(_blocks(stream, BLOCK_BYTES)):
+            block_file = os.path.join(spool, f"block-{number}.jsonl")
+            with open(block_file, "wb") as out:
+                out.write(block)
+            job = pool.submit(_decode_in_worker, block_file, 0, len(block), path, rows_spool)
+            del block
+            pending.append((job, position(), block_file))
+            while len(pending) > _workers():
+                settle()
+        while pending:
+            settle()
+    finally:
+        for _, _, block_file in pending:
+            if os.path.exists(block_file):
+                os.unlink(block_file)
 
 
 def _record(

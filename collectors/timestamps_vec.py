@@ -17,7 +17,10 @@ RFC3339 = (
     r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?"
     r"(Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)?$"
 )
-DIGITS = r"^\d{1,18}$"
+DIGITS = r"^\d{1,19}$"  # beyond int64 the cast gives null: the row path decides
+DECIMAL = r"^\d+\.\d+$"
+#: Epoch numbers as text that `to_micros` reads as the numbers they spell.
+NUMBER_TEXT = r"^(\d{1,19}|\d+\.\d+)$"
 _EXACT_FLOAT = 2.0**53  # beyond this a float no longer holds every integer exactly
 
 
@@ -70,10 +73,13 @@ def rfc3339(text: pl.Expr) -> pl.Expr:
 
 
 def from_text(text: pl.Expr) -> pl.Expr:
-    """A timestamp given as text: RFC 3339, or an epoch written as digits."""
+    """A timestamp given as text: RFC 3339, or an epoch written as digits (with a fraction:
+    `float` of the text, as `to_micros` takes it)."""
     return (
         pl.when(text.str.contains(DIGITS))
         .then(epoch_int(text.cast(pl.Int64, strict=False)))
+        .when(text.str.contains(DECIMAL))
+        .then(epoch_float(text.cast(pl.Float64, strict=False)))
         .otherwise(rfc3339(text))
     )
 
@@ -223,7 +229,26 @@ def micros_column(values: pl.Series) -> pl.Series:
     frame = values.to_frame("v")
     if values.dtype != pl.String:
         return frame.select(micros(pl.col("v"), values.dtype)).to_series()
-    fixed = _fixed_width(values)
+    number = values.str.contains(NUMBER_TEXT).fill_null(False)
+    if number.any():
+        # Epochs read as text beside RFC 3339 ones: each kind read by its own rule (a
+        # `when` would parse every row every way), then put back together.
+        value = pl.col("v")
+        epochs = frame.select(
+            pl.when(value.str.contains(DIGITS))
+            .then(epoch_int(value.cast(pl.Int64, strict=False)))
+            .otherwise(epoch_float(value.cast(pl.Float64, strict=False)))
+        ).to_series()
+        if number.all():
+            return epochs.alias(values.name)
+        text = micros_column(pl.select(pl.when(~number).then(values)).to_series())
+        return epochs.zip_with(number, text).alias(values.name)
+    fixed = _fixed_width(values.drop_nulls() if values.has_nulls() else values)
+    if fixed is not None and values.has_nulls():  # a field other spellings fill in some rows
+        present = values.is_not_null().to_numpy()
+        stamps = np.zeros(len(values), dtype=np.int64)
+        stamps[present] = fixed.to_numpy()
+        fixed = pl.Series(values.name, pa.array(stamps, mask=~present))
     if fixed is not None:
         return fixed
     quick = frame.select(_rfc3339_common(pl.col("v"))).to_series()

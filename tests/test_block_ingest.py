@@ -311,3 +311,79 @@ def test_otlp_words_are_found_wherever_they_start() -> None:
             text[at : at + 9] in (b"resourceS", b"resourceL") or text[at : at + 10] == b"resource_s"
             for at in found
         )
+
+
+def _decoded_as_line_path(lines: list[bytes]) -> blocks.BlockResult:
+    """The block path's result, after checking it against the line path's."""
+    want, want_rejected = row_path(lines, DEFAULT_MAPPING)
+    result = BlockDecoder(DEFAULT_MAPPING).decode(b"\n".join(lines) + b"\n", 1, "corpus")
+    assert_same_rows(result.table, want)
+    assert [str(r) for r in result.rejected] == want_rejected
+    return result
+
+
+def _ack(i: int, **fields: object) -> dict:
+    return {"ts": 1764504000 + i, "event": "ack", "job_id": f"{i:x}f00d-{i}"} | fields
+
+
+def test_empty_objects_are_kept_in_attrs_column_wise() -> None:
+    lines = [orjson.dumps(_ack(i, attrs={})) for i in range(200)]
+    lines += [orjson.dumps(_ack(i, attrs={"x": i, "deep": {"er": {}}})) for i in range(100)]
+    lines += [orjson.dumps(_ack(i, attrs={"x": i}, meta={})) for i in range(100)]
+    result = _decoded_as_line_path(lines)
+    assert result.per_line == 0
+    assert orjson.loads(result.table["attrs"][0].as_py()) == {"attrs": {}}
+
+
+def test_an_empty_object_where_a_field_is_read_goes_line_by_line() -> None:
+    lines = [orjson.dumps(_ack(i, attrs={})) for i in range(300)]
+    lines += [
+        b'{"ts": {}, "event": "ack", "job_id": "j"}',
+        b'{"ts": 1764504000, "event": {}, "job_id": "j"}',
+        b'{"ts": 1764504000, "event": "ack", "job_id": {}}',
+        b'{"ts": 1764504000, "event": "ack", "job_id": "j", "attrs": {"x": null}}',
+        b'{"ts": 1764504000, "event": "ack", "job_id": "j", "attrs": {}, "attrs.y": 1}',
+    ]
+    result = _decoded_as_line_path(lines)
+    assert [r.reason for r in result.rejected] == [
+        "not a timestamp: {}",
+        "unknown event '{}'",
+        "job_id must be a string, got dict",
+    ]
+
+
+def test_timestamps_written_as_numbers_and_as_text_in_one_block_are_read_column_wise() -> None:
+    stamps = [1764504000, 1764504000.25, 1764504000123, 1764504000123456, 1764504000123456789]
+    stamps += ["2025-11-30T12:00:00Z", "2025-11-30T14:00:00.5+02:00", "1764504000"]
+    lines = [orjson.dumps(_ack(i, ts=stamps[i % len(stamps)])) for i in range(800)]
+    assert _decoded_as_line_path(lines).per_line == 0
+
+
+def test_a_number_read_as_text_beside_a_timestamp_read_as_text_goes_line_by_line() -> None:
+    lines = [orjson.dumps(_ack(i, ts="2025-11-30T12:00:00Z", n="x")) for i in range(300)]
+    lines += [
+        orjson.dumps(_ack(1, ts=1764504000, n=5)),  # both unquoted
+        orjson.dumps(_ack(2, ts="1764504000", n=5)),  # the number's quotes as many as the ts's
+        orjson.dumps(_ack(3, ts=1764504000, n=True)),
+        orjson.dumps(_ack(4, ts=1764504000, n={"a": 1})),
+    ]
+    result = _decoded_as_line_path(lines)
+    assert result.per_line == 4
+    assert orjson.loads(result.table["attrs"][-3].as_py()) == {"n": 5}
+
+
+def test_surrogate_pairs_are_read_column_wise_and_a_lone_one_is_refused() -> None:
+    lines = [_ack_line(i, b'"\\ud83d\\ude80 \\u00e9 \\"q\\""') for i in range(300)]
+    lines += [_ack_line(1, b'"\\ud83d"'), _ack_line(2, b'"\\ud83dx\\ude80"')]
+    result = _decoded_as_line_path(lines)
+    assert len(result.rejected) == 2 and result.per_line == 2
+
+
+def _ack_line(i: int, value: bytes) -> bytes:
+    return orjson.dumps(_ack(i))[:-1] + b', "msg": ' + value + b"}"
+
+
+def test_crlf_line_ends_are_cut_off_column_wise() -> None:
+    lines = [orjson.dumps(_ack(i)) + b"\r" for i in range(300)]
+    lines += [orjson.dumps(_ack(1)) + b" \r", b"\r", b" " + orjson.dumps(_ack(2)) + b"\r"]
+    assert _decoded_as_line_path(lines).per_line == 0

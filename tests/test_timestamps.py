@@ -93,3 +93,39 @@ def test_one_odd_timestamp_leaves_the_column_to_the_general_path(odd: str) -> No
     assert _fixed_width(values) is None
     got = micros_column(values).to_list()
     assert got[0] == to_micros("2025-11-30T12:00:00Z") and got[2] == got[0] + 1_000_000
+
+
+def test_fixed_width_timestamps_with_gaps_keep_their_gaps() -> None:
+    # A field other spellings (`timestamp`, `time`) fill in some rows.
+    values = pl.Series("ts", [FIXED_FORMS[0], None, FIXED_FORMS[2], None, FIXED_FORMS[0]])
+    assert micros_column(values).to_list() == [
+        None if v is None else to_micros(v) for v in values.to_list()
+    ]
+
+
+def test_epochs_as_text_are_read_as_the_numbers_they_spell() -> None:
+    # How polars reads a column where a log writes some timestamps as numbers, some as text.
+    texts = [
+        "1764504000",
+        "1764504000.25",
+        "1764504000.1234565",
+        "1764504000123",
+        "1764504000123.5",
+        "1764504000123456",
+        "1764504000123456789",
+        "2025-11-30T12:00:00+02:00",
+    ]
+    got = micros_column(pl.Series("ts", texts)).to_list()
+    assert got == [to_micros(t) for t in texts]
+
+
+@pytest.mark.parametrize("odd", ["99999999999999999999", "1.7e9", "-5", "12.", ".5"])
+def test_epoch_text_the_column_path_is_unsure_of_is_left_to_the_row_path(odd: str) -> None:
+    assert micros_column(pl.Series("ts", [odd])).to_list() == [None]
+
+
+def test_a_column_of_epochs_rfc3339_and_gaps_is_read_kind_by_kind() -> None:
+    texts = ["1764504000", None, "2025-11-30T12:00:00Z", "1764504000.5"]
+    texts += ["2025-11-30T14:00:00.25+02:00"]
+    got = micros_column(pl.Series("ts", texts)).to_list()
+    assert got == [None if t is None else to_micros(t) for t in texts]
