@@ -1,0 +1,249 @@
+"""The OpenTelemetry Collector's ClickHouse tables (`otel_traces`, `otel_logs`), read in place.
+
+Teams that already ship traces and logs with the Collector's ClickHouse exporter point
+dupescope at those tables (`clickhouse://host:8123/otel?source=otel`, or
+`chdb:///path?source=otel`): no second pipeline, no copy. The `events` relation the query
+library reads is a view, the contract mapping over the user's tables
+(queries/sql/clickhouse/otel_*.sql); the derived tables, kept answers and alert state live
+in a database of dupescope's own (`<db>_dupescope`, or `?dupescope_db=`). dupescope never
+writes to, alters or adds indexes to the exporter's tables.
+
+The layout of each table is read from `system.columns`: attribute columns as Maps or as
+JSON (`json: true`), and for logs the layout before v0.151 (a `TimestampTime` column) or
+since.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from queries.loader import sql_text
+from store.base import StoreError
+from store.clickhouse import ChdbStore, ClickHouseStore
+from store.clickhouse import _identifier as identifier
+
+DEFAULT_TRACES = "otel_traces"
+DEFAULT_LOGS = "otel_logs"
+#: Columns the mapping reads, per table: a table without them is not the exporter's.
+TRACE_COLUMNS = ("Timestamp", "TraceId", "SpanId", "ParentSpanId", "SpanName", "SpanKind",
+                 "Duration", "StatusMessage", "ResourceAttributes", "SpanAttributes",
+                 "Events.Timestamp", "Events.Name", "Events.Attributes")
+LOG_COLUMNS = ("Timestamp", "TraceId", "SpanId", "Body", "ResourceAttributes", "LogAttributes")
+
+_COLUMNS_SQL = (
+    "SELECT table, name, type FROM system.columns "
+    "WHERE database = {database:String} AND table IN {tables:Array(String)}"
+)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What `system.columns` says about one of the exporter's tables."""
+
+    table: str
+    json: bool  # attribute columns are JSON (`json: true`), not Maps
+    timestamp_time: bool  # otel_logs before v0.151: a TimestampTime column
+
+    def describe(self) -> str:
+        kind = "JSON" if self.json else "Map"
+        older = ", TimestampTime layout" if self.timestamp_time else ""
+        return f"{self.table} ({kind} attributes{older})"
+
+
+def layouts(
+    columns: pd.DataFrame, traces: str, logs: str
+) -> tuple[Layout | None, Layout | None]:
+    """The layouts of the traces and logs tables from system.columns rows (None: absent).
+
+    Raises StoreError, naming the table and the columns, for a table of that name that is
+    not the exporter's."""
+    found: list[Layout | None] = []
+    for table, needed in ((traces, TRACE_COLUMNS), (logs, LOG_COLUMNS)):
+        rows = columns[columns["table"] == table]
+        if rows.empty:
+            found.append(None)
+            continue
+        types = dict(zip(rows["name"], rows["type"], strict=True))
+        missing = [c for c in needed if c not in types]
+        if missing:
+            raise StoreError(
+                f"the table {table!r} is not the OpenTelemetry Collector's ClickHouse "
+                f"exporter's: it has no {', '.join(missing)}"
+            )
+        attrs = types["ResourceAttributes"]
+        found.append(Layout(table, attrs.startswith("JSON"), "TimestampTime" in types))
+    return found[0], found[1]
+
+
+#: view -> (query file for Map attributes, query file for JSON attributes).
+_SPAN_VIEWS = (("otel_spans", "otel_spans", "otel_spans_json"),)
+_LOG_VIEWS = (("otel_logs_rows", "otel_logs", "otel_logs_json"),)
+
+
+class OtelSource:
+    """The views that make the exporter's tables read as dupescope's `events`."""
+
+    def __init__(
+        self,
+        source_db: str,
+        own_db: str | None = None,
+        traces_table: str = DEFAULT_TRACES,
+        logs_table: str = DEFAULT_LOGS,
+    ) -> None:
+        self.source_db = identifier(source_db)
+        self.own_db = identifier(own_db or f"{source_db}_dupescope")
+        if self.own_db == self.source_db:
+            raise StoreError(
+                f"dupescope's own database must not be the exporter's ({source_db!r}): "
+                "its derived tables and alert state would land beside the user's tables"
+            )
+        self.traces_table = identifier(traces_table)
+        self.logs_table = identifier(logs_table)
+        self.traces: Layout | None = None
+        self.logs: Layout | None = None
+
+    def install(
+        self,
+        command: Callable[[str], None],
+        query: Callable[[str, dict[str, Any]], pd.DataFrame],
+        use: Callable[[str], None],
+    ) -> None:
+        """Detect the layouts and (re)create the views in dupescope's own database.
+
+        `use(db)` makes `db` the current database: the views name one another unqualified,
+        and ClickHouse resolves such names in the current database when it creates a view.
+        """
+        columns = query(
+            _COLUMNS_SQL,
+            {"database": self.source_db, "tables": [self.traces_table, self.logs_table]},
+        )
+        self.traces, self.logs = layouts(columns, self.traces_table, self.logs_table)
+        if self.traces is None and self.logs is None:
+            raise StoreError(
+                f"no {self.traces_table} or {self.logs_table} table in the database "
+                f"{self.source_db!r}: is that where the Collector's ClickHouse exporter "
+                "writes?"
+            )
+        own = self.own_db
+        command(f"CREATE DATABASE IF NOT EXISTS {own}")
+        use(own)
+        records: list[str] = []
+        for layout, views, source, record_view, records_file in (
+            (self.traces, _SPAN_VIEWS, "otel_traces_source", "otel_span_records",
+             "otel_span_records"),
+            (self.logs, _LOG_VIEWS, "otel_logs_source", "otel_log_records",
+             "otel_log_records"),
+        ):
+            if layout is None:
+                continue
+            # Identifiers cannot be bound; both were validated as plain identifiers.
+            command(
+                f"CREATE OR REPLACE VIEW {own}.{source} AS "
+                f"SELECT * FROM {self.source_db}.{layout.table}"
+            )
+            for view, map_file, json_file in views:
+                text = sql_text(json_file if layout.json else map_file, "clickhouse")
+                command(f"CREATE OR REPLACE VIEW {own}.{view} AS {_without_comments(text)}")
+            text = sql_text(records_file, "clickhouse")
+            command(f"CREATE OR REPLACE VIEW {own}.{record_view} AS {_without_comments(text)}")
+            records.append(f"SELECT * FROM {own}.{record_view}")
+        command(f"CREATE OR REPLACE VIEW {own}.otel_records AS {' UNION ALL '.join(records)}")
+        text = sql_text("otel_events", "clickhouse")
+        command(f"CREATE OR REPLACE VIEW {own}.events AS {_without_comments(text)}")
+
+    def fingerprint_sql(self) -> str:
+        """A cheap statement whose answer changes when the exporter's tables do (count()
+        of a MergeTree is read from part metadata)."""
+        parts = []
+        for layout in (self.traces, self.logs):
+            if layout is not None:
+                parts.append(
+                    f"SELECT '{layout.table}' AS t, count() AS n, "
+                    f"toString(max(Timestamp)) AS last FROM {self.source_db}.{layout.table}"
+                )
+        return " UNION ALL ".join(parts)
+
+    def describe(self) -> str:
+        tables = ", ".join(t.describe() for t in (self.traces, self.logs) if t is not None)
+        return f"the Collector's tables in {self.source_db}: {tables}; own tables in {self.own_db}"
+
+
+def _without_comments(text: str) -> str:
+    """A query file's text without its comment lines (a view keeps its SELECT as given)."""
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
+
+
+def _read_only(describe: str) -> StoreError:
+    return StoreError(
+        f"{describe} is read in place: the Collector writes its tables, dupescope never does "
+        "(send events to a store of dupescope's own to ingest them)"
+    )
+
+
+class OtelChdbStore(ChdbStore):
+    """chDB holding the exporter's tables (a copy of a server's, or a test's)."""
+
+    def __init__(self, path: str | None, source: OtelSource) -> None:
+        from chdb import session
+
+        self.path = path
+        self.source = source
+        self.database = source.own_db
+        self._session = session.Session(path) if path else session.Session()
+        source.install(self.command, self._query, lambda db: self.command(f"USE {db}"))
+
+    def _query(self, sql: str, params: dict[str, Any]) -> pd.DataFrame:
+        return self.execute(sql, params)
+
+    def write(self, table: Any) -> int:
+        raise _read_only(self.describe())
+
+    def snapshot_id(self) -> str:
+        frame = self.execute(self.source.fingerprint_sql())
+        return ";".join(f"{r.t}:{r.n}:{r.last}" for r in frame.itertuples())
+
+    def describe(self) -> str:
+        where = f"chDB at {self.path}" if self.path else "chDB in memory"
+        return f"{where}, {self.source.describe()}"
+
+
+class OtelClickHouseStore(ClickHouseStore):
+    """A ClickHouse server where the Collector's exporter writes."""
+
+    def __init__(self, *, source: OtelSource, host: str, port: int = 8123,
+                 username: str = "default", password: str = "", secure: bool = False) -> None:
+        import clickhouse_connect
+
+        self.source = source
+        self.database = source.own_db
+        self.cluster = None
+        self._where = f"ClickHouse at {host}:{port}"
+        try:
+            self._client = clickhouse_connect.get_client(
+                host=host, port=port, username=username, password=password, secure=secure
+            )
+            source.install(self._client.command, self._query, self._use)
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise StoreError(f"cannot open ClickHouse at {host}:{port}: {exc}") from exc
+
+    def _use(self, database: str) -> None:
+        self._client.database = database
+
+    def _query(self, sql: str, params: dict[str, Any]) -> pd.DataFrame:
+        return self._client.query_df(sql, parameters=params)
+
+    def write(self, table: Any) -> int:
+        raise _read_only(self.describe())
+
+    def snapshot_id(self) -> str:
+        frame = self.execute(self.source.fingerprint_sql())
+        return ";".join(f"{r.t}:{r.n}:{r.last}" for r in frame.itertuples())
+
+    def describe(self) -> str:
+        return f"{self._where}, {self.source.describe()}"
