@@ -8,6 +8,13 @@ library reads is a view, the contract mapping over the user's tables
 in a database of dupescope's own (`<db>_dupescope`, or `?dupescope_db=`). dupescope never
 writes to, alters or adds indexes to the exporter's tables.
 
+The mapping is a view (`otel_events`); what the questions read is `events`, a table in
+dupescope's own database filled from that view whenever the exporter's tables changed (one
+pass of the mapping, swapped in whole): planning the mapping costs ClickHouse a second or
+two, which every derived table and key lookup would otherwise pay again. `events` is sorted
+by key and carries a bloom filter on job_id, so a timeline reads a few granules: the key
+index dupescope keeps of its own, never on the user's tables.
+
 The layout of each table is read from `system.columns`: attribute columns as Maps or as
 JSON (`json: true`), and for logs the layout before v0.151 (a `TimestampTime` column) or
 since.
@@ -20,10 +27,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
 from queries.loader import sql_text
 from store.base import StoreError
-from store.clickhouse import ChdbStore, ClickHouseStore
+from store.clickhouse import ChdbStore, ClickHouseStore, events_ddl
 from store.clickhouse import _identifier as identifier
 
 DEFAULT_TRACES = "otel_traces"
@@ -153,7 +161,16 @@ class OtelSource:
             records.append(f"SELECT * FROM {own}.{record_view}")
         command(f"CREATE OR REPLACE VIEW {own}.otel_records AS {' UNION ALL '.join(records)}")
         text = sql_text("otel_events", "clickhouse")
-        command(f"CREATE OR REPLACE VIEW {own}.events AS {_without_comments(text)}")
+        command(f"CREATE OR REPLACE VIEW {own}.otel_events AS {_without_comments(text)}")
+        stale = query(
+            "SELECT name FROM system.tables WHERE database = {database:String} "
+            "AND name = 'events' AND engine = 'View'",
+            {"database": own},
+        )
+        if not stale.empty:  # `events` as a view, from an earlier version of this mapping
+            command(f"DROP VIEW {own}.events")
+        for statement in events_ddl(own):
+            command(statement)
 
     def fingerprint_sql(self) -> str:
         """A cheap statement whose answer changes when the exporter's tables do (count()
@@ -177,14 +194,57 @@ def _without_comments(text: str) -> str:
     return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
 
 
-def _read_only(describe: str) -> StoreError:
-    return StoreError(
-        f"{describe} is read in place: the Collector writes its tables, dupescope never does "
-        "(send events to a store of dupescope's own to ingest them)"
-    )
+_KEY_ROWS = (
+    "SELECT * FROM events FINAL WHERE idempotency_key = {key:String} OR job_id = {key:String} "
+    "OR job_id IN (SELECT job_id FROM events WHERE idempotency_key = {key:String} "
+    "AND job_id IS NOT NULL)"
+)
 
 
-class OtelChdbStore(ChdbStore):
+class OtelReading:
+    """What both kinds of store do over the exporter's tables: keep `events` current.
+
+    Mixed in before ChdbStore or ClickHouseStore, whose command, execute, arrow and
+    describe it uses."""
+
+    source: OtelSource
+    _refreshed: str | None = None
+
+    def refresh(self) -> str:
+        """Refill `events` from the mapping if the exporter's tables changed; returns the
+        fingerprint of what `events` now holds."""
+        frame = self.execute(self.source.fingerprint_sql())
+        current = ";".join(f"{r.t}:{r.n}:{r.last}" for r in frame.itertuples())
+        if current == self._refreshed:
+            return current
+        own = self.source.own_db
+        self.command(f"DROP TABLE IF EXISTS {own}.events_next")
+        self.command(f"CREATE TABLE {own}.events_next AS {own}.events")
+        self.command(f"INSERT INTO {own}.events_next SELECT * FROM {own}.otel_events")
+        self.command(f"EXCHANGE TABLES {own}.events AND {own}.events_next")
+        self.command(f"DROP TABLE IF EXISTS {own}.events_next")
+        self._refreshed = current
+        return current
+
+    def snapshot_id(self) -> str:
+        """The derived tables' cache key (queries/derived.py), after a refresh."""
+        return self.refresh()
+
+    def key_rows(self, key: str) -> pa.Table:
+        """A superset of the rows of `key`'s timeline, read by the sort key and the job_id
+        bloom filter of dupescope's own `events` (queries/timeline.py groups them)."""
+        self.refresh()
+        return self.arrow(_KEY_ROWS, {"key": key})
+
+    def write(self, table: Any) -> int:
+        raise StoreError(
+            f"{self.describe()} is read in place: the Collector writes its tables, dupescope "
+            "never does (send events to a store of dupescope's own to ingest them)"
+        )
+
+
+
+class OtelChdbStore(OtelReading, ChdbStore):
     """chDB holding the exporter's tables (a copy of a server's, or a test's)."""
 
     def __init__(self, path: str | None, source: OtelSource) -> None:
@@ -199,19 +259,12 @@ class OtelChdbStore(ChdbStore):
     def _query(self, sql: str, params: dict[str, Any]) -> pd.DataFrame:
         return self.execute(sql, params)
 
-    def write(self, table: Any) -> int:
-        raise _read_only(self.describe())
-
-    def snapshot_id(self) -> str:
-        frame = self.execute(self.source.fingerprint_sql())
-        return ";".join(f"{r.t}:{r.n}:{r.last}" for r in frame.itertuples())
-
     def describe(self) -> str:
         where = f"chDB at {self.path}" if self.path else "chDB in memory"
         return f"{where}, {self.source.describe()}"
 
 
-class OtelClickHouseStore(ClickHouseStore):
+class OtelClickHouseStore(OtelReading, ClickHouseStore):
     """A ClickHouse server where the Collector's exporter writes."""
 
     def __init__(self, *, source: OtelSource, host: str, port: int = 8123,
@@ -237,13 +290,6 @@ class OtelClickHouseStore(ClickHouseStore):
 
     def _query(self, sql: str, params: dict[str, Any]) -> pd.DataFrame:
         return self._client.query_df(sql, parameters=params)
-
-    def write(self, table: Any) -> int:
-        raise _read_only(self.describe())
-
-    def snapshot_id(self) -> str:
-        frame = self.execute(self.source.fingerprint_sql())
-        return ";".join(f"{r.t}:{r.n}:{r.last}" for r in frame.itertuples())
 
     def describe(self) -> str:
         return f"{self._where}, {self.source.describe()}"
