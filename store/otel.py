@@ -87,9 +87,33 @@ def layouts(
     return found[0], found[1]
 
 
-#: view -> (query file for Map attributes, query file for JSON attributes).
-_SPAN_VIEWS = (("otel_spans", "otel_spans", "otel_spans_json"),)
-_LOG_VIEWS = (("otel_logs_rows", "otel_logs", "otel_logs_json"),)
+# ClickHouse plans a query over views by inlining them, and a column of a view that is used
+# in many places is planned in each: over the whole chain of the mapping that took seconds
+# (tens with the JSON layout's flattening), for every statement. So the chain is cut into
+# stages, each kept as a table in dupescope's own database and refilled in order when the
+# exporter's tables changed. A stage holds what it reads in a form the next reads cheaply:
+# the JSON layout's attributes flattened into Maps, and one row per span that names a job.
+
+
+def _span_steps(json: bool) -> list[tuple[str, str, bool]]:
+    """(relation, query file, kept as a table?) in build order, for otel_traces."""
+    return [
+        ("otel_spans", "otel_spans_json" if json else "otel_spans", json),
+        ("otel_span_kinds_stage", "otel_span_kinds", True),
+        ("otel_span_records", "otel_span_records", False),
+    ]
+
+
+def _log_steps(json: bool) -> list[tuple[str, str, bool]]:
+    """(relation, query file, kept as a table?) in build order, for otel_logs."""
+    return [
+        ("otel_logs_rows", "otel_logs_json" if json else "otel_logs", json),
+        ("otel_log_records", "otel_log_records", False),
+    ]
+
+
+_SPAN_STEPS = _span_steps
+_LOG_STEPS = _log_steps
 
 
 class OtelSource:
@@ -113,6 +137,8 @@ class OtelSource:
         self.logs_table = identifier(logs_table)
         self.traces: Layout | None = None
         self.logs: Layout | None = None
+        #: (table, the view it is refilled from), in the order a refresh refills them.
+        self.stages: list[tuple[str, str]] = []
 
     def install(
         self,
@@ -140,11 +166,10 @@ class OtelSource:
         command(f"CREATE DATABASE IF NOT EXISTS {own}")
         use(own)
         records: list[str] = []
-        for layout, views, source, record_view, records_file in (
-            (self.traces, _SPAN_VIEWS, "otel_traces_source", "otel_span_records",
-             "otel_span_records"),
-            (self.logs, _LOG_VIEWS, "otel_logs_source", "otel_log_records",
-             "otel_log_records"),
+        self.stages = []
+        for layout, source, steps in (
+            (self.traces, "otel_traces_source", _SPAN_STEPS),
+            (self.logs, "otel_logs_source", _LOG_STEPS),
         ):
             if layout is None:
                 continue
@@ -153,12 +178,17 @@ class OtelSource:
                 f"CREATE OR REPLACE VIEW {own}.{source} AS "
                 f"SELECT * FROM {self.source_db}.{layout.table}"
             )
-            for view, map_file, json_file in views:
-                text = sql_text(json_file if layout.json else map_file, "clickhouse")
-                command(f"CREATE OR REPLACE VIEW {own}.{view} AS {_without_comments(text)}")
-            text = sql_text(records_file, "clickhouse")
-            command(f"CREATE OR REPLACE VIEW {own}.{record_view} AS {_without_comments(text)}")
-            records.append(f"SELECT * FROM {own}.{record_view}")
+            for name, query_file, stage in steps(layout.json):
+                text = _without_comments(sql_text(query_file, "clickhouse"))
+                view = f"{name}_view" if stage else name
+                command(f"CREATE OR REPLACE VIEW {own}.{view} AS {text}")
+                if stage:
+                    command(
+                        f"CREATE OR REPLACE TABLE {own}.{name} ENGINE = MergeTree "
+                        f"ORDER BY tuple() EMPTY AS SELECT * FROM {own}.{view}"
+                    )
+                    self.stages.append((name, view))
+            records.append(f"SELECT * FROM {own}.{steps(layout.json)[-1][0]}")
         command(f"CREATE OR REPLACE VIEW {own}.otel_records AS {' UNION ALL '.join(records)}")
         text = sql_text("otel_events", "clickhouse")
         command(f"CREATE OR REPLACE VIEW {own}.otel_events AS {_without_comments(text)}")
@@ -218,6 +248,9 @@ class OtelReading:
         if current == self._refreshed:
             return current
         own = self.source.own_db
+        for table, view in self.source.stages:
+            self.command(f"TRUNCATE TABLE {own}.{table}")
+            self.command(f"INSERT INTO {own}.{table} SELECT * FROM {own}.{view}")
         self.command(f"DROP TABLE IF EXISTS {own}.events_next")
         self.command(f"CREATE TABLE {own}.events_next AS {own}.events")
         self.command(f"INSERT INTO {own}.events_next SELECT * FROM {own}.otel_events")

@@ -20,12 +20,6 @@ from click.testing import CliRunner
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
-
-import sample_data
-from collectors.arrow_batch import rows_to_table
-from collectors.normalise import Normaliser
-from collectors.otlp import decode_logs, decode_traces
-from dupescope.cli import main
 from otel_exporter_support import (
     CollectingExporter,
     insert,
@@ -34,6 +28,12 @@ from otel_exporter_support import (
     span_rows,
     traces_ddl,
 )
+
+import sample_data
+from collectors.arrow_batch import rows_to_table
+from collectors.normalise import Normaliser
+from collectors.otlp import decode_logs, decode_traces
+from dupescope.cli import main
 from sample_data.otlp import export_spans
 from store.base import StoreError, to_frame
 from store.embedded import EmbeddedStore
@@ -89,17 +89,24 @@ def exporter_tables(folder: Path, *, json_attrs: bool, logs: str, spans: list | 
 
 
 @pytest.fixture(scope="module", params=list(LAYOUTS), ids=list(LAYOUTS))
-def otel_folder(request, requests: list, tmp_path_factory) -> Path:
+def layout_folder(request, requests: list, tmp_path_factory) -> Path:
     json_attrs, logs = LAYOUTS[request.param]
     return exporter_tables(tmp_path_factory.mktemp("otel"), json_attrs=json_attrs, logs=logs,
                            spans=span_rows(requests, json=json_attrs))
 
 
 @pytest.fixture
-def otel_store(otel_folder: Path) -> Iterator[OtelChdbStore]:
-    store = OtelChdbStore(str(otel_folder), OtelSource("otel"))
+def otel_store(layout_folder: Path) -> Iterator[OtelChdbStore]:
+    store = OtelChdbStore(str(layout_folder), OtelSource("otel"))
     yield store
     store.close()
+
+
+@pytest.fixture(scope="module")
+def otel_folder(requests: list, tmp_path_factory) -> Path:
+    """The Map layout, for the commands: every layout gives the same events (above)."""
+    return exporter_tables(tmp_path_factory.mktemp("otel"), json_attrs=False, logs="current",
+                           spans=span_rows(requests))
 
 
 def canonical(frame: pd.DataFrame) -> list[tuple]:
@@ -118,13 +125,13 @@ def canonical(frame: pd.DataFrame) -> list[tuple]:
 def test_the_mapping_gives_the_otlp_decoders_rows(otel_store: OtelChdbStore,
                                                   otlp_rows: list[dict]) -> None:
     expected = to_frame(rows_to_table(otlp_rows))
-    got = otel_store.execute("SELECT * FROM otel_events")
+    otel_store.refresh()
+    got = otel_store.execute("SELECT * FROM events")
     assert len(got) == len(expected) > 300
     assert canonical(got) == canonical(expected)
 
 
-def test_the_layout_is_read_from_system_columns(otel_store: OtelChdbStore,
-                                                otel_folder: Path) -> None:
+def test_the_layout_is_read_from_system_columns(otel_store: OtelChdbStore) -> None:
     source = otel_store.source
     json_attrs = source.traces.json
     assert source.logs.json == json_attrs
@@ -158,14 +165,6 @@ def test_timeline_and_alerts_equal_those_over_otlp(otel_folder: Path, embedded: 
     assert cli(url, "alerts") == cli(str(embedded), "alerts")
 
 
-def test_stats_and_watch_run_on_the_exporters_tables(otel_folder: Path) -> None:
-    url = f"chdb://{otel_folder}?source=otel"
-    stats = cli(url, "stats")
-    assert stats
-    result = CliRunner().invoke(main, ["--store", url, "watch", "--once"])
-    assert result.exit_code == 0, result.output
-
-
 def _tables_of(folder: Path) -> list[tuple]:
     s = session.Session(str(folder))
     try:
@@ -177,12 +176,14 @@ def _tables_of(folder: Path) -> list[tuple]:
     return [tuple(r) for r in orjson.loads(text)["data"]]
 
 
-def test_the_exporters_tables_are_never_written(requests: list, tmp_path: Path) -> None:
+def test_stats_and_watch_run_and_never_write_the_exporters_tables(
+    requests: list, tmp_path: Path
+) -> None:
     folder = exporter_tables(tmp_path / "otel", json_attrs=False, logs="current",
                              spans=span_rows(requests[:1]))
     before = _tables_of(folder)
     url = f"chdb://{folder}?source=otel"
-    cli(url, "duplicates")
+    assert cli(url, "stats")
     result = CliRunner().invoke(main, ["--store", url, "watch", "--once"])
     assert result.exit_code == 0, result.output
     assert _tables_of(folder) == before
@@ -201,8 +202,8 @@ def test_new_spans_are_read_on_the_next_question(requests: list, tmp_path: Path)
     url = f"chdb://{folder}?source=otel"
     first = open_store(url)
     try:
-        before = int(first.execute("SELECT count() AS n FROM otel_events")["n"][0])
         assert first.refresh() == first.refresh()  # unchanged tables: the same events
+        before = int(first.execute("SELECT count() AS n FROM events")["n"][0])
     finally:
         first.close()
     exporter_tables(folder, json_attrs=False, logs="current", spans=span_rows(requests[half:]))
@@ -256,7 +257,8 @@ def test_log_records_give_the_otlp_decoders_rows(layout: str, tmp_path: Path) ->
                              logs_rows=log_rows([request], json=layout == "json"))
     store = OtelChdbStore(str(folder), OtelSource("otel"))
     try:
-        got = store.execute("SELECT * FROM otel_events")
+        store.refresh()
+        got = store.execute("SELECT * FROM events")
     finally:
         store.close()
     assert len(got) == 6
