@@ -20,7 +20,13 @@ from click.testing import CliRunner
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
-from otel_exporter_support import (
+
+import sample_data
+from collectors.arrow_batch import rows_to_table
+from collectors.normalise import Normaliser
+from collectors.otlp import decode_logs, decode_traces
+from dupescope.cli import main
+from sample_data.clickhouse_exporter import (
     CollectingExporter,
     insert,
     log_rows,
@@ -28,12 +34,6 @@ from otel_exporter_support import (
     span_rows,
     traces_ddl,
 )
-
-import sample_data
-from collectors.arrow_batch import rows_to_table
-from collectors.normalise import Normaliser
-from collectors.otlp import decode_logs, decode_traces
-from dupescope.cli import main
 from sample_data.otlp import export_spans
 from store.base import StoreError, to_frame
 from store.embedded import EmbeddedStore

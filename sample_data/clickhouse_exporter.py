@@ -1,4 +1,4 @@
-"""The OpenTelemetry Collector's ClickHouse exporter, as far as the tests need it.
+"""The workload as the OpenTelemetry Collector's ClickHouse exporter writes it.
 
 Its tables, written from the exporter's DDL templates (traces with Map or JSON attributes;
 logs before v0.151 with TimestampTime, since ordered by five-minute buckets, and JSON), and
@@ -18,10 +18,23 @@ import orjson
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from collectors.otlp import any_value
+
+def any_value(value: AnyValue) -> Any:
+    """An OTLP AnyValue as the Python value pdata holds (bytes as hex, as dupescope reads)."""
+    kind = value.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "array_value":
+        return [any_value(v) for v in value.array_value.values]
+    if kind == "kvlist_value":
+        return {kv.key: any_value(kv.value) for kv in value.kvlist_value.values}
+    if kind == "bytes_value":
+        return value.bytes_value.hex()
+    return getattr(value, kind)
 
 _MAP = "Map(LowCardinality(String), String)"
 
@@ -203,8 +216,13 @@ def log_rows(requests: Iterable[ExportLogsServiceRequest], *, json: bool = False
     return rows
 
 
-def insert(session: Any, table: str, rows: list[dict[str, Any]]) -> None:
-    """Rows into a chDB table through JSONEachRow, as a client's batch insert would."""
+def insert(session: Any, table: str, rows: list[dict[str, Any]], chunk: int = 20_000) -> None:
+    """Rows into a chDB table through JSONEachRow, in batches as the exporter sends them."""
+    for start in range(0, len(rows), chunk):
+        _insert(session, table, rows[start:start + chunk])
+
+
+def _insert(session: Any, table: str, rows: list[dict[str, Any]]) -> None:
     if not rows:
         return
     buf = io.BytesIO()
