@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from queries.loader import sql_text
 from store.base import StoreError
-from store.clickhouse import ChdbStore, ClickHouseStore, events_ddl
+from store.clickhouse import ChdbStore, ClickHouseStore, events_ddl, param_text
 from store.clickhouse import _identifier as identifier
 
 DEFAULT_TRACES = "otel_traces"
@@ -201,6 +201,12 @@ class OtelSource:
             command(f"DROP VIEW {own}.events")
         for statement in events_ddl(own):
             command(statement)
+        # What `events` was last refilled from, so that a new process (a one-shot CLI
+        # command) reuses it instead of refilling.
+        command(
+            f"CREATE TABLE IF NOT EXISTS {own}.otel_refreshed (fingerprint String, "
+            "version UInt64) ENGINE = ReplacingMergeTree(version) ORDER BY tuple()"
+        )
 
     def fingerprint_sql(self) -> str:
         """A cheap statement whose answer changes when the exporter's tables do (count()
@@ -248,6 +254,10 @@ class OtelReading:
         if current == self._refreshed:
             return current
         own = self.source.own_db
+        kept = self.execute(f"SELECT fingerprint FROM {own}.otel_refreshed FINAL")
+        if not kept.empty and kept["fingerprint"].iloc[0] == current:
+            self._refreshed = current  # another process refilled events from these tables
+            return current
         for table, view in self.source.stages:
             self.command(f"TRUNCATE TABLE {own}.{table}")
             self.command(f"INSERT INTO {own}.{table} SELECT * FROM {own}.{view}")
@@ -256,6 +266,11 @@ class OtelReading:
         self.command(f"INSERT INTO {own}.events_next SELECT * FROM {own}.otel_events")
         self.command(f"EXCHANGE TABLES {own}.events AND {own}.events_next")
         self.command(f"DROP TABLE IF EXISTS {own}.events_next")
+        self._bound_command(
+            f"INSERT INTO {own}.otel_refreshed SELECT {{fingerprint:String}}, "
+            "toUnixTimestamp64Micro(now64(6))",
+            {"fingerprint": current},
+        )
         self._refreshed = current
         return current
 
@@ -292,6 +307,9 @@ class OtelChdbStore(OtelReading, ChdbStore):
     def _query(self, sql: str, params: dict[str, Any]) -> pd.DataFrame:
         return self.execute(sql, params)
 
+    def _bound_command(self, sql: str, params: dict[str, Any]) -> None:
+        self._session.query(sql, params={k: param_text(v) for k, v in params.items()})
+
     def describe(self) -> str:
         where = f"chDB at {self.path}" if self.path else "chDB in memory"
         return f"{where}, {self.source.describe()}"
@@ -323,6 +341,9 @@ class OtelClickHouseStore(OtelReading, ClickHouseStore):
 
     def _query(self, sql: str, params: dict[str, Any]) -> pd.DataFrame:
         return self._client.query_df(sql, parameters=params)
+
+    def _bound_command(self, sql: str, params: dict[str, Any]) -> None:
+        self._client.command(sql, parameters=params)
 
     def describe(self) -> str:
         return f"{self._where}, {self.source.describe()}"
