@@ -276,3 +276,61 @@ def test_a_table_that_is_not_the_exporters_is_refused(tmp_path: Path) -> None:
         s.close()
     with pytest.raises(StoreError, match="otel_traces.*no TraceId"):
         OtelChdbStore(str(tmp_path), OtelSource("otel"))
+
+
+def _span(name: str, kind: str, attrs: dict, *, start: str = "2025-11-30 12:00:00.000000000",
+          duration_ns: int = 2_000_000_000, span_id: str = "00000000000000a1",
+          events: list[tuple[str, str, dict]] = ()) -> dict:
+    """One otel_traces row as the exporter writes it (every attribute value a string)."""
+    return {
+        "Timestamp": start, "TraceId": "0" * 31 + "1", "SpanId": span_id, "ParentSpanId": "",
+        "SpanName": name, "SpanKind": kind, "ServiceName": "svc",
+        "ResourceAttributes": {"service.name": "svc", "host.name": "h1", "process.pid": "7"},
+        "SpanAttributes": attrs, "Duration": duration_ns, "StatusCode": "Unset",
+        "StatusMessage": "",
+        "Events.Timestamp": [e[0] for e in events], "Events.Name": [e[1] for e in events],
+        "Events.Attributes": [e[2] for e in events],
+    }
+
+
+def _events_of(tmp_path: Path, spans: list[dict]) -> list[dict]:
+    folder = exporter_tables(tmp_path / "otel", json_attrs=False, logs="current", spans=spans)
+    store = OtelChdbStore(str(folder), OtelSource("otel"))
+    try:
+        store.refresh()
+        frame = store.execute("SELECT * FROM events ORDER BY ts, event")
+    finally:
+        store.close()
+    return frame.to_dict("records")
+
+
+def test_a_producer_span_naming_a_job_is_its_enqueue(tmp_path: Path) -> None:
+    rows = _events_of(tmp_path, [_span("send charge", "Producer",
+                                       {"messaging.message.id": "j-1", "job_type": "charge"})])
+    assert [(r["event"], r["job_id"]) for r in rows] == [("enqueue", "j-1")]
+    assert pd.isna(rows[0]["worker_id"])  # the producer is no worker: not the resource's
+
+
+def test_a_celery_run_span_is_one_execution_settled_at_its_end(tmp_path: Path) -> None:
+    run = _span("run/tasks.charge", "Consumer", {
+        "celery.action": "run", "celery.task_name": "tasks.charge",
+        "messaging.message.id": "t-1", "celery.retries": "1",
+        "celery.delivery_info": "{'redelivered': True, 'priority': 0}",
+        "celery.state": "RETRY", "celery.retry.reason": "Retry in 5s: timeout"})
+    rows = _events_of(tmp_path, [run])
+    assert [r["event"] for r in rows] == ["deliver", "nack"]
+    assert {r["delivery_attempt"] for r in rows} == {3}  # retries '1' + 1, redelivered + 1
+    assert json.loads(rows[1]["attrs"])["reason"] == "Retry in 5s: timeout"
+    assert rows[0]["execution_id"] == rows[1]["execution_id"] == "00000000000000a1"
+
+
+def test_a_deliver_span_event_is_the_executions_one_delivery(tmp_path: Path) -> None:
+    span = _span("charge process", "Consumer",
+                 {"messaging.message.id": "j-2", "delivery_attempt": "2"},
+                 events=[("2025-11-30 12:00:00.500000000", "deliver", {}),
+                         ("2025-11-30 12:00:01.000000000", "side_effect", {}),
+                         ("2025-11-30 12:00:01.500000000", "ack", {})])
+    rows = _events_of(tmp_path, [span])
+    assert [r["event"] for r in rows] == ["deliver", "side_effect", "ack"]
+    assert str(rows[0]["ts"]).startswith("2025-11-30 12:00:00.5")
+    assert {r["delivery_attempt"] for r in rows} == {2}  # arrived as '2'
