@@ -112,10 +112,6 @@ def _log_steps(json: bool) -> list[tuple[str, str, bool]]:
     ]
 
 
-_SPAN_STEPS = _span_steps
-_LOG_STEPS = _log_steps
-
-
 class OtelSource:
     """The views that make the exporter's tables read as dupescope's `events`."""
 
@@ -168,8 +164,8 @@ class OtelSource:
         records: list[str] = []
         self.stages = []
         for layout, source, steps in (
-            (self.traces, "otel_traces_source", _SPAN_STEPS),
-            (self.logs, "otel_logs_source", _LOG_STEPS),
+            (self.traces, "otel_traces_source", _span_steps),
+            (self.logs, "otel_logs_source", _log_steps),
         ):
             if layout is None:
                 continue
