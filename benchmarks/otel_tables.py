@@ -30,7 +30,8 @@ from sample_data.otlp import export_spans
 from store.clickhouse import ChdbStore
 from store.otel import OtelChdbStore, OtelSource
 
-# Spans per target event of the workload model (measured: about 0.8).
+# Spans per target event of the workload model: about 0.8 at 4k events, 0.35 at 175k
+# (executions carry more steps as the workload grows); --spans is approximate.
 SPANS_PER_EVENT = 0.8
 
 
