@@ -22,6 +22,7 @@ since.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -226,6 +227,10 @@ def _without_comments(text: str) -> str:
     return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
 
 
+#: How long a refresh waits for another process's refill, and when a lock is a dead one's.
+REFILL_WAIT_S = 300
+REFILL_STALE_S = 900
+
 _KEY_ROWS = (
     "SELECT * FROM events FINAL WHERE idempotency_key = {key:String} OR job_id = {key:String} "
     "OR job_id IN (SELECT job_id FROM events WHERE idempotency_key = {key:String} "
@@ -250,10 +255,53 @@ class OtelReading:
         if current == self._refreshed:
             return current
         own = self.source.own_db
-        kept = self.execute(f"SELECT fingerprint FROM {own}.otel_refreshed FINAL")
-        if not kept.empty and kept["fingerprint"].iloc[0] == current:
+        if self._refilled_from() == current:
             self._refreshed = current  # another process refilled events from these tables
             return current
+        self._lock_refill()
+        try:
+            if self._refilled_from() != current:
+                self._refill(current)
+        finally:
+            self.command(f"DROP TABLE IF EXISTS {own}.otel_refilling")
+        self._refreshed = current
+        return current
+
+    def _refilled_from(self) -> str | None:
+        kept = self.execute(f"SELECT fingerprint FROM {self.source.own_db}.otel_refreshed FINAL")
+        return None if kept.empty else str(kept["fingerprint"].iloc[0])
+
+    def _lock_refill(self) -> None:
+        """One refill at a time (a dashboard and `watch` may share the store): the stage
+        tables are shared. CREATE TABLE is the lock, as it fails where the table exists; a
+        lock older than REFILL_STALE_S is a dead process's and is taken over."""
+        own = self.source.own_db
+        deadline = time.monotonic() + REFILL_WAIT_S
+        while True:
+            try:
+                self.command(f"CREATE TABLE {own}.otel_refilling (at DateTime) ENGINE = Memory")
+                return
+            except StoreError:
+                pass
+            age = self.execute(
+                "SELECT dateDiff('second', metadata_modification_time, now()) AS age "
+                "FROM system.tables WHERE database = {database:String} "
+                "AND name = 'otel_refilling'",
+                {"database": own},
+            )
+            if not age.empty and int(age["age"].iloc[0]) > REFILL_STALE_S:
+                self.command(f"DROP TABLE IF EXISTS {own}.otel_refilling")
+                continue
+            if time.monotonic() > deadline:
+                raise StoreError(
+                    f"another process has been refilling {own}.events for over "
+                    f"{REFILL_WAIT_S} s (drop {own}.otel_refilling if none is running)"
+                )
+            time.sleep(0.2)
+
+    def _refill(self, fingerprint: str) -> None:
+        """`events` from the mapping in one pass, swapped in whole."""
+        own = self.source.own_db
         for table, view in self.source.stages:
             self.command(f"TRUNCATE TABLE {own}.{table}")
             self.command(f"INSERT INTO {own}.{table} SELECT * FROM {own}.{view}")
@@ -265,10 +313,8 @@ class OtelReading:
         self._bound_command(
             f"INSERT INTO {own}.otel_refreshed SELECT {{fingerprint:String}}, "
             "toUnixTimestamp64Micro(now64(6))",
-            {"fingerprint": current},
+            {"fingerprint": fingerprint},
         )
-        self._refreshed = current
-        return current
 
     def snapshot_id(self) -> str:
         """The derived tables' cache key (queries/derived.py), after a refresh."""

@@ -334,3 +334,22 @@ def test_a_deliver_span_event_is_the_executions_one_delivery(tmp_path: Path) -> 
     assert [r["event"] for r in rows] == ["deliver", "side_effect", "ack"]
     assert str(rows[0]["ts"]).startswith("2025-11-30 12:00:00.5")
     assert {r["delivery_attempt"] for r in rows} == {2}  # arrived as '2'
+
+
+def test_a_refill_waits_for_another_process_and_says_so(requests: list, tmp_path: Path,
+                                                        monkeypatch) -> None:
+    import store.otel
+
+    folder = exporter_tables(tmp_path / "otel", json_attrs=False, logs="current",
+                             spans=span_rows(requests[:1]))
+    store_ = OtelChdbStore(str(folder), OtelSource("otel"))
+    try:
+        store_.command("CREATE TABLE otel_dupescope.otel_refilling (at DateTime) ENGINE = Memory")
+        monkeypatch.setattr(store.otel, "REFILL_WAIT_S", 0.5)
+        with pytest.raises(StoreError, match="another process has been refilling"):
+            store_.refresh()
+        store_.command("DROP TABLE otel_dupescope.otel_refilling")
+        store_.refresh()
+        assert int(store_.execute("SELECT count() AS n FROM events")["n"][0]) > 0
+    finally:
+        store_.close()
