@@ -353,3 +353,25 @@ def test_a_refill_waits_for_another_process_and_says_so(requests: list, tmp_path
         assert int(store_.execute("SELECT count() AS n FROM events")["n"][0]) > 0
     finally:
         store_.close()
+
+
+def test_every_dashboard_page_works_on_the_exporters_tables(otel_folder: Path, embedded: Path,
+                                                            monkeypatch) -> None:
+    from dashboard_app import open_page, texts
+
+    from dashboard import source
+
+    key = cli(str(embedded), "duplicates")[0]["key"]
+    url = f"chdb://{otel_folder}?source=otel"
+    monkeypatch.setenv("DUPESCOPE_STORE", url)
+    try:
+        app = open_page("timeline", key=key)
+        assert not app.exception
+        assert len(app.get("plotly_chart")) == 1  # the key's swimlanes
+        assert [s.value for s in app.subheader][:2] == ["Executions", "Events"]
+        for page in ("overview", "durations", "alerts", "checklist"):
+            app.switch_page(f"app_pages/{page}.py").run()
+            assert not app.exception, page
+            assert not any("holds no events yet" in text for text in texts(app.info)), page
+    finally:
+        source.close(url)
