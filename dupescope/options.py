@@ -14,7 +14,8 @@ from dupescope.output import FORMATS
 STORE_ENV = "DUPESCOPE_STORE"
 STORE_HELP = (
     "Where events live: a folder (embedded store), clickhouse://user:pass@host:8123/db "
-    "or chdb:///path. Default: the store given before the command, $DUPESCOPE_STORE or "
+    "or chdb:///path; add ?source=otel to read the OpenTelemetry Collector's ClickHouse "
+    "tables in place. Default: the store given before the command, $DUPESCOPE_STORE or "
     "./dupescope-data."
 )
 
@@ -46,7 +47,8 @@ def group_store_option(command):  # type: ignore[no-untyped-def]
         metavar="STORE",
         help="Where events live, for the command that follows (which may also take --store "
         "itself): a folder (embedded store), clickhouse://user:pass@host:8123/db or "
-        "chdb:///path. Default: $DUPESCOPE_STORE or ./dupescope-data.",
+        "chdb:///path (?source=otel: the OpenTelemetry Collector's ClickHouse tables, read "
+        "in place). Default: $DUPESCOPE_STORE or ./dupescope-data.",
     )(command)
 
 

@@ -1,13 +1,23 @@
-"""`--store` / DUPESCOPE_STORE -> a store: a folder, clickhouse://..., or chdb:///path."""
+"""`--store` / DUPESCOPE_STORE -> a store: a folder, clickhouse://..., or chdb:///path.
+
+`?source=otel` on either ClickHouse form reads the OpenTelemetry Collector's exporter
+tables in place (store/otel.py): `clickhouse://host:8123/otel?source=otel` names the
+exporter's database in the path; `chdb:///path?source=otel&database=otel` names it as an
+option. `dupescope_db=`, `traces_table=` and `logs_table=` name the rest.
+"""
 
 from __future__ import annotations
 
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, unquote, urlparse
 
 from store.base import Store, StoreError
+
+if TYPE_CHECKING:
+    from store.otel import OtelSource
 
 DEFAULT_STORE = "./dupescope-data"
 
@@ -27,9 +37,15 @@ def open_store(
     if target.startswith("chdb://"):
         from store.clickhouse import ChdbStore
 
-        path = urlparse(target).path or None
+        parsed = urlparse(target)
+        path = parsed.path or None
         if path:
             check_folder(Path(path), existing=existing, writable=writable)
+        options = _options(parsed.query)
+        if _otel(options):
+            from store.otel import OtelChdbStore
+
+            return OtelChdbStore(path, _otel_source(options.get("database") or "otel", options))
         return ChdbStore(path)
     if "://" in target:
         raise StoreError(
@@ -62,11 +78,48 @@ def check_folder(folder: Path, *, existing: bool = False, writable: bool = False
             raise StoreError(f"cannot write to the store {str(folder)!r}: {reason}") from exc
 
 
+def _options(query: str) -> dict[str, str]:
+    return {k: v[-1] for k, v in parse_qs(query).items()}
+
+
+def _otel(options: dict[str, str]) -> bool:
+    """`?source=otel`: the store is the OpenTelemetry Collector's tables, read in place."""
+    source = options.get("source")
+    if source is None:
+        return False
+    if source != "otel":
+        raise StoreError(f"unknown store source {source!r}: the one known is source=otel")
+    return True
+
+
+def _otel_source(database: str, options: dict[str, str]) -> OtelSource:
+    from store.otel import DEFAULT_LOGS, DEFAULT_TRACES, OtelSource
+
+    return OtelSource(
+        database,
+        options.get("dupescope_db"),
+        traces_table=options.get("traces_table", DEFAULT_TRACES),
+        logs_table=options.get("logs_table", DEFAULT_LOGS),
+    )
+
+
 def _clickhouse(url: str) -> Store:
     from store.clickhouse import ClickHouseStore
 
     parsed = urlparse(url)
-    options = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
+    options = _options(parsed.query)
+    if _otel(options):
+        from store.otel import OtelClickHouseStore
+
+        database = (parsed.path or "/otel").strip("/") or "otel"
+        return OtelClickHouseStore(
+            source=_otel_source(database, options),
+            host=parsed.hostname or "localhost",
+            port=parsed.port or 8123,
+            username=unquote(parsed.username or "default"),
+            password=unquote(parsed.password or ""),
+            secure=parsed.scheme == "clickhouses",
+        )
     ttl = options.get("ttl_days")
     return ClickHouseStore(
         host=parsed.hostname or "localhost",

@@ -1,0 +1,392 @@
+"""The OpenTelemetry Collector's ClickHouse tables (`otel_traces`, `otel_logs`), read in place.
+
+Teams that already ship traces and logs with the Collector's ClickHouse exporter point
+dupescope at those tables (`clickhouse://host:8123/otel?source=otel`, or
+`chdb:///path?source=otel`): no second pipeline, no copy. The `events` relation the query
+library reads is a view, the contract mapping over the user's tables
+(queries/sql/clickhouse/otel_*.sql); the derived tables, kept answers and alert state live
+in a database of dupescope's own (`<db>_dupescope`, or `?dupescope_db=`). dupescope never
+writes to, alters or adds indexes to the exporter's tables.
+
+The mapping is a view (`otel_events`); what the questions read is `events`, a table in
+dupescope's own database filled from that view whenever the exporter's tables changed (one
+pass of the mapping, swapped in whole): planning the mapping costs ClickHouse a second or
+two, which every derived table and key lookup would otherwise pay again. `events` is sorted
+by key and carries a bloom filter on job_id, so a timeline reads a few granules: the key
+index dupescope keeps of its own, never on the user's tables.
+
+The layout of each table is read from `system.columns`: attribute columns as Maps or as
+JSON (`json: true`), and for logs the layout before v0.151 (a `TimestampTime` column) or
+since.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from queries.loader import sql_text
+from store.base import StoreError
+from store.clickhouse import ChdbStore, ClickHouseStore, events_ddl, param_text
+from store.clickhouse import _identifier as identifier
+
+DEFAULT_TRACES = "otel_traces"
+DEFAULT_LOGS = "otel_logs"
+#: Columns the mapping reads, per table: a table without them is not the exporter's.
+TRACE_COLUMNS = ("Timestamp", "TraceId", "SpanId", "ParentSpanId", "SpanName", "SpanKind",
+                 "Duration", "StatusMessage", "ResourceAttributes", "SpanAttributes",
+                 "Events.Timestamp", "Events.Name", "Events.Attributes")
+LOG_COLUMNS = ("Timestamp", "TraceId", "SpanId", "Body", "ResourceAttributes", "LogAttributes")
+
+_COLUMNS_SQL = (
+    "SELECT table, name, type FROM system.columns "
+    "WHERE database = {database:String} AND table IN {tables:Array(String)}"
+)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What `system.columns` says about one of the exporter's tables."""
+
+    table: str
+    json: bool  # attribute columns are JSON (`json: true`), not Maps
+    timestamp_time: bool  # otel_logs before v0.151: a TimestampTime column
+
+    def describe(self) -> str:
+        kind = "JSON" if self.json else "Map"
+        older = ", TimestampTime layout" if self.timestamp_time else ""
+        return f"{self.table} ({kind} attributes{older})"
+
+
+def layouts(
+    columns: pd.DataFrame, traces: str, logs: str
+) -> tuple[Layout | None, Layout | None]:
+    """The layouts of the traces and logs tables from system.columns rows (None: absent).
+
+    Raises StoreError, naming the table and the columns, for a table of that name that is
+    not the exporter's."""
+    found: list[Layout | None] = []
+    for table, needed in ((traces, TRACE_COLUMNS), (logs, LOG_COLUMNS)):
+        rows = columns[columns["table"] == table]
+        if rows.empty:
+            found.append(None)
+            continue
+        types = dict(zip(rows["name"], rows["type"], strict=True))
+        missing = [c for c in needed if c not in types]
+        if missing:
+            raise StoreError(
+                f"the table {table!r} is not the OpenTelemetry Collector's ClickHouse "
+                f"exporter's: it has no {', '.join(missing)}"
+            )
+        attrs = types["ResourceAttributes"]
+        found.append(Layout(table, attrs.startswith("JSON"), "TimestampTime" in types))
+    return found[0], found[1]
+
+
+# ClickHouse plans a query over views by inlining them, and a column of a view that is used
+# in many places is planned in each: over the whole chain of the mapping that took seconds
+# (tens with the JSON layout's flattening), for every statement. So the chain is cut into
+# stages, each kept as a table in dupescope's own database and refilled in order when the
+# exporter's tables changed. A stage holds what it reads in a form the next reads cheaply:
+# the JSON layout's attributes flattened into Maps, and one row per span that names a job.
+
+
+def _span_steps(json: bool) -> list[tuple[str, str, bool]]:
+    """(relation, query file, kept as a table?) in build order, for otel_traces."""
+    return [
+        ("otel_spans", "otel_spans_json" if json else "otel_spans", json),
+        ("otel_span_kinds_stage", "otel_span_kinds", True),
+        ("otel_span_records", "otel_span_records", False),
+    ]
+
+
+def _log_steps(json: bool) -> list[tuple[str, str, bool]]:
+    """(relation, query file, kept as a table?) in build order, for otel_logs."""
+    return [
+        ("otel_logs_rows", "otel_logs_json" if json else "otel_logs", json),
+        ("otel_log_records", "otel_log_records", False),
+    ]
+
+
+class OtelSource:
+    """The views that make the exporter's tables read as dupescope's `events`."""
+
+    def __init__(
+        self,
+        source_db: str,
+        own_db: str | None = None,
+        traces_table: str = DEFAULT_TRACES,
+        logs_table: str = DEFAULT_LOGS,
+    ) -> None:
+        self.source_db = identifier(source_db)
+        self.own_db = identifier(own_db or f"{source_db}_dupescope")
+        if self.own_db == self.source_db:
+            raise StoreError(
+                f"dupescope's own database must not be the exporter's ({source_db!r}): "
+                "its derived tables and alert state would land beside the user's tables"
+            )
+        self.traces_table = identifier(traces_table)
+        self.logs_table = identifier(logs_table)
+        self.traces: Layout | None = None
+        self.logs: Layout | None = None
+        #: (table, the view it is refilled from), in the order a refresh refills them.
+        self.stages: list[tuple[str, str]] = []
+
+    def install(
+        self,
+        command: Callable[[str], None],
+        query: Callable[[str, dict[str, Any]], pd.DataFrame],
+        use: Callable[[str], None],
+    ) -> None:
+        """Detect the layouts and (re)create the views in dupescope's own database.
+
+        `use(db)` makes `db` the current database: the views name one another unqualified,
+        and ClickHouse resolves such names in the current database when it creates a view.
+        """
+        columns = query(
+            _COLUMNS_SQL,
+            {"database": self.source_db, "tables": [self.traces_table, self.logs_table]},
+        )
+        self.traces, self.logs = layouts(columns, self.traces_table, self.logs_table)
+        if self.traces is None and self.logs is None:
+            raise StoreError(
+                f"no {self.traces_table} or {self.logs_table} table in the database "
+                f"{self.source_db!r}: is that where the Collector's ClickHouse exporter "
+                "writes?"
+            )
+        own = self.own_db
+        command(f"CREATE DATABASE IF NOT EXISTS {own}")
+        use(own)
+        records: list[str] = []
+        self.stages = []
+        for layout, source, steps in (
+            (self.traces, "otel_traces_source", _span_steps),
+            (self.logs, "otel_logs_source", _log_steps),
+        ):
+            if layout is None:
+                continue
+            # Identifiers cannot be bound; both were validated as plain identifiers.
+            command(
+                f"CREATE OR REPLACE VIEW {own}.{source} AS "
+                f"SELECT * FROM {self.source_db}.{layout.table}"
+            )
+            for name, query_file, stage in steps(layout.json):
+                text = _without_comments(sql_text(query_file, "clickhouse"))
+                view = f"{name}_view" if stage else name
+                command(f"CREATE OR REPLACE VIEW {own}.{view} AS {text}")
+                if stage:
+                    command(
+                        f"CREATE OR REPLACE TABLE {own}.{name} ENGINE = MergeTree "
+                        f"ORDER BY tuple() EMPTY AS SELECT * FROM {own}.{view}"
+                    )
+                    self.stages.append((name, view))
+            records.append(f"SELECT * FROM {own}.{steps(layout.json)[-1][0]}")
+        command(f"CREATE OR REPLACE VIEW {own}.otel_records AS {' UNION ALL '.join(records)}")
+        text = sql_text("otel_events", "clickhouse")
+        command(f"CREATE OR REPLACE VIEW {own}.otel_events AS {_without_comments(text)}")
+        stale = query(
+            "SELECT name FROM system.tables WHERE database = {database:String} "
+            "AND name = 'events' AND engine = 'View'",
+            {"database": own},
+        )
+        if not stale.empty:  # `events` as a view, from an earlier version of this mapping
+            command(f"DROP VIEW {own}.events")
+        for statement in events_ddl(own):
+            command(statement)
+        # What `events` was last refilled from, so that a new process (a one-shot CLI
+        # command) reuses it instead of refilling.
+        command(
+            f"CREATE TABLE IF NOT EXISTS {own}.otel_refreshed (fingerprint String, "
+            "version UInt64) ENGINE = ReplacingMergeTree(version) ORDER BY tuple()"
+        )
+
+    def fingerprint_sql(self) -> str:
+        """A cheap statement whose answer changes when the exporter's tables do: their
+        count(), which a MergeTree answers from part metadata (the exporter only inserts;
+        TTL drops whole parts). It runs before every question, so it reads no column."""
+        parts = []
+        for layout in (self.traces, self.logs):
+            if layout is not None:
+                parts.append(
+                    f"SELECT '{layout.table}' AS t, count() AS n "
+                    f"FROM {self.source_db}.{layout.table}"
+                )
+        return " UNION ALL ".join(parts)
+
+    def describe(self) -> str:
+        tables = ", ".join(t.describe() for t in (self.traces, self.logs) if t is not None)
+        return f"the Collector's tables in {self.source_db}: {tables}; own tables in {self.own_db}"
+
+
+def _without_comments(text: str) -> str:
+    """A query file's text without its comment lines (a view keeps its SELECT as given)."""
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
+
+
+#: How long a refresh waits for another process's refill, and when a lock is a dead one's.
+REFILL_WAIT_S = 300
+REFILL_STALE_S = 900
+
+_KEY_ROWS = (
+    "SELECT * FROM events FINAL WHERE idempotency_key = {key:String} OR job_id = {key:String} "
+    "OR job_id IN (SELECT job_id FROM events WHERE idempotency_key = {key:String} "
+    "AND job_id IS NOT NULL)"
+)
+
+
+class OtelReading:
+    """What both kinds of store do over the exporter's tables: keep `events` current.
+
+    Mixed in before ChdbStore or ClickHouseStore, whose command, execute, arrow and
+    describe it uses."""
+
+    source: OtelSource
+    _refreshed: str | None = None
+
+    def refresh(self) -> str:
+        """Refill `events` from the mapping if the exporter's tables changed; returns the
+        fingerprint of what `events` now holds."""
+        frame = self.execute(self.source.fingerprint_sql())
+        current = ";".join(f"{r.t}:{r.n}" for r in frame.itertuples())
+        if current == self._refreshed:
+            return current
+        own = self.source.own_db
+        if self._refilled_from() == current:
+            self._refreshed = current  # another process refilled events from these tables
+            return current
+        self._lock_refill()
+        try:
+            if self._refilled_from() != current:
+                self._refill(current)
+        finally:
+            self.command(f"DROP TABLE IF EXISTS {own}.otel_refilling")
+        self._refreshed = current
+        return current
+
+    def _refilled_from(self) -> str | None:
+        kept = self.execute(f"SELECT fingerprint FROM {self.source.own_db}.otel_refreshed FINAL")
+        return None if kept.empty else str(kept["fingerprint"].iloc[0])
+
+    def _lock_refill(self) -> None:
+        """One refill at a time (a dashboard and `watch` may share the store): the stage
+        tables are shared. CREATE TABLE is the lock, as it fails where the table exists; a
+        lock older than REFILL_STALE_S is a dead process's and is taken over."""
+        own = self.source.own_db
+        deadline = time.monotonic() + REFILL_WAIT_S
+        while True:
+            try:
+                self.command(f"CREATE TABLE {own}.otel_refilling (at DateTime) ENGINE = Memory")
+                return
+            except StoreError:
+                pass
+            age = self.execute(
+                "SELECT dateDiff('second', metadata_modification_time, now()) AS age "
+                "FROM system.tables WHERE database = {database:String} "
+                "AND name = 'otel_refilling'",
+                {"database": own},
+            )
+            if not age.empty and int(age["age"].iloc[0]) > REFILL_STALE_S:
+                self.command(f"DROP TABLE IF EXISTS {own}.otel_refilling")
+                continue
+            if time.monotonic() > deadline:
+                raise StoreError(
+                    f"another process has been refilling {own}.events for over "
+                    f"{REFILL_WAIT_S} s (drop {own}.otel_refilling if none is running)"
+                )
+            time.sleep(0.2)
+
+    def _refill(self, fingerprint: str) -> None:
+        """`events` from the mapping in one pass, swapped in whole."""
+        own = self.source.own_db
+        for table, view in self.source.stages:
+            self.command(f"TRUNCATE TABLE {own}.{table}")
+            self.command(f"INSERT INTO {own}.{table} SELECT * FROM {own}.{view}")
+        self.command(f"DROP TABLE IF EXISTS {own}.events_next")
+        self.command(f"CREATE TABLE {own}.events_next AS {own}.events")
+        self.command(f"INSERT INTO {own}.events_next SELECT * FROM {own}.otel_events")
+        self.command(f"EXCHANGE TABLES {own}.events AND {own}.events_next")
+        self.command(f"DROP TABLE IF EXISTS {own}.events_next")
+        self._bound_command(
+            f"INSERT INTO {own}.otel_refreshed SELECT {{fingerprint:String}}, "
+            "toUnixTimestamp64Micro(now64(6))",
+            {"fingerprint": fingerprint},
+        )
+
+    def snapshot_id(self) -> str:
+        """The derived tables' cache key (queries/derived.py), after a refresh."""
+        return self.refresh()
+
+    def key_rows(self, key: str) -> pa.Table:
+        """A superset of the rows of `key`'s timeline, read by the sort key and the job_id
+        bloom filter of dupescope's own `events` (queries/timeline.py groups them)."""
+        self.refresh()
+        return self.arrow(_KEY_ROWS, {"key": key})
+
+    def write(self, table: Any) -> int:
+        raise StoreError(
+            f"{self.describe()} is read in place: the Collector writes its tables, dupescope "
+            "never does (send events to a store of dupescope's own to ingest them)"
+        )
+
+
+
+class OtelChdbStore(OtelReading, ChdbStore):
+    """chDB holding the exporter's tables (a copy of a server's, or a test's)."""
+
+    def __init__(self, path: str | None, source: OtelSource) -> None:
+        from chdb import session
+
+        self.path = path
+        self.source = source
+        self.database = source.own_db
+        self._session = session.Session(path) if path else session.Session()
+        source.install(self.command, self._query, lambda db: self.command(f"USE {db}"))
+
+    def _query(self, sql: str, params: dict[str, Any]) -> pd.DataFrame:
+        return self.execute(sql, params)
+
+    def _bound_command(self, sql: str, params: dict[str, Any]) -> None:
+        self._session.query(sql, params={k: param_text(v) for k, v in params.items()})
+
+    def describe(self) -> str:
+        where = f"chDB at {self.path}" if self.path else "chDB in memory"
+        return f"{where}, {self.source.describe()}"
+
+
+class OtelClickHouseStore(OtelReading, ClickHouseStore):
+    """A ClickHouse server where the Collector's exporter writes."""
+
+    def __init__(self, *, source: OtelSource, host: str, port: int = 8123,
+                 username: str = "default", password: str = "", secure: bool = False) -> None:
+        import clickhouse_connect
+
+        self.source = source
+        self.database = source.own_db
+        self.cluster = None
+        self._where = f"ClickHouse at {host}:{port}"
+        try:
+            self._client = clickhouse_connect.get_client(
+                host=host, port=port, username=username, password=password, secure=secure
+            )
+            source.install(self._client.command, self._query, self._use)
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise StoreError(f"cannot open ClickHouse at {host}:{port}: {exc}") from exc
+
+    def _use(self, database: str) -> None:
+        self._client.database = database
+
+    def _query(self, sql: str, params: dict[str, Any]) -> pd.DataFrame:
+        return self._client.query_df(sql, parameters=params)
+
+    def _bound_command(self, sql: str, params: dict[str, Any]) -> None:
+        self._client.command(sql, parameters=params)
+
+    def describe(self) -> str:
+        return f"{self._where}, {self.source.describe()}"

@@ -1,0 +1,377 @@
+"""The OpenTelemetry Collector's ClickHouse tables, read in place, answer as OTLP ingest does.
+
+The workload model's spans go two ways: over OTLP into the embedded store (the collector's
+decoder), and into chDB tables made with the exporter's DDL, as rows the exporter writes
+(nested Events, every Map value a string). `--store chdb:///path?source=otel` must then give
+the same forensics, for each layout of the tables, and never touch them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pandas as pd
+import pytest
+from chdb import session
+from click.testing import CliRunner
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
+
+import sample_data
+from collectors.arrow_batch import rows_to_table
+from collectors.normalise import Normaliser
+from collectors.otlp import decode_logs, decode_traces
+from dupescope.cli import main
+from sample_data.clickhouse_exporter import (
+    CollectingExporter,
+    insert,
+    log_rows,
+    logs_ddl,
+    span_rows,
+    traces_ddl,
+)
+from sample_data.otlp import export_spans
+from store.base import StoreError, to_frame
+from store.embedded import EmbeddedStore
+from store.open import open_store
+from store.otel import OtelChdbStore, OtelSource
+
+FIELDS = ("ts", "event", "job_id", "job_type", "idempotency_key", "resource_key", "queue",
+          "delivery_attempt", "worker_id", "lock_key", "lock_owner", "lock_ttl_ms",
+          "visibility_timeout_ms", "service_version", "trace_id", "span_id", "execution_id")
+# (traces with JSON attributes?, logs layout)
+LAYOUTS = {
+    "map, logs since v0.151": (False, "current"),
+    "map, logs with TimestampTime": (False, "timestamp_time"),
+    "json": (True, "json"),
+}
+
+
+@pytest.fixture(scope="module")
+def requests() -> list:
+    workload = sample_data.generate(seed=11, target_events=500, worker_crash=0.05)
+    exporter = CollectingExporter()
+    export_spans(workload, exporter)
+    return exporter.requests
+
+
+@pytest.fixture(scope="module")
+def otlp_rows(requests: list) -> list[dict]:
+    return [row for r in requests for row in decode_traces(r, Normaliser(), "otlp").rows]
+
+
+@pytest.fixture(scope="module")
+def embedded(requests: list, otlp_rows: list[dict], tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("embedded")
+    store = EmbeddedStore(str(folder))
+    store.write(rows_to_table(otlp_rows))
+    store.close()
+    return folder
+
+
+def exporter_tables(folder: Path, *, json_attrs: bool, logs: str, spans: list | None = None,
+                    logs_rows: list | None = None) -> Path:
+    """A chDB folder holding the exporter's tables (database `otel`) with these rows."""
+    s = session.Session(str(folder))
+    try:
+        s.query("CREATE DATABASE IF NOT EXISTS otel")
+        s.query(traces_ddl("otel", json=json_attrs))
+        s.query(logs_ddl("otel", layout=logs))
+        insert(s, "otel.otel_traces", spans or [])
+        insert(s, "otel.otel_logs", logs_rows or [])
+    finally:
+        s.close()
+    return folder
+
+
+@pytest.fixture(scope="module", params=list(LAYOUTS), ids=list(LAYOUTS))
+def layout_folder(request, requests: list, tmp_path_factory) -> Path:
+    json_attrs, logs = LAYOUTS[request.param]
+    return exporter_tables(tmp_path_factory.mktemp("otel"), json_attrs=json_attrs, logs=logs,
+                           spans=span_rows(requests, json=json_attrs))
+
+
+@pytest.fixture
+def otel_store(layout_folder: Path) -> Iterator[OtelChdbStore]:
+    store = OtelChdbStore(str(layout_folder), OtelSource("otel"))
+    yield store
+    store.close()
+
+
+@pytest.fixture(scope="module")
+def otel_folder(requests: list, tmp_path_factory) -> Path:
+    """The Map layout, for the commands: every layout gives the same events (above)."""
+    return exporter_tables(tmp_path_factory.mktemp("otel"), json_attrs=False, logs="current",
+                           spans=span_rows(requests))
+
+
+def canonical(frame: pd.DataFrame) -> list[tuple]:
+    """Rows as comparable tuples: the canonical fields, and attrs with every value as text
+    (the exporter's Map columns hold strings only)."""
+    out = []
+    for row in frame.to_dict("records"):
+        values = tuple(None if v is None or (not isinstance(v, str) and pd.isna(v)) else str(v)
+                       for v in (row[f] for f in FIELDS))
+        attrs = json.loads(row["attrs"]) if isinstance(row["attrs"], str) else {}
+        out.append((*values, tuple(sorted((k, str(v).lower() if isinstance(v, bool) else str(v))
+                                          for k, v in attrs.items()))))
+    return sorted(out)
+
+
+def test_the_mapping_gives_the_otlp_decoders_rows(otel_store: OtelChdbStore,
+                                                  otlp_rows: list[dict]) -> None:
+    expected = to_frame(rows_to_table(otlp_rows))
+    otel_store.refresh()
+    got = otel_store.execute("SELECT * FROM events")
+    assert len(got) == len(expected) > 300
+    assert canonical(got) == canonical(expected)
+
+
+def test_the_layout_is_read_from_system_columns(otel_store: OtelChdbStore) -> None:
+    source = otel_store.source
+    json_attrs = source.traces.json
+    assert source.logs.json == json_attrs
+    described = otel_store.describe()
+    assert ("JSON attributes" in described) == json_attrs
+    assert ("TimestampTime" in described) == source.logs.timestamp_time
+
+
+def cli(store: str, *args: str) -> list[dict]:
+    result = CliRunner().invoke(main, ["--store", store, *args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_duplicates_with_cause_equal_those_over_otlp(otel_folder: Path,
+                                                     embedded: Path) -> None:
+    got = cli(f"chdb://{otel_folder}?source=otel", "duplicates")
+    expected = cli(str(embedded), "duplicates")
+    assert {r["cause"] for r in expected} >= {"worker_crash"}
+    assert got == expected
+
+
+def test_timeline_and_alerts_equal_those_over_otlp(otel_folder: Path, embedded: Path) -> None:
+    url = f"chdb://{otel_folder}?source=otel"
+    key = cli(str(embedded), "duplicates")[0]["key"]
+    drop = ("event_uid", "attrs")  # a uid of the mapping's own; attrs' values are text
+    got = [{k: v for k, v in r.items() if k not in drop} for r in cli(url, "timeline", key)]
+    expected = [{k: v for k, v in r.items() if k not in drop}
+                for r in cli(str(embedded), "timeline", key)]
+    assert len(got) > 3 and got == expected
+    assert cli(url, "alerts") == cli(str(embedded), "alerts")
+
+
+def _tables_of(folder: Path) -> list[tuple]:
+    s = session.Session(str(folder))
+    try:
+        text = s.query(
+            "SELECT name, engine, create_table_query, total_rows FROM system.tables "
+            "WHERE database = 'otel' ORDER BY name", "JSONCompact").bytes()
+    finally:
+        s.close()
+    return [tuple(r) for r in orjson.loads(text)["data"]]
+
+
+def test_stats_and_watch_run_and_never_write_the_exporters_tables(
+    requests: list, tmp_path: Path
+) -> None:
+    folder = exporter_tables(tmp_path / "otel", json_attrs=False, logs="current",
+                             spans=span_rows(requests[:1]))
+    before = _tables_of(folder)
+    url = f"chdb://{folder}?source=otel"
+    assert cli(url, "stats")
+    result = CliRunner().invoke(main, ["--store", url, "watch", "--once"])
+    assert result.exit_code == 0, result.output
+    assert _tables_of(folder) == before
+    store = open_store(url)
+    try:
+        with pytest.raises(StoreError, match="read in place"):
+            store.write(rows_to_table([]))
+    finally:
+        store.close()
+
+
+def test_new_spans_are_read_on_the_next_question(requests: list, tmp_path: Path) -> None:
+    half = len(requests) // 2
+    folder = exporter_tables(tmp_path / "otel", json_attrs=False, logs="current",
+                             spans=span_rows(requests[:half]))
+    url = f"chdb://{folder}?source=otel"
+    first = open_store(url)
+    try:
+        assert first.refresh() == first.refresh()  # unchanged tables: the same events
+        before = int(first.execute("SELECT count() AS n FROM events")["n"][0])
+    finally:
+        first.close()
+    exporter_tables(folder, json_attrs=False, logs="current", spans=span_rows(requests[half:]))
+    store = open_store(url)
+    try:
+        store.refresh()
+        after = int(store.execute("SELECT count() AS n FROM events")["n"][0])
+    finally:
+        store.close()
+    assert before < after
+
+
+def _log(attrs: dict, ns: int, body: str | None = None) -> LogRecord:
+    record = LogRecord(time_unix_nano=ns)
+    for key, value in attrs.items():
+        any_value = (AnyValue(int_value=value) if isinstance(value, int)
+                     else AnyValue(string_value=value))
+        record.attributes.append(KeyValue(key=key, value=any_value))
+    if body is not None:
+        record.body.string_value = body
+    return record
+
+
+def _log_request() -> ExportLogsServiceRequest:
+    """Two deliveries of one job as log records, the second after a silent first."""
+    request = ExportLogsServiceRequest()
+    logs = request.resource_logs.add()
+    for key, value in (("service.name", "worker"), ("host.name", "h1")):
+        logs.resource.attributes.append(KeyValue(key=key, value=AnyValue(string_value=value)))
+    logs.resource.attributes.append(KeyValue(key="process.pid", value=AnyValue(int_value=7)))
+    records = logs.scope_logs.add().log_records
+    base = 1_764_504_000_000_000_000
+    common = {"job_id": "j-1", "job_type": "charge", "idempotency_key": "order-1"}
+    records.append(_log({**common, "event": "enqueue"}, base))
+    records.append(_log({**common, "event": "deliver", "delivery_attempt": 1}, base + 10**9))
+    records.append(_log({**common, "event": "side_effect", "delivery_attempt": 1},
+                        base + 2 * 10**9, body="charged"))
+    records.append(_log({**common, "event": "deliver", "delivery_attempt": 2}, base + 60 * 10**9))
+    records.append(_log({**common, "event": "side_effect", "delivery_attempt": 2},
+                        base + 61 * 10**9))
+    records.append(_log({**common, "event": "ack", "delivery_attempt": 2}, base + 62 * 10**9))
+    records.append(_log({"msg": "an application log line, no job event"}, base + 63 * 10**9))
+    return request
+
+
+@pytest.mark.parametrize("layout", ["current", "timestamp_time", "json"])
+def test_log_records_give_the_otlp_decoders_rows(layout: str, tmp_path: Path) -> None:
+    request = _log_request()
+    expected = to_frame(rows_to_table(decode_logs(request, Normaliser(), "otlp").rows))
+    folder = exporter_tables(tmp_path / "otel", json_attrs=layout == "json", logs=layout,
+                             logs_rows=log_rows([request], json=layout == "json"))
+    store = OtelChdbStore(str(folder), OtelSource("otel"))
+    try:
+        store.refresh()
+        got = store.execute("SELECT * FROM events")
+    finally:
+        store.close()
+    assert len(got) == 6
+    assert canonical(got) == canonical(expected)
+    assert set(got["delivery_attempt"].dropna()) == {1, 2}  # arrived as '1' and '2'
+
+
+def test_a_table_that_is_not_the_exporters_is_refused(tmp_path: Path) -> None:
+    s = session.Session(str(tmp_path))
+    try:
+        s.query("CREATE DATABASE otel")
+        s.query("CREATE TABLE otel.otel_traces (Timestamp DateTime64(9)) ENGINE = MergeTree "
+                "ORDER BY Timestamp")
+    finally:
+        s.close()
+    with pytest.raises(StoreError, match="otel_traces.*no TraceId"):
+        OtelChdbStore(str(tmp_path), OtelSource("otel"))
+
+
+def _span(name: str, kind: str, attrs: dict, *, start: str = "2025-11-30 12:00:00.000000000",
+          duration_ns: int = 2_000_000_000, span_id: str = "00000000000000a1",
+          events: list[tuple[str, str, dict]] = ()) -> dict:
+    """One otel_traces row as the exporter writes it (every attribute value a string)."""
+    return {
+        "Timestamp": start, "TraceId": "0" * 31 + "1", "SpanId": span_id, "ParentSpanId": "",
+        "SpanName": name, "SpanKind": kind, "ServiceName": "svc",
+        "ResourceAttributes": {"service.name": "svc", "host.name": "h1", "process.pid": "7"},
+        "SpanAttributes": attrs, "Duration": duration_ns, "StatusCode": "Unset",
+        "StatusMessage": "",
+        "Events.Timestamp": [e[0] for e in events], "Events.Name": [e[1] for e in events],
+        "Events.Attributes": [e[2] for e in events],
+    }
+
+
+def _events_of(tmp_path: Path, spans: list[dict]) -> list[dict]:
+    folder = exporter_tables(tmp_path / "otel", json_attrs=False, logs="current", spans=spans)
+    store = OtelChdbStore(str(folder), OtelSource("otel"))
+    try:
+        store.refresh()
+        frame = store.execute("SELECT * FROM events ORDER BY ts, event")
+    finally:
+        store.close()
+    return frame.to_dict("records")
+
+
+def test_a_producer_span_naming_a_job_is_its_enqueue(tmp_path: Path) -> None:
+    rows = _events_of(tmp_path, [_span("send charge", "Producer",
+                                       {"messaging.message.id": "j-1", "job_type": "charge"})])
+    assert [(r["event"], r["job_id"]) for r in rows] == [("enqueue", "j-1")]
+    assert pd.isna(rows[0]["worker_id"])  # the producer is no worker: not the resource's
+
+
+def test_a_celery_run_span_is_one_execution_settled_at_its_end(tmp_path: Path) -> None:
+    run = _span("run/tasks.charge", "Consumer", {
+        "celery.action": "run", "celery.task_name": "tasks.charge",
+        "messaging.message.id": "t-1", "celery.retries": "1",
+        "celery.delivery_info": "{'redelivered': True, 'priority': 0}",
+        "celery.state": "RETRY", "celery.retry.reason": "Retry in 5s: timeout"})
+    rows = _events_of(tmp_path, [run])
+    assert [r["event"] for r in rows] == ["deliver", "nack"]
+    assert {r["delivery_attempt"] for r in rows} == {3}  # retries '1' + 1, redelivered + 1
+    assert json.loads(rows[1]["attrs"])["reason"] == "Retry in 5s: timeout"
+    assert rows[0]["execution_id"] == rows[1]["execution_id"] == "00000000000000a1"
+
+
+def test_a_deliver_span_event_is_the_executions_one_delivery(tmp_path: Path) -> None:
+    span = _span("charge process", "Consumer",
+                 {"messaging.message.id": "j-2", "delivery_attempt": "2"},
+                 events=[("2025-11-30 12:00:00.500000000", "deliver", {}),
+                         ("2025-11-30 12:00:01.000000000", "side_effect", {}),
+                         ("2025-11-30 12:00:01.500000000", "ack", {})])
+    rows = _events_of(tmp_path, [span])
+    assert [r["event"] for r in rows] == ["deliver", "side_effect", "ack"]
+    assert str(rows[0]["ts"]).startswith("2025-11-30 12:00:00.5")
+    assert {r["delivery_attempt"] for r in rows} == {2}  # arrived as '2'
+
+
+def test_a_refill_waits_for_another_process_and_says_so(requests: list, tmp_path: Path,
+                                                        monkeypatch) -> None:
+    import store.otel
+
+    folder = exporter_tables(tmp_path / "otel", json_attrs=False, logs="current",
+                             spans=span_rows(requests[:1]))
+    store_ = OtelChdbStore(str(folder), OtelSource("otel"))
+    try:
+        store_.command("CREATE TABLE otel_dupescope.otel_refilling (at DateTime) ENGINE = Memory")
+        monkeypatch.setattr(store.otel, "REFILL_WAIT_S", 0.5)
+        with pytest.raises(StoreError, match="another process has been refilling"):
+            store_.refresh()
+        store_.command("DROP TABLE otel_dupescope.otel_refilling")
+        store_.refresh()
+        assert int(store_.execute("SELECT count() AS n FROM events")["n"][0]) > 0
+    finally:
+        store_.close()
+
+
+def test_every_dashboard_page_works_on_the_exporters_tables(otel_folder: Path, embedded: Path,
+                                                            monkeypatch) -> None:
+    from dashboard_app import open_page, texts
+
+    from dashboard import source
+
+    key = cli(str(embedded), "duplicates")[0]["key"]
+    url = f"chdb://{otel_folder}?source=otel"
+    monkeypatch.setenv("DUPESCOPE_STORE", url)
+    try:
+        app = open_page("timeline", key=key)
+        assert not app.exception
+        assert len(app.get("plotly_chart")) == 1  # the key's swimlanes
+        assert [s.value for s in app.subheader][:2] == ["Executions", "Events"]
+        for page in ("overview", "durations", "alerts", "checklist"):
+            app.switch_page(f"app_pages/{page}.py").run()
+            assert not app.exception, page
+            assert not any("holds no events yet" in text for text in texts(app.info)), page
+    finally:
+        source.close(url)
