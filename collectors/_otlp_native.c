@@ -47,6 +47,7 @@ static __attribute__((noinline)) int buf_grow(Buf *b, size_t extra) {
 }
 
 static inline int buf_put(Buf *b, const void *src, size_t n) {
+    if (!n) return 0; /* an empty buffer has no memory yet: NULL + 0 is undefined in C */
     if (buf_reserve(b, n)) return -1;
     memcpy(b->data + b->len, src, n);
     b->len += n;
@@ -268,6 +269,14 @@ static const uint8_t *varint(const uint8_t *p, const uint8_t *end, uint64_t *out
     return NULL;
 }
 
+/* A tag or a length: protobuf's parser reads these as 32-bit varints, of at most five
+ * bytes however many zero bits pad them, and refuses a body with a longer one. */
+static const uint8_t *varint32(const uint8_t *p, const uint8_t *end, uint64_t *out) {
+    const uint8_t *start = p;
+    p = varint(p, end, out);
+    return p && p - start <= 5 && *out <= UINT32_MAX ? p : NULL;
+}
+
 /* One field: its number, wire type, and payload (a slice for LEN, a value otherwise). */
 typedef struct {
     uint32_t number;
@@ -278,7 +287,7 @@ typedef struct {
 
 static const uint8_t *next_field(const uint8_t *p, const uint8_t *end, Field *f) {
     uint64_t tag;
-    p = varint(p, end, &tag);
+    p = varint32(p, end, &tag);
     if (!p) return NULL;
     f->number = (uint32_t)(tag >> 3);
     f->wire = (int)(tag & 7);
@@ -292,7 +301,7 @@ static const uint8_t *next_field(const uint8_t *p, const uint8_t *end, Field *f)
         return p + 8;
     case 2: {
         uint64_t n;
-        p = varint(p, end, &n);
+        p = varint32(p, end, &n);
         if (!p || n > (uint64_t)(end - p)) return NULL;
         f->slice.p = p;
         f->slice.n = (size_t)n;
@@ -931,7 +940,8 @@ static inline int str_is_last(const StrCol *c, const char *p, size_t n, int vali
     size_t i = c->rows - 1;
     if (bit_at(&c->valid, i) != valid) return 0;
     const int32_t *off = (const int32_t *)c->offsets.data;
-    return !valid || ((size_t)(off[i + 1] - off[i]) == n && memcmp(c->data.data + off[i], p, n) == 0);
+    return !valid || ((size_t)(off[i + 1] - off[i]) == n &&
+                      (!n || memcmp(c->data.data + off[i], p, n) == 0));
 }
 
 /* Row `row` of the column: a value of its own, or with runs (`in_runs`) one more row of
@@ -987,7 +997,7 @@ static int str_again(StrCol *c, size_t from, size_t row, int in_runs) {
     int valid = bit_at(&c->valid, v);
     /* Reserved first: the copy reads from the buffer it appends to. */
     if (valid && buf_reserve(&c->data, (size_t)(b - a))) return -1;
-    return str_put(c, c->data.data + a, (size_t)(b - a), valid, row, in_runs);
+    return str_put(c, b > a ? c->data.data + a : "", (size_t)(b - a), valid, row, in_runs);
 }
 
 static int int_again(IntCol *c, size_t from, size_t row, int in_runs) {
