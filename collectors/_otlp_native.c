@@ -384,34 +384,66 @@ static int check_text(const Field *f) {
     return utf8_valid(f->slice) ? 0 : -1;
 }
 
-/* The fields this module reads past (scope, links, status, trace state, schema URLs) are
- * still checked the way the reference's parser checks them: strings must be UTF-8. */
-static int check_key_value(Str m) {
+/* Values nested deeper than this are the reference's to judge (its parser has a depth
+ * limit of its own); the C stack is never at risk from a body. */
+#define MAX_DEPTH 32
+
+static int check_key_value_at(Str m, int depth);
+static int check_any_value(Str m, int depth);
+
+/* An ArrayValue (`pairs` 0: values are AnyValues) or a KeyValueList (`pairs` 1: values
+ * are KeyValues), checked as protobuf's parser checks it. */
+static int check_values(Str m, int pairs, int depth) {
+    if (depth > MAX_DEPTH) return ODD;
     const uint8_t *p = m.p, *end = m.p + m.n;
-    Field f, g;
+    Field f;
     while (p < end) {
         p = next_field(p, end, &f);
         if (!p) return -1;
-        if (f.number == 1) {
-            int rc = check_text(&f);
-            if (rc) return rc;
-        } else if (f.number == 2) {
-            if (f.wire != 2) return ODD;
-            const uint8_t *vp = f.slice.p, *vend = f.slice.p + f.slice.n;
-            while (vp < vend) {
-                vp = next_field(vp, vend, &g);
-                if (!vp) return -1;
-                if (g.number == 1) {
-                    int rc = check_text(&g);
-                    if (rc) return rc;
-                } else if (g.number == 5 || g.number == 6) {
-                    return ODD; /* nested values: the reference's parser checks them */
-                }
-            }
-        }
+        if (f.number != 1) continue;
+        if (f.wire != 2) return ODD;
+        int rc = pairs ? check_key_value_at(f.slice, depth + 1) : check_any_value(f.slice, depth + 1);
+        if (rc) return rc;
     }
     return 0;
 }
+
+/* An AnyValue this module does not read: its strings, nested ones too, must be UTF-8. */
+static int check_any_value(Str m, int depth) {
+    if (depth > MAX_DEPTH) return ODD;
+    const uint8_t *p = m.p, *end = m.p + m.n;
+    Field f;
+    while (p < end) {
+        p = next_field(p, end, &f);
+        if (!p) return -1;
+        int rc = 0;
+        if (f.number == 1) rc = check_text(&f);
+        else if (f.number == 5 || f.number == 6)
+            rc = f.wire == 2 ? check_values(f.slice, f.number == 6, depth + 1) : ODD;
+        else if (f.number == 8) rc = ODD; /* string_value_strindex: the reference decides */
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+static int check_key_value_at(Str m, int depth) {
+    const uint8_t *p = m.p, *end = m.p + m.n;
+    Field f;
+    while (p < end) {
+        p = next_field(p, end, &f);
+        if (!p) return -1;
+        int rc = 0;
+        if (f.number == 1) rc = check_text(&f);
+        else if (f.number == 2) rc = f.wire == 2 ? check_any_value(f.slice, depth + 1) : ODD;
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* The fields this module reads past (scope, links, status, trace state, schema URLs,
+ * entity refs, nested values) are still checked the way the reference's parser checks
+ * them: strings must be UTF-8. */
+static int check_key_value(Str m) { return check_key_value_at(m, 0); }
 
 /* A message whose fields `texts` are strings and `pairs` KeyValues; others skipped. */
 static int check_message(Str m, uint32_t texts_mask, uint32_t pairs_mask) {
@@ -460,9 +492,14 @@ static int parse_any_value(Str m, Attr *a) {
             a->type = V_DOUBLE;
             break;
         case 5:
-        case 6:
+        case 6: { /* never rendered here, but checked: a span may be read past */
+            int rc = f.wire == 2 ? check_values(f.slice, f.number == 6, 1) : ODD;
+            if (rc) return rc;
             a->type = V_COMPLEX;
             break;
+        }
+        case 8: /* string_value_strindex, which the reference renders: it decides */
+            return ODD;
         case 7:
             a->type = V_BYTES;
             break;
@@ -631,6 +668,13 @@ static int parse_request(const Config *c, Parsed *q, Str body) {
                 while (ap < aend) {
                     ap = next_field(ap, aend, &h);
                     if (!ap) return -1;
+                    if (h.number == 3) { /* an entity ref: its strings */
+                        int rc = h.wire == 2
+                                     ? check_message(h.slice, BIT(1) | BIT(2) | BIT(3) | BIT(4), 0)
+                                     : ODD;
+                        if (rc) return rc;
+                        continue;
+                    }
                     if (h.number != 1) continue;
                     if (h.wire != 2) return ODD;
                     Attr *a;

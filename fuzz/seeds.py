@@ -99,6 +99,17 @@ def test_requests() -> Iterator[ExportTraceServiceRequest]:
     span.links.add(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, trace_state="k=v")
     span.status.message = "boom"
     yield odd
+    # Fields read past, which protobuf's parser still checks: nested values on an event
+    # that is no step, an entity ref, a value given as a string table index.
+    rare = trace_request(2, 2, steps=2)
+    tags = KeyValue(key="tags")
+    tags.value.array_value.values.add().kvlist_value.values.append(
+        KeyValue(key="k", value=AnyValue(string_value="v")))
+    rare.resource_spans[0].scope_spans[0].spans[0].events[2].attributes.append(tags)
+    rare.resource_spans[0].resource.entity_refs.add(type="service", id_keys=["service.name"])
+    rare.resource_spans[0].scope_spans[0].spans[1].attributes.append(
+        KeyValue(key="note", value=AnyValue(string_value_strindex=1)))
+    yield rare
 
 
 def bodies() -> list[bytes]:

@@ -330,3 +330,42 @@ def test_an_empty_host_name_gives_the_reference_worker_id() -> None:
     native, reference = _native_and_reference(request)
     assert native[0].equals(reference[0])
     assert set(native[0]["worker_id"].to_pylist()) == {":4001"}
+
+
+def _nested(text: str) -> KeyValue:
+    kv = KeyValue(key="tags")
+    kv.value.array_value.values.add().kvlist_value.values.append(
+        KeyValue(key="k", value=AnyValue(string_value=text)))
+    return kv
+
+
+def _on_an_event_that_is_no_step(request: ExportTraceServiceRequest) -> None:
+    request.resource_spans[0].scope_spans[0].spans[0].events[2].attributes.append(
+        _nested("MARKER"))  # the span's third event is a `log`
+
+
+def _on_a_resource_without_spans(request: ExportTraceServiceRequest) -> None:
+    request.resource_spans.add().resource.attributes.append(_nested("MARKER"))
+
+
+def _in_an_entity_ref(request: ExportTraceServiceRequest) -> None:
+    request.resource_spans[0].resource.entity_refs.add(type="MARKER")
+
+
+@pytest.mark.parametrize("place", [_on_an_event_that_is_no_step, _on_a_resource_without_spans,
+                                   _in_an_entity_ref], ids=lambda place: place.__name__[1:])
+def test_a_string_that_is_not_utf8_where_no_row_reads_it_still_refuses_the_body(place) -> None:
+    request = trace_request(1, 5, steps=2)
+    place(request)
+    body = request.SerializeToString()
+    assert _decode(body) == 15
+    with pytest.raises(BodyError, match="undecodable protobuf"):
+        _decode(body.replace(b"MARKER", b"\xff" * 6))
+
+
+def test_a_value_given_as_a_string_table_index_gets_the_reference_row() -> None:
+    request = _span_request(KeyValue(key="note", value=AnyValue(string_value_strindex=7)),
+                            KeyValue(key="queue", value=AnyValue(string_value_strindex=3)))
+    native, reference = _native_and_reference(request)
+    assert native[0].equals(reference[0])
+    assert "3" in native[0]["queue"].to_pylist()
