@@ -1695,11 +1695,12 @@ static int span_uids(Ctx *x, size_t prefix, const Parsed *q, const Span *sp) {
  * entries that spell worker_id and still point at the resource's attributes (or at the
  * host:pid built from them) go. */
 static void without_resource_worker(const Ctx *x, const Parsed *q, Record *rec) {
-    const Attr *first = q->res_attrs, *last = q->res_attrs + q->n_res_attrs;
+    const Attr *first = q->res_attrs; /* NULL while no resource had attributes */
+    size_t n = q->n_res_attrs;
     for (int i = rec->n - 1; i >= 0; i--) {
         const Attr *a = rec->e[i];
         if (a->alias == NO_ALIAS || (a->alias >> 8) != F_WORKER_ID) continue;
-        if (a == &x->worker || (a >= first && a < last)) record_remove(rec, i);
+        if (a == &x->worker || (n && a >= first && a < first + n)) record_remove(rec, i);
     }
 }
 

@@ -369,3 +369,16 @@ def test_a_value_given_as_a_string_table_index_gets_the_reference_row() -> None:
     native, reference = _native_and_reference(request)
     assert native[0].equals(reference[0])
     assert "3" in native[0]["queue"].to_pylist()
+
+
+def test_a_producer_span_of_a_resource_without_attributes_gets_the_reference_row() -> None:
+    # Found by fuzzing: the resource attributes it looked through were an empty array
+    # with no memory (NULL + 0 in C).
+    request = _job_span("orders publish", [], _job("messaging.message.id", "m-1"))
+    request.resource_spans[0].scope_spans[0].spans[0].kind = 4  # PRODUCER
+    native, reference = _native_and_reference(request)
+    assert native[0].equals(reference[0])
+    assert native[0]["event"].to_pylist() == ["enqueue"]
+    _, _, fallback, _, _ = NativeTraceDecoder(Normaliser()).native.decode(
+        request.SerializeToString(), "src")
+    assert fallback == []
