@@ -9,8 +9,7 @@ same rejections and the same count of ignored spans; the native columns must be 
 Arrow. A difference raises (libFuzzer keeps the input as a finding), and so does any
 sanitizer report.
 
-Run by fuzz/run.sh; `python fuzz/otlp_target.py FILE...` (with the LD_PRELOAD that
-fuzz/run.sh sets) replays inputs.
+Run by fuzz/run.sh; `fuzz/replay.sh otlp FILE...` replays inputs (docs/fuzzing.md).
 """
 
 from __future__ import annotations

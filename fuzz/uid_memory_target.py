@@ -10,7 +10,7 @@ generation's size), and a column refused for its offsets changes nothing. Every 
 answer and the count of generations begun must agree; any sanitizer report is a
 finding too.
 
-Run by fuzz/run.sh; `python fuzz/uid_memory_target.py FILE...` replays inputs.
+Run by fuzz/run.sh; `fuzz/replay.sh uid_memory FILE...` replays inputs (docs/fuzzing.md).
 """
 
 from __future__ import annotations
