@@ -594,7 +594,7 @@ static int parse_span(const Config *c, Parsed *q, Str m, Span *sp) {
         }
         case 6:
             if (f.wire != 0) return ODD;
-            sp->kind = f.value;
+            sp->kind = (uint32_t)f.value; /* an enum is 32 bits: the parser keeps the low ones */
             break;
         case 7:
         case 8:

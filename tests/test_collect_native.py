@@ -382,3 +382,26 @@ def test_a_producer_span_of_a_resource_without_attributes_gets_the_reference_row
     _, _, fallback, _, _ = NativeTraceDecoder(Normaliser()).native.decode(
         request.SerializeToString(), "src")
     assert fallback == []
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    return bytes([*out, value])
+
+
+def test_a_span_kind_past_32_bits_is_the_kind_protobuf_reads() -> None:
+    # protobuf keeps an enum's low 32 bits: 4 + 2**32 is PRODUCER, so the span an enqueue.
+    request = _job_span("orders publish", [], _job("messaging.message.id", "m-1"))
+    span = request.resource_spans[0].scope_spans[0].spans[0].SerializeToString()
+    span += b"\x30" + _varint(4 + 2**32)  # kind again, the last one read wins
+    scope = b"\x12" + _varint(len(span)) + span
+    resource = b"\x12" + _varint(len(scope)) + scope
+    body = b"\x0a" + _varint(len(resource)) + resource
+    parsed = ExportTraceServiceRequest.FromString(body)
+    assert parsed.resource_spans[0].scope_spans[0].spans[0].kind == 4
+    table, _, ignored = NativeTraceDecoder(Normaliser()).decode(body, lambda: parsed, "src")
+    assert (table["event"].to_pylist(), ignored) == (["enqueue"], 0)
+    assert as_events(table).equals(rows_to_table(decode_traces(parsed, Normaliser(), "src").rows))
