@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench install browser clean
+.PHONY: demo test lint bench install browser fuzz fuzz-tools clean
 
 # The C extensions are built by the install: a changed source installs (builds) again.
 $(STAMP): pyproject.toml setup.py $(wildcard collectors/*.c)
@@ -22,6 +22,27 @@ browser:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium missing: sudo apt-get install chromium (browser tests will be skipped)"; fi; }
 
+# The fuzz job (docs/fuzzing.md): Debian's clang for the sanitizer builds of the C
+# extensions, atheris (libFuzzer for Python) in the venv. FUZZ_SECONDS bounds the run.
+FUZZ_SECONDS ?= 120
+ATHERIS := atheris==3.0.0
+FUZZ_STAMP := $(VENV)/.fuzz-installed
+
+fuzz-tools:
+	@command -v clang >/dev/null 2>&1 || command -v clang-14 >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && \
+	    apt-get install -y -qq clang libclang-rt-14-dev >/dev/null; \
+	  else echo "clang missing: sudo apt-get install clang libclang-rt-14-dev"; exit 1; fi; }
+
+$(FUZZ_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet $(ATHERIS)
+	touch $(FUZZ_STAMP)
+
+fuzz: $(FUZZ_STAMP) fuzz-tools
+	$(BIN)/python fuzz/build.py
+	$(BIN)/python fuzz/seeds.py
+	fuzz/run.sh $(FUZZ_SECONDS)
+
 demo: $(STAMP)
 	$(BIN)/dupescope demo
 
@@ -33,4 +54,4 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) dupescope-data
+	rm -rf $(VENV) dupescope-data fuzz/build

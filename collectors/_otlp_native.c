@@ -47,6 +47,7 @@ static __attribute__((noinline)) int buf_grow(Buf *b, size_t extra) {
 }
 
 static inline int buf_put(Buf *b, const void *src, size_t n) {
+    if (!n) return 0; /* an empty buffer has no memory yet: NULL + 0 is undefined in C */
     if (buf_reserve(b, n)) return -1;
     memcpy(b->data + b->len, src, n);
     b->len += n;
@@ -268,6 +269,14 @@ static const uint8_t *varint(const uint8_t *p, const uint8_t *end, uint64_t *out
     return NULL;
 }
 
+/* A tag or a length: protobuf's parser reads these as 32-bit varints, of at most five
+ * bytes however many zero bits pad them, and refuses a body with a longer one. */
+static const uint8_t *varint32(const uint8_t *p, const uint8_t *end, uint64_t *out) {
+    const uint8_t *start = p;
+    p = varint(p, end, out);
+    return p && p - start <= 5 && *out <= UINT32_MAX ? p : NULL;
+}
+
 /* One field: its number, wire type, and payload (a slice for LEN, a value otherwise). */
 typedef struct {
     uint32_t number;
@@ -278,7 +287,7 @@ typedef struct {
 
 static const uint8_t *next_field(const uint8_t *p, const uint8_t *end, Field *f) {
     uint64_t tag;
-    p = varint(p, end, &tag);
+    p = varint32(p, end, &tag);
     if (!p) return NULL;
     f->number = (uint32_t)(tag >> 3);
     f->wire = (int)(tag & 7);
@@ -292,7 +301,7 @@ static const uint8_t *next_field(const uint8_t *p, const uint8_t *end, Field *f)
         return p + 8;
     case 2: {
         uint64_t n;
-        p = varint(p, end, &n);
+        p = varint32(p, end, &n);
         if (!p || n > (uint64_t)(end - p)) return NULL;
         f->slice.p = p;
         f->slice.n = (size_t)n;
@@ -375,34 +384,66 @@ static int check_text(const Field *f) {
     return utf8_valid(f->slice) ? 0 : -1;
 }
 
-/* The fields this module reads past (scope, links, status, trace state, schema URLs) are
- * still checked the way the reference's parser checks them: strings must be UTF-8. */
-static int check_key_value(Str m) {
+/* Values nested deeper than this are the reference's to judge (its parser has a depth
+ * limit of its own); the C stack is never at risk from a body. */
+#define MAX_DEPTH 32
+
+static int check_key_value_at(Str m, int depth);
+static int check_any_value(Str m, int depth);
+
+/* An ArrayValue (`pairs` 0: values are AnyValues) or a KeyValueList (`pairs` 1: values
+ * are KeyValues), checked as protobuf's parser checks it. */
+static int check_values(Str m, int pairs, int depth) {
+    if (depth > MAX_DEPTH) return ODD;
     const uint8_t *p = m.p, *end = m.p + m.n;
-    Field f, g;
+    Field f;
     while (p < end) {
         p = next_field(p, end, &f);
         if (!p) return -1;
-        if (f.number == 1) {
-            int rc = check_text(&f);
-            if (rc) return rc;
-        } else if (f.number == 2) {
-            if (f.wire != 2) return ODD;
-            const uint8_t *vp = f.slice.p, *vend = f.slice.p + f.slice.n;
-            while (vp < vend) {
-                vp = next_field(vp, vend, &g);
-                if (!vp) return -1;
-                if (g.number == 1) {
-                    int rc = check_text(&g);
-                    if (rc) return rc;
-                } else if (g.number == 5 || g.number == 6) {
-                    return ODD; /* nested values: the reference's parser checks them */
-                }
-            }
-        }
+        if (f.number != 1) continue;
+        if (f.wire != 2) return ODD;
+        int rc = pairs ? check_key_value_at(f.slice, depth + 1) : check_any_value(f.slice, depth + 1);
+        if (rc) return rc;
     }
     return 0;
 }
+
+/* An AnyValue this module does not read: its strings, nested ones too, must be UTF-8. */
+static int check_any_value(Str m, int depth) {
+    if (depth > MAX_DEPTH) return ODD;
+    const uint8_t *p = m.p, *end = m.p + m.n;
+    Field f;
+    while (p < end) {
+        p = next_field(p, end, &f);
+        if (!p) return -1;
+        int rc = 0;
+        if (f.number == 1) rc = check_text(&f);
+        else if (f.number == 5 || f.number == 6)
+            rc = f.wire == 2 ? check_values(f.slice, f.number == 6, depth + 1) : ODD;
+        else if (f.number == 8) rc = ODD; /* string_value_strindex: the reference decides */
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+static int check_key_value_at(Str m, int depth) {
+    const uint8_t *p = m.p, *end = m.p + m.n;
+    Field f;
+    while (p < end) {
+        p = next_field(p, end, &f);
+        if (!p) return -1;
+        int rc = 0;
+        if (f.number == 1) rc = check_text(&f);
+        else if (f.number == 2) rc = f.wire == 2 ? check_any_value(f.slice, depth + 1) : ODD;
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* The fields this module reads past (scope, links, status, trace state, schema URLs,
+ * entity refs, nested values) are still checked the way the reference's parser checks
+ * them: strings must be UTF-8. */
+static int check_key_value(Str m) { return check_key_value_at(m, 0); }
 
 /* A message whose fields `texts` are strings and `pairs` KeyValues; others skipped. */
 static int check_message(Str m, uint32_t texts_mask, uint32_t pairs_mask) {
@@ -451,9 +492,14 @@ static int parse_any_value(Str m, Attr *a) {
             a->type = V_DOUBLE;
             break;
         case 5:
-        case 6:
+        case 6: { /* never rendered here, but checked: a span may be read past */
+            int rc = f.wire == 2 ? check_values(f.slice, f.number == 6, 1) : ODD;
+            if (rc) return rc;
             a->type = V_COMPLEX;
             break;
+        }
+        case 8: /* string_value_strindex, which the reference renders: it decides */
+            return ODD;
         case 7:
             a->type = V_BYTES;
             break;
@@ -548,7 +594,7 @@ static int parse_span(const Config *c, Parsed *q, Str m, Span *sp) {
         }
         case 6:
             if (f.wire != 0) return ODD;
-            sp->kind = f.value;
+            sp->kind = (uint32_t)f.value; /* an enum is 32 bits: the parser keeps the low ones */
             break;
         case 7:
         case 8:
@@ -622,6 +668,13 @@ static int parse_request(const Config *c, Parsed *q, Str body) {
                 while (ap < aend) {
                     ap = next_field(ap, aend, &h);
                     if (!ap) return -1;
+                    if (h.number == 3) { /* an entity ref: its strings */
+                        int rc = h.wire == 2
+                                     ? check_message(h.slice, BIT(1) | BIT(2) | BIT(3) | BIT(4), 0)
+                                     : ODD;
+                        if (rc) return rc;
+                        continue;
+                    }
                     if (h.number != 1) continue;
                     if (h.wire != 2) return ODD;
                     Attr *a;
@@ -931,7 +984,8 @@ static inline int str_is_last(const StrCol *c, const char *p, size_t n, int vali
     size_t i = c->rows - 1;
     if (bit_at(&c->valid, i) != valid) return 0;
     const int32_t *off = (const int32_t *)c->offsets.data;
-    return !valid || ((size_t)(off[i + 1] - off[i]) == n && memcmp(c->data.data + off[i], p, n) == 0);
+    return !valid || ((size_t)(off[i + 1] - off[i]) == n &&
+                      (!n || memcmp(c->data.data + off[i], p, n) == 0));
 }
 
 /* Row `row` of the column: a value of its own, or with runs (`in_runs`) one more row of
@@ -987,7 +1041,7 @@ static int str_again(StrCol *c, size_t from, size_t row, int in_runs) {
     int valid = bit_at(&c->valid, v);
     /* Reserved first: the copy reads from the buffer it appends to. */
     if (valid && buf_reserve(&c->data, (size_t)(b - a))) return -1;
-    return str_put(c, c->data.data + a, (size_t)(b - a), valid, row, in_runs);
+    return str_put(c, b > a ? c->data.data + a : "", (size_t)(b - a), valid, row, in_runs);
 }
 
 static int int_again(IntCol *c, size_t from, size_t row, int in_runs) {
@@ -1641,11 +1695,12 @@ static int span_uids(Ctx *x, size_t prefix, const Parsed *q, const Span *sp) {
  * entries that spell worker_id and still point at the resource's attributes (or at the
  * host:pid built from them) go. */
 static void without_resource_worker(const Ctx *x, const Parsed *q, Record *rec) {
-    const Attr *first = q->res_attrs, *last = q->res_attrs + q->n_res_attrs;
+    const Attr *first = q->res_attrs; /* NULL while no resource had attributes */
+    size_t n = q->n_res_attrs;
     for (int i = rec->n - 1; i >= 0; i--) {
         const Attr *a = rec->e[i];
         if (a->alias == NO_ALIAS || (a->alias >> 8) != F_WORKER_ID) continue;
-        if (a == &x->worker || (a >= first && a < last)) record_remove(rec, i);
+        if (a == &x->worker || (n && a >= first && a < first + n)) record_remove(rec, i);
     }
 }
 

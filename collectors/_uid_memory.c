@@ -107,12 +107,13 @@ static Key key_of(const uint8_t *p, size_t n) {
         k.hi = unhex16(p, &hex);
         k.lo = unhex16(p + 16, &hex);
     }
-    if (!hex) {
-        k.hi = mix(fnv(p, n, 1469598103934665603ULL)) | 1; /* odd: never a zero key */
-        k.lo = mix(fnv(p, n, 0x9e3779b97f4a7c15ULL) ^ n);
-    }
-    if (!k.hi && !k.lo) k.lo = 1; /* (0, 0) marks an empty slot */
-    if (k.hi == UINT64_MAX && k.lo == UINT64_MAX) k.lo--; /* and all ones a forgotten one */
+    /* (0, 0) marks an empty slot and all ones a forgotten one: the two digests that
+     * spell them are hashed like any other text, so no two uids share a key. */
+    if (hex && !(k.hi == 0 && k.lo == 0) && !(k.hi == UINT64_MAX && k.lo == UINT64_MAX))
+        return k;
+    k.hi = mix(fnv(p, n, 1469598103934665603ULL)) | 1; /* odd: never the empty key */
+    k.lo = mix(fnv(p, n, 0x9e3779b97f4a7c15ULL) ^ n);
+    if (k.hi == UINT64_MAX && k.lo == UINT64_MAX) k.lo--; /* nor the forgotten one */
     return k;
 }
 
@@ -209,47 +210,58 @@ typedef struct {
     Py_ssize_t offset, count;
 } Column;
 
-static int column_open(PyObject *args, Column *c) {
-    if (!PyArg_ParseTuple(args, "y*y*nn", &c->offsets, &c->data, &c->offset, &c->count))
-        return -1;
-    if (c->offset < 0 || c->count < 0 ||
-        (size_t)(c->offset + c->count + 1) * 4 > (size_t)c->offsets.len) {
-        PyBuffer_Release(&c->offsets);
-        PyBuffer_Release(&c->data);
-        PyErr_SetString(PyExc_ValueError, "offsets buffer too short for the rows");
-        return -1;
-    }
-    return 0;
-}
-
 static void column_close(Column *c) {
     PyBuffer_Release(&c->offsets);
     PyBuffer_Release(&c->data);
 }
 
-/* The i-th string of the column, or -1 when its offsets lie outside the data. */
-static int column_get(const Column *c, Py_ssize_t i, const uint8_t **p, size_t *n) {
-    const int32_t *off = (const int32_t *)c->offsets.buf + c->offset;
-    int32_t a = off[i], b = off[i + 1];
-    if (a < 0 || b < a || b > c->data.len) return -1;
-    *p = (const uint8_t *)c->data.buf + a;
-    *n = (size_t)(b - a);
+/* The column's buffers, its offsets checked all at once before any uid is read: a
+ * column refused for them changes nothing in the memory. */
+static int column_open(PyObject *args, Column *c) {
+    if (!PyArg_ParseTuple(args, "y*y*nn", &c->offsets, &c->data, &c->offset, &c->count))
+        return -1;
+    if (c->offset < 0 || c->count < 0 ||
+        (size_t)c->offsets.len / 4 < (size_t)c->offset + (size_t)c->count + 1) {
+        column_close(c);
+        PyErr_SetString(PyExc_ValueError, "offsets buffer too short for the rows");
+        return -1;
+    }
+    const uint8_t *off = (const uint8_t *)c->offsets.buf + 4 * c->offset;
+    int32_t last = 0;
+    for (Py_ssize_t i = 0; i <= c->count; i++) {
+        int32_t at;
+        memcpy(&at, off + 4 * i, 4); /* a buffer from Python need not be aligned */
+        if (at < 0 || at > c->data.len || (i && at < last)) {
+            column_close(c);
+            PyErr_SetString(PyExc_ValueError, "offsets outside the data buffer");
+            return -1;
+        }
+        last = at;
+    }
     return 0;
 }
 
-/* The keys of uids start..end of the column, their slots fetched ahead; -1 when one's
- * offsets lie outside the data. */
-static int block_keys(const UidMemoryObject *self, const Column *c, Key *keys,
-                      Py_ssize_t start, Py_ssize_t end) {
+/* The i-th string of the column (its offsets checked by column_open). */
+static void column_get(const Column *c, Py_ssize_t i, const uint8_t **p, size_t *n) {
+    const uint8_t *off = (const uint8_t *)c->offsets.buf + 4 * (c->offset + i);
+    int32_t a, b;
+    memcpy(&a, off, 4);
+    memcpy(&b, off + 4, 4);
+    *p = (const uint8_t *)c->data.buf + a;
+    *n = (size_t)(b - a);
+}
+
+/* The keys of uids start..end of the column, their slots fetched ahead. */
+static void block_keys(const UidMemoryObject *self, const Column *c, Key *keys,
+                       Py_ssize_t start, Py_ssize_t end) {
     for (Py_ssize_t i = start; i < end; i++) {
         const uint8_t *p;
         size_t n;
-        if (column_get(c, i, &p, &n)) return -1;
+        column_get(c, i, &p, &n);
         keys[i] = key_of(p, n);
         prefetch(&self->current, keys[i]);
         prefetch(&self->previous, keys[i]);
     }
-    return 0;
 }
 
 /* Claims each uid of the column: 1 where it was neither remembered nor earlier in the
@@ -268,36 +280,35 @@ static PyObject *uid_claim(UidMemoryObject *self, PyObject *args) {
         return mask ? PyErr_NoMemory() : NULL;
     }
     char *out = PyBytes_AS_STRING(mask);
-    int bad = 0, nomem = 0;
+    int nomem = 0;
     Py_BEGIN_ALLOW_THREADS
     /* A column the current generation has room for: nothing is dropped while it is
      * claimed, so each uid is added right after its lookups, while its slot is cached. */
     int fits = self->current.slots && self->current.count + (size_t)c.count <= self->per_generation;
-    Py_ssize_t added = 0; /* the uids before it are claimed */
-    for (Py_ssize_t start = 0; fits && !bad && start < c.count; start += BLOCK) {
+    for (Py_ssize_t start = 0; fits && start < c.count; start += BLOCK) {
         Py_ssize_t end = start + BLOCK < c.count ? start + BLOCK : c.count;
-        added = start;
-        bad = block_keys(self, &c, keys, start, end);
-        for (Py_ssize_t i = start; !bad && i < end; i++)
+        block_keys(self, &c, keys, start, end);
+        for (Py_ssize_t i = start; i < end; i++)
             out[i] = !contains(&self->previous, keys[i]) && insert(&self->current, keys[i]);
     }
-    for (Py_ssize_t i = 0; fits && bad && i < added; i++) /* nothing claimed after all */
-        if (out[i]) forget(&self->current, keys[i]);
-    for (Py_ssize_t start = 0; !fits && !bad && start < c.count; start += BLOCK) {
+    for (Py_ssize_t start = 0; !fits && start < c.count; start += BLOCK) {
         Py_ssize_t end = start + BLOCK < c.count ? start + BLOCK : c.count;
-        bad = block_keys(self, &c, keys, start, end);
-        for (Py_ssize_t i = start; !bad && i < end; i++)
+        block_keys(self, &c, keys, start, end);
+        for (Py_ssize_t i = start; i < end; i++)
             out[i] = !(contains(&self->current, keys[i]) || contains(&self->previous, keys[i]));
     }
-    /* Then the fresh ones go in; one already in is a repeat within the column. */
-    for (Py_ssize_t i = 0; !fits && !bad && !nomem && i < c.count; i++) {
+    /* Then the fresh ones go in, each once. A table of the column's own uids tells a
+     * repeat within it: the memory cannot, where the generation that took the first one
+     * was rolled, or dropped, before the repeat came. */
+    Generation seen = {NULL, 0, 0};
+    if (!fits && generation_init(&seen, (size_t)c.count)) nomem = 1;
+    for (Py_ssize_t i = 0; !fits && !nomem && i < c.count; i++) {
         if (!out[i]) continue;
-        if (self->current.count >= self->per_generation) {
-            if (roll(self)) { nomem = 1; break; }
-            if (contains(&self->previous, keys[i])) { out[i] = 0; continue; }
-        }
+        if (!insert(&seen, keys[i])) { out[i] = 0; continue; }
+        if (self->current.count >= self->per_generation && roll(self)) { nomem = 1; break; }
         out[i] = (char)insert(&self->current, keys[i]);
     }
+    free(seen.slots);
     for (Py_ssize_t i = 0; nomem && i < c.count; i++) /* nothing claimed after all */
         if (out[i]) {
             forget(&self->current, keys[i]);
@@ -306,11 +317,9 @@ static PyObject *uid_claim(UidMemoryObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS
     free(keys);
     column_close(&c);
-    if (bad || nomem) {
+    if (nomem) {
         Py_DECREF(mask);
-        if (nomem) return PyErr_NoMemory();
-        PyErr_SetString(PyExc_ValueError, "offsets outside the data buffer");
-        return NULL;
+        return PyErr_NoMemory();
     }
     return mask;
 }
@@ -318,19 +327,15 @@ static PyObject *uid_claim(UidMemoryObject *self, PyObject *args) {
 static PyObject *uid_forget(UidMemoryObject *self, PyObject *args) {
     Column c;
     if (column_open(args, &c)) return NULL;
-    int rc = 0;
-    for (Py_ssize_t i = 0; !rc && i < c.count; i++) {
+    for (Py_ssize_t i = 0; i < c.count; i++) {
         const uint8_t *p;
         size_t n;
-        rc = column_get(&c, i, &p, &n);
-        if (!rc) {
-            Key k = key_of(p, n);
-            forget(&self->current, k);
-            forget(&self->previous, k);
-        }
+        column_get(&c, i, &p, &n);
+        Key k = key_of(p, n);
+        forget(&self->current, k);
+        forget(&self->previous, k);
     }
     column_close(&c);
-    if (rc) return PyErr_Format(PyExc_ValueError, "offsets outside the data buffer");
     Py_RETURN_NONE;
 }
 

@@ -18,6 +18,7 @@ import orjson
 import pyarrow as pa
 import pytest
 from collect_support import otlp_json_line
+from native_support import require_native
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -268,6 +269,7 @@ def test_an_enqueue_takes_no_worker_from_the_resource_but_keeps_its_own(rows_of)
 
 
 def test_the_native_decoder_keeps_enqueues_and_producer_spans_on_its_fast_path() -> None:
+    require_native("_otlp_native")
     # Every messaging instrumentation writes a PRODUCER span per publish.
     producer = Process(PRODUCER)
     producer.span("enqueue", SpanKind.INTERNAL, {"job.job_id": "j-1", "job.job_type": "x"})

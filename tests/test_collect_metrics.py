@@ -7,6 +7,7 @@ import urllib.request
 from pathlib import Path
 
 from collect_support import get_json, job_spans, post, raw_count, running
+from native_support import require_native
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -87,6 +88,7 @@ def test_each_group_commit_is_counted_in_the_write_histogram(tmp_path: Path) -> 
 
 
 def test_metrics_show_the_uid_memory_and_how_far_back_it_reaches(tmp_path: Path) -> None:
+    require_native("_uid_memory")  # the window is the native memory's generations
     with running(EmbeddedStore(tmp_path / "store"), recent_uids=1000) as collector:
         _, values = _scrape(collector.http.port)
     assert values["dupescope_collector_recent_uids"] == 1000

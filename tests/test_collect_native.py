@@ -5,12 +5,13 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 from collect_support import source_digest
+from native_support import require_native
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from test_collect_decode import MAPPING, _mixed_request
 
 from benchmarks.collector import trace_request
-from collectors import _otlp_native, otlp_native
+from collectors import otlp_native
 from collectors.arrow_batch import rows_to_table
 from collectors.mapping import DEFAULT_MAPPING, FieldMapping
 from collectors.normalise import Normaliser
@@ -18,6 +19,12 @@ from collectors.otlp import decode_traces
 from collectors.otlp_native import NativeTraceDecoder
 from collectors.service.bodies import BodyError, decode_otlp
 from store.schema import EVENTS_SCHEMA, as_events, is_runs
+
+
+@pytest.fixture(autouse=True)
+def _native_built() -> None:
+    """Each test here is of the extension: skipped without a C compiler to build it."""
+    require_native("_otlp_native")
 
 
 def _native_and_reference(
@@ -47,7 +54,8 @@ def test_the_native_decoder_is_built_here() -> None:
 
 def test_the_native_decoder_is_built_from_the_source_beside_it() -> None:
     # A failed build is silent (the extension is optional) and leaves the last one in place.
-    assert _otlp_native.SOURCE_DIGEST == source_digest(_otlp_native, "_otlp_native.c")
+    built = require_native("_otlp_native")
+    assert built.SOURCE_DIGEST == source_digest(built, "_otlp_native.c")
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -289,3 +297,111 @@ def test_a_character_json_escapes_is_rendered_as_the_reference_does_at_any_posit
     native, reference = _native_and_reference(request)
     assert native[0].equals(reference[0])
     assert native[0].num_rows == 60
+
+
+# Found by fuzzing (fuzz/otlp_target.py): protobuf's parser reads tags and lengths as
+# 32-bit varints of at most five bytes, and refuses a body with a longer one.
+@pytest.mark.parametrize("field", [
+    bytes([0xf8, 0xff, 0xff, 0xff, 0x1f, 0x01]),  # a tag of more than 32 bits
+    bytes([0xc8, 0x80, 0x80, 0x80, 0x80, 0x00, 0x01]),  # field 9's tag in six bytes
+    bytes([0x4a, 0x81, 0x80, 0x80, 0x80, 0x80, 0x00, 0x41]),  # a length in six bytes
+], ids=["tag over 32 bits", "tag of six bytes", "length of six bytes"])
+def test_a_varint_protobuf_refuses_refuses_the_body(field: bytes) -> None:
+    body = trace_request(1, 5).SerializeToString() + field
+    assert NativeTraceDecoder(Normaliser()).native.decode(body, "src") is None
+    with pytest.raises(BodyError, match="undecodable protobuf"):
+        _decode(body)
+
+
+def test_a_tag_padded_to_five_bytes_is_read_as_protobuf_reads_it() -> None:
+    body = trace_request(1, 5).SerializeToString() + bytes([0xc8, 0x80, 0x80, 0x80, 0x00, 1])
+    rows, _, fallback, _, _ = NativeTraceDecoder(Normaliser()).native.decode(body, "src")
+    assert (rows, fallback) == (20, [])
+    assert _decode(body) == 20
+
+
+def test_an_empty_host_name_gives_the_reference_worker_id() -> None:
+    # Found by fuzzing: its host:pid was built from an empty buffer, NULL + 0 in C.
+    request = trace_request(1, 2)
+    resource = request.resource_spans[0].resource
+    for kv in resource.attributes:
+        if kv.key == "host.name":
+            kv.value.string_value = ""
+    native, reference = _native_and_reference(request)
+    assert native[0].equals(reference[0])
+    assert set(native[0]["worker_id"].to_pylist()) == {":4001"}
+
+
+def _nested(text: str) -> KeyValue:
+    kv = KeyValue(key="tags")
+    kv.value.array_value.values.add().kvlist_value.values.append(
+        KeyValue(key="k", value=AnyValue(string_value=text)))
+    return kv
+
+
+def _on_an_event_that_is_no_step(request: ExportTraceServiceRequest) -> None:
+    request.resource_spans[0].scope_spans[0].spans[0].events[2].attributes.append(
+        _nested("MARKER"))  # the span's third event is a `log`
+
+
+def _on_a_resource_without_spans(request: ExportTraceServiceRequest) -> None:
+    request.resource_spans.add().resource.attributes.append(_nested("MARKER"))
+
+
+def _in_an_entity_ref(request: ExportTraceServiceRequest) -> None:
+    request.resource_spans[0].resource.entity_refs.add(type="MARKER")
+
+
+@pytest.mark.parametrize("place", [_on_an_event_that_is_no_step, _on_a_resource_without_spans,
+                                   _in_an_entity_ref], ids=lambda place: place.__name__[1:])
+def test_a_string_that_is_not_utf8_where_no_row_reads_it_still_refuses_the_body(place) -> None:
+    request = trace_request(1, 5, steps=2)
+    place(request)
+    body = request.SerializeToString()
+    assert _decode(body) == 15
+    with pytest.raises(BodyError, match="undecodable protobuf"):
+        _decode(body.replace(b"MARKER", b"\xff" * 6))
+
+
+def test_a_value_given_as_a_string_table_index_gets_the_reference_row() -> None:
+    request = _span_request(KeyValue(key="note", value=AnyValue(string_value_strindex=7)),
+                            KeyValue(key="queue", value=AnyValue(string_value_strindex=3)))
+    native, reference = _native_and_reference(request)
+    assert native[0].equals(reference[0])
+    assert "3" in native[0]["queue"].to_pylist()
+
+
+def test_a_producer_span_of_a_resource_without_attributes_gets_the_reference_row() -> None:
+    # Found by fuzzing: the resource attributes it looked through were an empty array
+    # with no memory (NULL + 0 in C).
+    request = _job_span("orders publish", [], _job("messaging.message.id", "m-1"))
+    request.resource_spans[0].scope_spans[0].spans[0].kind = 4  # PRODUCER
+    native, reference = _native_and_reference(request)
+    assert native[0].equals(reference[0])
+    assert native[0]["event"].to_pylist() == ["enqueue"]
+    _, _, fallback, _, _ = NativeTraceDecoder(Normaliser()).native.decode(
+        request.SerializeToString(), "src")
+    assert fallback == []
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    return bytes([*out, value])
+
+
+def test_a_span_kind_past_32_bits_is_the_kind_protobuf_reads() -> None:
+    # protobuf keeps an enum's low 32 bits: 4 + 2**32 is PRODUCER, so the span an enqueue.
+    request = _job_span("orders publish", [], _job("messaging.message.id", "m-1"))
+    span = request.resource_spans[0].scope_spans[0].spans[0].SerializeToString()
+    span += b"\x30" + _varint(4 + 2**32)  # kind again, the last one read wins
+    scope = b"\x12" + _varint(len(span)) + span
+    resource = b"\x12" + _varint(len(scope)) + scope
+    body = b"\x0a" + _varint(len(resource)) + resource
+    parsed = ExportTraceServiceRequest.FromString(body)
+    assert parsed.resource_spans[0].scope_spans[0].spans[0].kind == 4
+    table, _, ignored = NativeTraceDecoder(Normaliser()).decode(body, lambda: parsed, "src")
+    assert (table["event"].to_pylist(), ignored) == (["enqueue"], 0)
+    assert as_events(table).equals(rows_to_table(decode_traces(parsed, Normaliser(), "src").rows))

@@ -6,9 +6,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from collect_support import get_json, running, send_spans, source_digest
+from native_support import require_native
 
-from collectors import _uid_memory
-from collectors.service.pipeline import RecentUids, UidMemory
+from collectors.service.pipeline import RecentUids
 from store.embedded import EmbeddedStore
 
 HEX = [f"{i:032x}" for i in range(1, 9)]
@@ -19,11 +19,12 @@ def _claim(recent: RecentUids, uids: list[str]) -> list[bool]:
 
 
 def test_the_native_memory_is_built_here() -> None:
-    assert UidMemory is not None
+    assert require_native("_uid_memory").UidMemory is not None
 
 
 def test_the_native_memory_is_built_from_the_source_beside_it() -> None:
-    assert _uid_memory.SOURCE_DIGEST == source_digest(_uid_memory, "_uid_memory.c")
+    built = require_native("_uid_memory")
+    assert built.SOURCE_DIGEST == source_digest(built, "_uid_memory.c")
 
 
 def test_uids_never_written_are_claim() -> None:
@@ -113,7 +114,7 @@ def test_both_memories_give_the_same_answers(native: bool) -> None:
 
 
 def test_a_column_with_offsets_outside_its_data_claims_none_of_its_uids() -> None:
-    memory = UidMemory(1000)
+    memory = require_native("_uid_memory").UidMemory(1000)
     uids = [f"{i:032x}" for i in range(1, 101)]
     data = "".join(uids).encode()
     offsets = np.arange(0, 32 * 101, 32, dtype=np.int32)
@@ -137,6 +138,7 @@ def _uids(start: int, count: int) -> list[str]:
 
 
 def test_the_window_reaches_back_to_the_start_until_a_generation_is_dropped() -> None:
+    require_native("_uid_memory")  # the Python memory counts uids, not generations
     clock = Clock(100.0)
     recent = RecentUids(capacity=8, clock=clock)
     _claim(recent, _uids(1, 4))
@@ -145,6 +147,7 @@ def test_the_window_reaches_back_to_the_start_until_a_generation_is_dropped() ->
 
 
 def test_the_window_reaches_back_to_when_the_previous_generation_began() -> None:
+    require_native("_uid_memory")
     clock = Clock()
     recent = RecentUids(capacity=8, clock=clock)  # generations of 4 uids
     for at, first in ((10.0, 1), (20.0, 5), (30.0, 9)):
@@ -157,8 +160,58 @@ def test_the_window_reaches_back_to_when_the_previous_generation_began() -> None
 
 
 def test_healthz_shows_the_memory_and_how_far_back_it_reaches(tmp_path) -> None:
+    require_native("_uid_memory")
     with running(EmbeddedStore(tmp_path / "store"), recent_uids=1000) as collector:
         assert send_spans(collector.http.port) == 200
         health = get_json(f"http://127.0.0.1:{collector.http.port}/healthz")
     assert health["recent_uids"] == 1000
     assert health["dedupe_window_s"] >= 0
+
+
+# Found by fuzzing against a model of the memory (fuzz/uid_memory_target.py).
+def test_a_uid_repeated_in_a_column_after_a_generation_began_is_fresh_once() -> None:
+    # capacity 2: one uid a generation, so a generation begins between the repeats.
+    recent = RecentUids(capacity=2)
+    assert _claim(recent, [HEX[0], "", "", ""]) == [True, True, False, False]
+
+
+def test_a_uid_repeated_in_a_column_longer_than_the_memory_is_fresh_once() -> None:
+    recent = RecentUids(capacity=4)
+    uids = [f"u{i}" for i in range(10)]
+    assert _claim(recent, [*uids, *uids]) == [True] * 10 + [False] * 10
+
+
+@pytest.mark.parametrize("pair", [("0" * 32, "0" * 31 + "1"), ("f" * 32, "f" * 31 + "e")],
+                         ids=["all zeros", "all ones"])
+def test_the_digests_an_empty_or_forgotten_slot_spells_are_uids_of_their_own(
+    pair: tuple[str, str],
+) -> None:
+    recent = RecentUids()
+    assert _claim(recent, [pair[0]]) == [True]
+    assert _claim(recent, [pair[1], pair[0]]) == [True, False]
+
+
+def test_a_column_refused_for_its_offsets_forgets_nothing() -> None:
+    memory = require_native("_uid_memory").UidMemory(1000)
+    data = "".join(HEX).encode()
+    offsets = np.arange(0, 32 * 9, 32, dtype=np.int32)
+    assert all(np.frombuffer(memory.claim(offsets.tobytes(), data, 0, 8), dtype=np.bool_))
+    spoiled = offsets.copy()
+    spoiled[6] = spoiled[5] - 1  # the 6th uid ends before it begins
+    with pytest.raises(ValueError, match="outside the data"):
+        memory.forget(spoiled.tobytes(), data, 0, 8)
+    assert not any(np.frombuffer(memory.claim(offsets.tobytes(), data, 0, 8), dtype=np.bool_))
+
+
+def test_a_column_refused_for_its_offsets_leaves_the_generation_as_it_was() -> None:
+    memory = require_native("_uid_memory").UidMemory(100)  # generations of 50 uids
+    uids = _uids(1, 90)
+    data = "".join(uids).encode()
+    offsets = np.arange(0, 32 * 91, 32, dtype=np.int32)
+    spoiled = offsets.copy()
+    spoiled[36] = len(data) + 1  # past the first block of uids the claim reads
+    with pytest.raises(ValueError, match="outside the data"):
+        memory.claim(spoiled.tobytes(), data, 0, 40)
+    claimed = memory.claim(offsets[40:].tobytes(), data, 0, 50)  # fills one generation
+    assert all(np.frombuffer(claimed, dtype=np.bool_))
+    assert memory.rolls == 0

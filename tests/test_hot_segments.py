@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from native_support import require_native
 from test_store import CHARGE, count
 
 from benchmarks.collector import trace_request
@@ -60,6 +61,7 @@ def test_a_hot_segment_of_runs_reads_back_the_same_values(tmp_path: Path, make_t
 def test_spans_with_steps_make_hot_segments_of_less_than_half_the_bytes(
     tmp_path: Path,
 ) -> None:
+    require_native("_otlp_native")  # the run-end encoded columns are the extension's
     request = trace_request(1, 200)  # each span: a deliver row and three step rows
     table, _, _ = NativeTraceDecoder(Normaliser()).decode(
         request.SerializeToString(), lambda: request, "src"
