@@ -252,7 +252,8 @@ class OtelReading:
         """Refill `events` from the mapping if the exporter's tables changed; returns the
         fingerprint of what `events` now holds."""
         frame = self.execute(self.source.fingerprint_sql())
-        current = ";".join(f"{r.t}:{r.n}" for r in frame.itertuples())
+        # UNION ALL answers its parts in any order: the fingerprint must not follow it.
+        current = ";".join(sorted(f"{r.t}:{r.n}" for r in frame.itertuples()))
         if current == self._refreshed:
             return current
         own = self.source.own_db
