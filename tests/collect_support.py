@@ -225,6 +225,22 @@ def raw_count(store: Store) -> int:
     return int(store.execute("SELECT count(*) AS n FROM events")["n"][0])
 
 
+def append(path: Path, data: bytes) -> None:
+    """Add to a file the way a logging process does (a tailed file growing)."""
+    with open(path, "ab") as handle:
+        handle.write(data)
+
+
+def wait_for_rows(store: Store, rows: int, timeout: float = 15.0) -> None:
+    """Until the store holds at least `rows` rows, repeats counted (a tailer is behind)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if raw_count(store) >= rows:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"expected {rows} rows, have {raw_count(store)}")
+
+
 class SlowStore:
     """Wraps a store: each write takes `delay` seconds, and waits while `gate` is clear."""
 

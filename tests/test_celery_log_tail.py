@@ -7,26 +7,12 @@ import time
 from pathlib import Path
 
 import orjson
-from collect_support import raw_count, running
+from collect_support import append, raw_count, running, wait_for_rows
 from test_celery_log import BANNER, BROKEN, CRASH, FLAKY
 
 from collectors.files import ingest_files
 from queries import duplicates
 from store.embedded import EmbeddedStore
-
-
-def _append(path: Path, data: bytes) -> None:
-    with open(path, "ab") as handle:
-        handle.write(data)
-
-
-def _wait_for(store: EmbeddedStore, rows: int, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if raw_count(store) >= rows:
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"expected {rows} rows, have {raw_count(store)}")
 
 
 def _distinct_events(store: EmbeddedStore) -> int:
@@ -40,10 +26,10 @@ def test_a_growing_celery_log_is_followed_and_its_duplicates_found(tmp_path: Pat
     log.write_bytes(BANNER)
     with running(store, tail=[str(log)], state=state, http_port=None, grpc_port=None) as c:
         time.sleep(0.6)  # the banner alone: nothing to store
-        _append(log, b"".join(crash[:2]))  # received, the next poll reads the rest
-        _wait_for(store, 2)
-        _append(log, b"".join(crash[2:]))
-        _wait_for(store, 6)
+        append(log, b"".join(crash[:2]))  # received, the next poll reads the rest
+        wait_for_rows(store, 2)
+        append(log, b"".join(crash[2:]))
+        wait_for_rows(store, 6)
         health = c.collector.health()
     assert health["rejected"] == 0 and health["received"] == 6
     found = duplicates(store)
@@ -59,8 +45,8 @@ def test_a_traceback_split_between_polls_adds_no_record(tmp_path: Path) -> None:
     log.write_bytes(BANNER + head)
     with running(store, tail=[str(log)], state=tmp_path / "state.json", http_port=None,
                  grpc_port=None) as c:
-        _wait_for(store, 2)
-        _append(log, tail)
+        wait_for_rows(store, 2)
+        append(log, tail)
         time.sleep(0.6)  # a few more polls
         health = c.collector.health()
     assert raw_count(store) == 2 and health["rejected"] == 0
@@ -71,10 +57,10 @@ def _tail_with_a_restart(tmp_path: Path, store: EmbeddedStore) -> Path:
     log, state = tmp_path / "worker.log", tmp_path / "tail-state.json"
     log.write_bytes(BANNER + FLAKY[: FLAKY.index(b"\n") + 1])
     with running(store, tail=[str(log)], state=state, http_port=None, grpc_port=None):
-        _wait_for(store, 1)
-    _append(log, FLAKY[FLAKY.index(b"\n") + 1 :])  # written while the collector is down
+        wait_for_rows(store, 1)
+    append(log, FLAKY[FLAKY.index(b"\n") + 1 :])  # written while the collector is down
     with running(store, tail=[str(log)], state=state, http_port=None, grpc_port=None) as c:
-        _wait_for(store, 4)
+        wait_for_rows(store, 4)
         time.sleep(0.6)
         assert c.collector.health()["received"] == 3
     return log
@@ -115,7 +101,7 @@ def test_a_real_worker_s_log_followed_as_it_writes_it(tmp_path: Path) -> None:
             crashed = run.send("crash")
             run.wait_for(rf"\[{crashed}\] succeeded in")
             run.wait_for(rf"\[{other}\] succeeded in")
-            _wait_for(store, 6)
+            wait_for_rows(store, 6)
             time.sleep(1.0)  # a few more polls
     found = duplicates(store)
     assert dict(zip(found["key"], found["cause"], strict=True)) == {crashed: "worker_crash"}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from collect_support import raw_count, running
+from collect_support import append, raw_count, running, wait_for_rows
 
 from collectors.service import tail
 from collectors.service.tail import Tailer
@@ -26,42 +26,28 @@ def _lines(prefix: str, count: int) -> bytes:
     )
 
 
-def _append(path: Path, data: bytes) -> None:
-    with open(path, "ab") as handle:
-        handle.write(data)
-
-
-def _wait_for(store: EmbeddedStore, rows: int, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if raw_count(store) >= rows:
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"expected {rows} rows, have {raw_count(store)}")
-
-
 def test_tail_follows_appends_rotation_and_restarts(tmp_path: Path) -> None:
     log = tmp_path / "app.log"
     state = tmp_path / "tail-state.json"
     store = EmbeddedStore(tmp_path / "store")
     log.write_bytes(_lines("a", 5))
     with running(store, tail=[str(log)], state=state, http_port=None, grpc_port=None) as c:
-        _wait_for(store, 5)
-        _append(log, _lines("b", 3) + b'{"partial": ')  # an unfinished line waits
-        _wait_for(store, 8)
-        _append(log, b'"line", "ts": 1760000000, "event": "ack", "job_id": "p"}\n')
-        _wait_for(store, 9)
+        wait_for_rows(store, 5)
+        append(log, _lines("b", 3) + b'{"partial": ')  # an unfinished line waits
+        wait_for_rows(store, 8)
+        append(log, b'"line", "ts": 1760000000, "event": "ack", "job_id": "p"}\n')
+        wait_for_rows(store, 9)
         # Rotation: more lines land in the old file after its rename, then a new file starts.
         os.rename(log, tmp_path / "app.log.1")
-        _append(tmp_path / "app.log.1", _lines("c", 4))
+        append(tmp_path / "app.log.1", _lines("c", 4))
         log.write_bytes(_lines("d", 2))
-        _wait_for(store, 15)
+        wait_for_rows(store, 15)
         first_run = c.collector.health()
     assert first_run["received"] == 15 and first_run["rejected"] == 0
 
-    _append(log, _lines("e", 6))  # written while the collector is down
+    append(log, _lines("e", 6))  # written while the collector is down
     with running(store, tail=[str(log)], state=state, http_port=None, grpc_port=None) as c:
-        _wait_for(store, 21)
+        wait_for_rows(store, 21)
         time.sleep(0.6)  # a few more polls: nothing may be read again
         second_run = c.collector.health()
     assert second_run["received"] == 6
@@ -79,11 +65,11 @@ def test_a_pattern_follows_files_that_appear_later(tmp_path: Path) -> None:
     pattern = str(logs / "*.jsonl")
     with running(store, tail=[pattern], state=tmp_path / "state.json", http_port=None,
                  grpc_port=None) as collector:
-        _wait_for(store, 3)
+        wait_for_rows(store, 3)
         (logs / "billing.jsonl").write_bytes(_lines("billing", 4))
-        _wait_for(store, 7)
-        _append(logs / "mail.jsonl", _lines("late", 2))
-        _wait_for(store, 9)
+        wait_for_rows(store, 7)
+        append(logs / "mail.jsonl", _lines("late", 2))
+        wait_for_rows(store, 9)
         health = collector.collector.health()
     assert health["received"] == 9 and health["rejected"] == 0
 
@@ -104,7 +90,7 @@ def test_a_file_whose_name_has_brackets_is_followed_by_that_name(tmp_path: Path)
     store = EmbeddedStore(tmp_path / "store")
     with running(store, tail=[str(log)], state=tmp_path / "state.json", http_port=None,
                  grpc_port=None):
-        _wait_for(store, 3)
+        wait_for_rows(store, 3)
 
 
 def test_a_relative_pattern_is_read_in_a_folder_with_brackets(
@@ -128,11 +114,11 @@ def test_a_rotated_file_a_pattern_also_matches_adds_no_row_twice(tmp_path: Path)
     store = EmbeddedStore(tmp_path / "store")
     with running(store, tail=[str(logs / "app.log*")], state=tmp_path / "state.json",
                  http_port=None, grpc_port=None) as collector:
-        _wait_for(store, 3)
+        wait_for_rows(store, 3)
         os.rename(logs / "app.log", logs / "app.log.1")
-        _append(logs / "app.log.1", _lines("b", 2))
+        append(logs / "app.log.1", _lines("b", 2))
         (logs / "app.log").write_bytes(_lines("c", 4))
-        _wait_for(store, 9)
+        wait_for_rows(store, 9)
         time.sleep(0.6)  # a few more polls
         health = collector.collector.health()
     assert raw_count(store) == 9
@@ -145,7 +131,7 @@ def test_a_file_named_like_a_pattern_is_followed_once_it_appears(tmp_path: Path)
     with running(store, tail=[str(literal)], state=tmp_path / "state.json", http_port=None,
                  grpc_port=None):
         literal.write_bytes(_lines("late", 2))
-        _wait_for(store, 2)
+        wait_for_rows(store, 2)
 
 
 def test_an_unreadable_file_is_logged_once_not_every_poll(tmp_path: Path, caplog) -> None:
@@ -164,7 +150,7 @@ def test_tail_state_defaults_to_the_store_folder(tmp_path: Path) -> None:
     log.write_bytes(_lines("a", 2))
     store = EmbeddedStore(tmp_path / "store")
     with running(store, tail=[str(log)], http_port=None, grpc_port=None):
-        _wait_for(store, 2)
+        wait_for_rows(store, 2)
     saved = orjson.loads((tmp_path / "store" / "tail-state.json").read_bytes())
     assert saved[str(log)]["offset"] == log.stat().st_size
 
@@ -257,7 +243,7 @@ def test_a_long_line_still_being_written_is_looked_at_in_bounded_memory(
         finally:
             tracemalloc.stop()
         assert peak < 2 << 20  # a few chunks of 256 KB, not the 16 MB line
-        _append(log, b"\n" + _lines("a", 1))
+        append(log, b"\n" + _lines("a", 1))
         assert tailer.poll(str(log)) == 1
         assert c.collector.health()["rejected"] == 1
 
