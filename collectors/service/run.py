@@ -209,11 +209,14 @@ def keep_freed_memory() -> None:
 
     Each request's columns are a few MB that glibc maps fresh and unmaps when the writer is
     done with them, so every request paid for faulting its pages in again: ~10% of the CPU
-    with lifecycle steps (4 rows a span). Up to 32 MB a block now comes from the heap, and
+    with lifecycle steps (4 rows a span). Up to 8 MB a block now comes from the heap, and
     up to 128 MB of free heap is kept rather than given back; peak RSS stays bounded by the
-    queue as before (measured at 2x overload: under 450 MB).
+    queue as before (measured at 2x overload: under 450 MB). Blocks past 8 MB are a large
+    body's own (a 10 MB line, its copies) and are mapped and given back at once: kept in
+    the heap (a 32 MB threshold), twelve 10 MB bodies at once peaked at 556-630 MB, and at
+    489-519 MB so.
     """
-    _mallopt((_M_MMAP_THRESHOLD, 32 << 20), (_M_TRIM_THRESHOLD, 128 << 20))
+    _mallopt((_M_MMAP_THRESHOLD, 8 << 20), (_M_TRIM_THRESHOLD, 128 << 20))
 
 
 def _few_malloc_arenas() -> None:
