@@ -8,5 +8,6 @@ HARNESSES = {
     "collector": "OTLP/HTTP spans/s end to end vs the ParseFromString rate; RSS under overload",
     "alert_latency": "from a durable batch to the webhook delivery",
     "dashboard_pages": "the loaders behind each dashboard page, cold and warm, at N events",
+    "freshness": "a new batch at N events: its derivation cost, and until duplicates shows it",
     "otel_tables": "timeline and duplicates on the Collector's ClickHouse tables vs own schema",
 }

@@ -1,0 +1,193 @@
+"""What a live store pays for new data: freshness and the cost of one batch, at N events.
+
+For each size N (model events, fast mode) in one run:
+
+- **full build**: the derived tables from scratch, what a first load or a repair pays;
+- **absorb**: a fixed batch of `--batch` new events written to the store, then the
+  derivation the batch makes every reader pay (`queries.derived.ensure`), median of rounds;
+- **freshness**: the batch posted to a running `dupescope collect`; from its 200 until the
+  batch's duplicated key is listed by `dupescope duplicates` (a new process, as a user or a
+  cron job runs it) and by the forensic call behind the dashboard's duplicates page, in a
+  process that had answered before the batch arrived.
+
+Targets (live forensics at any size): absorbing a batch costs at most 2x at the largest N
+what it costs at the smallest; freshness under 3 s at every N.
+
+    python -m benchmarks.freshness [--sizes 1000000,10000000] [--batch 10000] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from benchmarks.alert_latency import CollectorProcess
+from benchmarks.forensics_speed import canonical, load
+from queries import derived, duplicates
+from sample_data import fast
+from store.embedded import EmbeddedStore
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGET_RATIO = 2.0
+TARGET_FRESH_S = 3.0
+POLL_S = 0.05
+GIVE_UP_S = 600.0
+
+
+def batch(round_no: int, events: int) -> pa.Table:
+    """`events` model events under keys and job ids of their own, dated after the rest."""
+    model = next(fast.arrow_batches(events, seed=1000 + round_no, batch_rows=events))
+    prefix = pa.scalar(f"fresh{round_no}-")
+    columns = {name: model.column(name) for name in model.column_names}
+    for name in ("idempotency_key", "job_id", "resource_key", "lock_key"):
+        columns[name] = pc.binary_join_element_wise(prefix, columns[name], "")
+    columns["ts"] = pc.add(columns["ts"], pa.scalar(3600 * 24 * (round_no + 1) * 10**6,
+                                                   pa.duration("us")))
+    return pa.table(columns)
+
+
+def duplicated_key(round_no: int, start: float) -> list[dict[str, Any]]:
+    """One key run twice, both runs with the side effect: what the freshness probes look for."""
+    key = f"fresh-dup-{round_no}"
+    rows: list[dict[str, Any]] = []
+    for attempt in (1, 2):
+        common = {"job_id": f"{key}-job", "job_type": "billing.charge", "idempotency_key": key,
+                  "delivery_attempt": attempt, "worker_id": f"w{attempt}"}
+        at = start + attempt * 40
+        rows += [
+            {"ts": _iso(at), "event": "deliver", "visibility_timeout_ms": 30_000, **common},
+            {"ts": _iso(at + 1), "event": "side_effect", **common},
+            {"ts": _iso(at + 2), "event": "ack", **common},
+        ]
+    return rows
+
+
+def _iso(seconds: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + "Z"
+
+
+def as_json_lines(table: pa.Table) -> list[dict[str, Any]]:
+    """Contract records of a model table (what a worker would log)."""
+    records = []
+    for row in table.to_pylist():
+        record = {k: v for k, v in row.items() if v is not None and k != "attrs"}
+        record["ts"] = row["ts"].isoformat()
+        records.append(record)
+    return records
+
+
+def seconds(call: Callable[[], Any]) -> float:
+    started = time.perf_counter()
+    call()
+    return time.perf_counter() - started
+
+
+def until(found: Callable[[], bool]) -> float:
+    """Seconds until `found()` holds (polled), or GIVE_UP_S."""
+    started = time.perf_counter()
+    while not found():
+        if time.perf_counter() - started > GIVE_UP_S:
+            return float("inf")
+        time.sleep(POLL_S)
+    return time.perf_counter() - started
+
+
+def listed_by_cli(folder: Path, key: str) -> bool:
+    done = subprocess.run(
+        [sys.executable, "-m", "dupescope.cli", "duplicates", "--store", str(folder),
+         "--format", "json"],
+        cwd=ROOT, capture_output=True, timeout=GIVE_UP_S,
+    )
+    return key.encode() in done.stdout
+
+
+def listed_by_dashboard(store: EmbeddedStore, key: str) -> bool:
+    """The dashboard's duplicates page asks `queries.duplicates` of the current snapshot."""
+    store.forget_snapshot()
+    return key in set(duplicates(store)["key"])
+
+
+def measure(folder: Path, n: int, batch_events: int, rounds: int) -> dict[str, float]:
+    store = EmbeddedStore(folder)
+    print(f"\n[{n:,} events] load {load(store, n):.1f} s (write + compact)", flush=True)
+    shutil.rmtree(folder / "derived", ignore_errors=True)
+    full = seconds(lambda: derived.ensure(store))
+    print(f"  full build            {full:7.2f} s", flush=True)
+    absorbs = []
+    for r in range(rounds):
+        store.write(canonical(batch(r, batch_events), offset=n + r * batch_events))
+        store.forget_snapshot()
+        absorbs.append(seconds(lambda: derived.ensure(store)))
+    absorb = statistics.median(absorbs)
+    print(f"  absorb {batch_events:,} events  {absorb:7.2f} s "
+          f"(median of {rounds}: {', '.join(f'{a:.2f}' for a in absorbs)})", flush=True)
+    duplicates(store)  # the dashboard process has answered before the batch arrives
+    collector = CollectorProcess(str(folder))
+    cli, page = [], []
+    try:
+        for r in range(rounds):
+            r += rounds  # keys of their own, beyond the absorb rounds'
+            records = as_json_lines(batch(r, batch_events))[: batch_events - 6]
+            key = f"fresh-dup-{r}"
+            collector.post(records + duplicated_key(r, time.time() - 600))
+            with ThreadPoolExecutor(2) as probes:  # both from the same 200
+                by_page = probes.submit(until, lambda k=key: listed_by_dashboard(store, k))
+                by_cli = probes.submit(until, lambda k=key: listed_by_cli(folder, k))
+                page.append(by_page.result())
+                cli.append(by_cli.result())
+    finally:
+        collector.stop()
+        store.close()
+    figures = {"full": full, "absorb": absorb, "cli": statistics.median(cli),
+               "page": statistics.median(page)}
+    print(f"  fresh in the dashboard {figures['page']:6.2f} s  (median; "
+          f"{', '.join(f'{s:.2f}' for s in page)})")
+    print(f"  fresh in duplicates   {figures['cli']:7.2f} s  (median; "
+          f"{', '.join(f'{s:.2f}' for s in cli)}; a new process each poll, beside the page's)",
+          flush=True)
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000000,10000000",
+                        help="comma-separated event counts, smallest first")
+    parser.add_argument("--batch", type=int, default=10_000, help="events in a new batch")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--workdir", type=Path, default=None)
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print(f"dupescope freshness: batches of {args.batch:,} events into stores of "
+          f"{', '.join(f'{n:,}' for n in sizes)} events")
+    results = {}
+    for n in sizes:
+        work = Path(tempfile.mkdtemp(prefix="dupescope-fresh-", dir=args.workdir))
+        try:
+            results[n] = measure(work / "store", n, args.batch, args.rounds)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    small, large = results[sizes[0]], results[sizes[-1]]
+    ratio = large["absorb"] / small["absorb"]
+    print(f"\nabsorb at {sizes[-1]:,} / at {sizes[0]:,}: {ratio:.1f}x "
+          f"(target at most {TARGET_RATIO:.0f}x): {'ok' if ratio <= TARGET_RATIO else 'MISSED'}")
+    for n, figures in results.items():
+        worst = max(figures["cli"], figures["page"])
+        print(f"freshness at {n:,}: {worst:.2f} s (target under {TARGET_FRESH_S:.0f} s): "
+              f"{'ok' if worst < TARGET_FRESH_S else 'MISSED'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
