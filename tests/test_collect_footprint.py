@@ -116,3 +116,31 @@ def test_freed_memory_is_given_back_above_the_mark_and_not_again_at_once() -> No
     assert not trimmer.check()  # still above, on live memory: not every half second
     assert trimmer.trims == 1
     assert not MemoryTrimmer(above=resident_bytes() * 4).check()
+
+
+def _resident_mb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) // 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_large_bodies_one_after_another_leave_the_collector_no_larger(tmp_path: Path) -> None:
+    # Each new size of large body used to leave its pages with the process: RSS went from
+    # ~190 MB to over 1 GB over repeated valid bodies and never came down.
+    collector = Subprocess(tmp_path / "store", "--compact-every", "0")
+    try:
+        for round_no in range(5):
+            for url, body, kind in (
+                ("/v1/traces", _otlp_json_body(round_no), "application/json"),
+                ("/v1/jsonlines", _large_lines_body(round_no), "application/x-ndjson"),
+            ):
+                assert _send_until_taken(collector.url + url, body, kind) == 200
+        peak = _peak_rss_mb(collector.process.pid)
+        time.sleep(2)  # the trimmer looks twice a second
+        at_rest = _resident_mb(collector.process.pid)
+    finally:
+        collector.stop()
+    assert peak < 600, f"peak RSS {peak} MB"
+    assert at_rest < 450, f"RSS at rest {at_rest} MB"
