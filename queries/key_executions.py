@@ -1,7 +1,9 @@
 """One row per execution of a key, read off its timeline: what each run did and how it ended.
 
-The swimlane chart and the verdict both talk about executions ("the first worker went
-silent after its side effect"), so they share this summary.
+The verdict (queries/verdict.py), the dashboard's swimlane chart and `dupescope timeline`
+all talk about executions ("the first worker went silent after its side effect"), so they
+share this summary of the key's timeline (queries/timeline.py) rather than each reading
+the events again.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+#: Events that settle a delivery; the last one is how the execution ended.
 SETTLED = ("ack", "nack", "fail")
 #: Events by which an extra execution avoided repeating the effect.
 ABSORBING = ("idempotency_hit", "lock_contended", "occ_conflict")
@@ -61,7 +64,15 @@ def _lock_valid_until(rows: pd.DataFrame) -> pd.Timestamp | None:
 
 
 def summarise(timeline: pd.DataFrame) -> pd.DataFrame:
-    """Executions of a timeline, in the order they started."""
+    """Executions of a timeline (the frame of `queries.timeline`), in the order they started.
+
+    Columns (COLUMNS): execution (the timeline's number), job_id, worker_id,
+    delivery_attempt, start, end, duration_ms, side_effect (it ran the effect),
+    absorbed_by (the event by which it avoided the effect, if any), outcome (its last
+    ack/nack/fail, else `silent`), reason and settled_by (from that event's attrs),
+    visibility_timeout_ms (of its deliver), lock_key, lock_owner, lock_valid_until (its
+    last grant plus TTL).
+    """
     if timeline.empty or "execution" not in timeline:
         return pd.DataFrame(columns=COLUMNS)
     runs = timeline[timeline["execution"].notna()].sort_values(["ts"], kind="stable")
