@@ -9,7 +9,7 @@ the events again.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -60,7 +60,8 @@ def _lock_valid_until(rows: pd.DataFrame) -> pd.Timestamp | None:
     if grants.empty:
         return None
     last = grants.iloc[-1]
-    return last["ts"] + pd.to_timedelta(int(last["lock_ttl_ms"]), unit="ms")
+    valid: pd.Timestamp = last["ts"] + pd.to_timedelta(int(last["lock_ttl_ms"]), unit="ms")
+    return valid
 
 
 def summarise(timeline: pd.DataFrame) -> pd.DataFrame:
@@ -86,7 +87,7 @@ def summarise(timeline: pd.DataFrame) -> pd.DataFrame:
         start, end = group["ts"].min(), group["ts"].max()
         rows.append(
             {
-                "execution": int(number),
+                "execution": int(cast(int, number)),
                 "job_id": _first(group["job_id"]),
                 "worker_id": _first(group["worker_id"]),
                 "delivery_attempt": _first(group["delivery_attempt"]),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -78,7 +78,8 @@ def _short_reason(reason: Any) -> str:
 
 
 def _position(executions: pd.DataFrame, row: pd.Series) -> int:
-    return int(executions.index.get_loc(row.name)) + 1
+    """1 for the first execution; the frame's index is unique (verdict resets it)."""
+    return int(cast(int, executions.index.get_loc(row.name))) + 1
 
 
 def _still_running(executions: pd.DataFrame) -> pd.Series:
