@@ -14,7 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboard.escape import html
-from dashboard.executions import attrs_of, overlaps
+from queries.key_executions import attrs_of, overlaps
 
 PRODUCER_EVENTS = ("outbox_write", "enqueue", "enqueue_deduped")
 #: Event kind -> (marker symbol, colour). Effects and endings stand out; plumbing is grey.

@@ -17,7 +17,20 @@ from dupescope.options import (
     open_store_or_exit,
     store_option,
 )
-from dupescope.output import emit
+from dupescope.output import emit, emit_json, records
+
+#: The timeline's columns the table shows (JSON carries them all).
+TIMELINE_COLUMNS = [
+    "ts",
+    "execution",
+    "event",
+    "job_id",
+    "delivery_attempt",
+    "worker_id",
+    "lock_owner",
+    "lock_ttl_ms",
+    "visibility_timeout_ms",
+]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -122,26 +135,28 @@ def ingest(
 @store_option
 @format_option
 def timeline(key: str, store_url: str | None, fmt: str) -> None:
-    """Every event of an idempotency key (or a job_id), in time order, by execution."""
-    from queries import timeline as build_timeline
+    """Every event of an idempotency key (or a job_id), in time order, by execution, and
+    the verdict on the key that the dashboard's timeline page shows.
+
+    The table opens with the verdict; JSON rows are the timeline's events, each carrying
+    the same `verdict` object (text, harmful, cause, causes, job_type, cause_line).
+    """
+    from queries.key_forensics import key_forensics
 
     store = open_store_or_exit(store_url, existing=True)
-    frame = build_timeline(store, key)
-    if fmt == "table" and not frame.empty:
-        frame = frame[
-            [
-                "ts",
-                "execution",
-                "event",
-                "job_id",
-                "delivery_attempt",
-                "worker_id",
-                "lock_owner",
-                "lock_ttl_ms",
-                "visibility_timeout_ms",
-            ]
-        ]
-    emit(frame, fmt, empty=f"no events for {key!r} in {store.describe()}")
+    found = key_forensics(store, key)
+    frame = found.timeline
+    if frame.empty or fmt == "csv":
+        emit(frame, fmt, empty=f"no events for {key!r} in {store.describe()}")
+        return
+    if fmt == "json":
+        emit_json([{**row, "verdict": found.verdict.as_dict()} for row in records(frame)])
+        return
+    click.echo(found.verdict.text)
+    if found.verdict.cause_line:
+        click.echo(found.verdict.cause_line)
+    click.echo()
+    emit(frame[TIMELINE_COLUMNS], fmt)
 
 
 @main.command()

@@ -39,10 +39,15 @@ def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     return [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
 
 
+def emit_json(rows: list[dict[str, Any]]) -> None:
+    """Print JSON-ready rows (see `records`) as one JSON array."""
+    click.echo(orjson.dumps(rows).decode())
+
+
 def emit(frame: pd.DataFrame, fmt: str, *, empty: str = "nothing found") -> None:
     """Print `frame` as one JSON array, CSV, or an aligned table."""
     if fmt == "json":
-        click.echo(orjson.dumps(records(frame)).decode())
+        emit_json(records(frame))
     elif fmt == "csv":
         click.echo(
             pd.DataFrame(records(frame), columns=frame.columns).to_csv(index=False), nl=False

@@ -16,11 +16,13 @@ from queries.forensics import (
     stale_owner_writes,
     store_summary,
 )
+from queries.key_forensics import KeyForensics, key_forensics
 from queries.loader import query_names, run
 from queries.timeline import timeline
 
 __all__ = [
     "CAUSES",
+    "KeyForensics",
     "checklist",
     "duplicates",
     "duplicates_over_time",
@@ -28,6 +30,7 @@ __all__ = [
     "durations",
     "executions",
     "filter_values",
+    "key_forensics",
     "key_suggestions",
     "lint",
     "lock_overruns",

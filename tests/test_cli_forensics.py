@@ -123,3 +123,53 @@ def test_a_bad_time_is_a_usage_error(tmp_path, make_table) -> None:
     result = CliRunner().invoke(main, ["duplicates", "--store", store, "--since", "soon"])
     assert result.exit_code == 2
     assert "not a time" in result.output
+
+
+HARMFUL = run("j1", 1, "w1", "00:00", [("00:02", "side_effect")], **KEY) + run(
+    "j1", 2, "w2", "00:40", [("00:41", "side_effect"), ("00:42", "ack")], **KEY
+)
+HARMFUL_VERDICT = {
+    "text": "Delivered twice because the first worker (w1) went silent after its side "
+    "effect; the second execution ran the effect again: harmful.",
+    "harmful": True,
+    "cause": "worker_crash",
+    "causes": ["worker_crash"],
+    "job_type": "billing.charge",
+    "cause_line": "billing.charge · cause worker_crash (all that apply: worker_crash)",
+}
+
+
+def test_timeline_table_opens_with_the_verdict_the_page_shows(tmp_path, make_table) -> None:
+    result = CliRunner().invoke(
+        main, ["timeline", "inv-1", "--store", _store_with(tmp_path, make_table, HARMFUL)]
+    )
+    assert result.exit_code == 0, result.output
+    verdict, cause, blank, header, *rows = result.output.splitlines()
+    assert verdict == HARMFUL_VERDICT["text"]
+    assert cause == HARMFUL_VERDICT["cause_line"]
+    assert blank == ""
+    assert header.split()[:3] == ["ts", "execution", "event"]
+    assert len(rows) == len(HARMFUL)
+
+
+def test_timeline_json_rows_keep_their_fields_and_carry_the_verdict(tmp_path, make_table) -> None:
+    rows = _json(["timeline", "inv-1", "--store", _store_with(tmp_path, make_table, HARMFUL),
+                  "--format", "json"])
+    assert [r["event"] for r in rows] == [e["event"] for e in HARMFUL]
+    assert rows[0]["ts"] == "2025-11-30T12:00:00.000000Z"
+    assert {"execution", "job_id", "worker_id", "event_uid"} <= set(rows[0])
+    assert all(r["verdict"] == HARMFUL_VERDICT for r in rows)
+
+
+def test_timeline_json_of_a_clean_key_says_it_is_no_duplicate(tmp_path, make_table) -> None:
+    events = run("j1", 1, "w1", "00:00", [("00:02", "side_effect"), ("00:03", "ack")], **KEY)
+    rows = _json(["timeline", "j1", "--store", _store_with(tmp_path, make_table, events),
+                  "--format", "json"])
+    assert rows[0]["verdict"] == {
+        "text": "Ran once and ran its side effect: not a duplicate.",
+        "harmful": None,
+        "cause": None,
+        "causes": [],
+        "job_type": None,
+        "cause_line": None,
+    }

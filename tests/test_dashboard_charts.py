@@ -1,4 +1,4 @@
-"""The dashboard's pure parts: execution summaries, the verdict, and the figures."""
+"""The dashboard's pure parts: the figures and the filters."""
 
 from __future__ import annotations
 
@@ -6,13 +6,12 @@ from datetime import datetime
 
 import pandas as pd
 import pytest
-from dashboard_cases import ABSORBED_KEY, HARMFUL_KEY, SINGLE_KEY, dashboard_events
+from dashboard_cases import ABSORBED_KEY, HARMFUL_KEY, dashboard_events
 
 from dashboard import charts
-from dashboard.executions import overlaps, summarise
 from dashboard.filters import Filters, window_bounds
 from dashboard.swimlane import swimlane_figure
-from dashboard.verdict import verdict
+from queries.key_executions import summarise
 
 
 @pytest.fixture(scope="module")
@@ -31,86 +30,6 @@ def _timeline(store, key: str) -> pd.DataFrame:
     import queries
 
     return queries.timeline(store, key)
-
-
-def _row(store, key: str) -> dict:
-    import queries
-
-    found = queries.duplicates(store)
-    return found[found["key"] == key].iloc[0].to_dict()
-
-
-def test_summary_says_how_each_execution_ended(stored) -> None:
-    runs = summarise(_timeline(stored, HARMFUL_KEY))
-    assert runs["outcome"].tolist() == ["silent", "ack"]
-    assert runs["side_effect"].tolist() == [True, True]
-    assert runs["worker_id"].tolist() == ["w1:101", "w2:202"]
-    assert runs["lock_valid_until"].iloc[0] == pd.Timestamp("2025-11-30T12:00:11.2Z")
-
-
-def test_overlap_is_found_only_where_runs_share_time(stored) -> None:
-    assert overlaps(summarise(_timeline(stored, HARMFUL_KEY))) == []
-    (begin, finish, one, other), = overlaps(summarise(_timeline(stored, ABSORBED_KEY)))
-    assert (one, other) == (1, 2)
-    assert begin == pd.Timestamp("2025-11-30T12:01:31Z")
-    assert finish == pd.Timestamp("2025-11-30T12:01:32Z")
-
-
-def test_verdict_for_a_harmful_worker_crash(stored) -> None:
-    said = verdict(summarise(_timeline(stored, HARMFUL_KEY)), _row(stored, HARMFUL_KEY))
-    assert said.harmful is True and said.cause == "worker_crash"
-    assert said.text == (
-        "Delivered twice because the first worker (w1:101) went silent after its side effect; "
-        "the second execution ran the effect again: harmful."
-    )
-
-
-def test_verdict_for_an_absorbed_visibility_timeout(stored) -> None:
-    said = verdict(summarise(_timeline(stored, ABSORBED_KEY)), _row(stored, ABSORBED_KEY))
-    assert said.harmful is False
-    assert said.text == (
-        "Delivered twice because the visibility timeout (30 s) ran out while the first "
-        "execution was still running (it ran 31 s); the second execution found the "
-        "idempotency record and skipped the effect: absorbed."
-    )
-
-
-def test_verdict_for_a_single_run_and_for_no_forensic_answer(stored) -> None:
-    assert verdict(summarise(_timeline(stored, SINGLE_KEY))).text == (
-        "Ran once and ran its side effect: not a duplicate."
-    )
-    unclassified = verdict(summarise(_timeline(stored, HARMFUL_KEY)), None)
-    assert unclassified.harmful is True
-    assert unclassified.text.startswith("Ran twice for a reason the events do not show")
-    assert "no forensic answer" in unclassified.text
-
-
-def test_verdict_for_a_producer_retry_and_a_failed_retry() -> None:
-    runs = pd.DataFrame(
-        {
-            "execution": [1, 2], "job_id": ["a", "b"], "worker_id": ["w1", "w2"],
-            "delivery_attempt": [1, 1], "duration_ms": [10.0, 10.0],
-            "side_effect": [True, False], "absorbed_by": [None, "lock_contended"],
-            "outcome": ["ack", "ack"], "reason": [None, None], "settled_by": [None, None],
-            "visibility_timeout_ms": [None, None],
-        }
-    )
-    said = verdict(runs, {"cause": "producer_retry", "harmful": False})
-    assert said.text == (
-        "Ran twice because the producer enqueued it twice as separate jobs; the second "
-        "execution could not take the lock and did not run the effect: absorbed."
-    )
-    failed = runs.assign(outcome=["fail", "ack"], reason=["timeout", None],
-                         side_effect=[True, True])
-    said = verdict(failed, {"cause": "retry_after_failure", "harmful": True})
-    assert said.text == (
-        "Ran twice because the first execution failed after its side effect (timeout) and "
-        "was retried; the second execution ran the effect again: harmful."
-    )
-
-
-def test_no_execution_at_all() -> None:
-    assert verdict(summarise(pd.DataFrame())).harmful is None
 
 
 def test_swimlanes_draw_one_lane_per_execution_with_lock_and_window(stored) -> None:
@@ -204,20 +123,3 @@ def test_ratio_chart_takes_numbers_stored_as_objects() -> None:
     frame = pd.DataFrame({"job_type": ["a", "b"], "ratio": pd.Series([0.5, None], dtype=object)})
     figure = charts.ratio_figure(frame, "ratio", "job_type", "Ratio", "r")
     assert list(figure.data[0].y) == ["a"]
-
-
-def test_verdict_when_only_the_retry_ran_the_effect() -> None:
-    runs = pd.DataFrame(
-        {
-            "execution": [1, 2], "job_id": ["a", "a"], "worker_id": ["w1", "w2"],
-            "delivery_attempt": [1, 2], "duration_ms": [10.0, 10.0],
-            "side_effect": [False, True], "absorbed_by": [None, None],
-            "outcome": ["nack", "ack"], "reason": ["deadlock", None], "settled_by": [None, None],
-            "visibility_timeout_ms": [None, None],
-        }
-    )
-    said = verdict(runs, {"cause": "retry_after_failure", "harmful": False})
-    assert said.text == (
-        "Ran twice because the first execution failed (deadlock) and was retried; only the "
-        "second execution ran the effect: absorbed."
-    )

@@ -20,8 +20,8 @@ from dashboard_cases import (
 
 from dashboard import charts
 from dashboard.escape import html, md, plain_frame
-from dashboard.executions import summarise
 from dashboard.swimlane import swimlane_figure
+from queries.key_executions import summarise
 
 #: Markdown that makes a link or an image, or an HTML tag: none may reach a renderer.
 MARKUP = re.compile(r"(?<!\\)\]\((?!\\)|(?<!\\)<[a-zA-Z/]")

@@ -8,15 +8,14 @@ opens here (typed or picked), with a note that its address will not reopen it.
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from dashboard import links, loaders, ui
 from dashboard.escape import md, shorten
-from dashboard.executions import summarise
 from dashboard.source import snapshot, store_url
 from dashboard.swimlane import swimlane_figure
-from dashboard.verdict import verdict
+from queries.key_forensics import forensics_of
+from queries.verdict import Verdict
 
 #: A key or search text is cut to this many characters where a sentence or label shows it.
 SHOWN_KEY_CHARS = 120
@@ -73,18 +72,7 @@ def show_worst_keys(url: str, snap: str) -> None:
     )
 
 
-def duplicate_row(url: str, snap: str, key: str, frame: pd.DataFrame) -> dict | None:
-    """This key's row of the forensic `duplicates` answer, matched by key or job_id."""
-    answer = loaders.forensic(url, snap, "duplicates", {})
-    if answer is None or answer.empty:
-        return None
-    names = {key, *frame["idempotency_key"].dropna(), *frame["job_id"].dropna()}
-    hits = answer[answer["key"].isin(names)]
-    return hits.iloc[0].to_dict() if not hits.empty else None
-
-
-def show_verdict(found, row: dict | None) -> None:
-    said = verdict(found, row)
+def show_verdict(said: Verdict) -> None:
     text = md(said.text)  # it quotes worker ids and error reasons from the events
     if said.harmful:
         st.error(text, icon=":material/warning:")
@@ -92,15 +80,8 @@ def show_verdict(found, row: dict | None) -> None:
         st.warning(text, icon=":material/shield:")
     else:
         st.success(text, icon=":material/check_circle:")
-    if row:
-        causes = row.get("causes")
-        listed = ", ".join(causes) if isinstance(causes, list | tuple) else causes
-        st.caption(
-            md(
-                f"{row.get('job_type')} · cause {row.get('cause')}"
-                + (f" (all that apply: {listed})" if listed else "")
-            )
-        )
+    if said.cause_line:
+        st.caption(md(said.cause_line))
 
 
 def note_long_key(key: str) -> None:
@@ -117,8 +98,10 @@ def show_key(url: str, snap: str, key: str) -> bool:
     frame = ui.answer("timeline", lambda: loaders.timeline(url, snap, key))
     if frame is None or frame.empty:
         return False
-    found = summarise(frame)
-    show_verdict(found, ui.answer("duplicates", lambda: duplicate_row(url, snap, key, frame)))
+    answer = ui.answer("duplicates", lambda: loaders.forensic(url, snap, "duplicates", {}))
+    forensics = forensics_of(frame, answer, key)
+    found = forensics.executions
+    show_verdict(forensics.verdict)
     ui.plot("timeline chart", lambda: swimlane_figure(frame, found), "swimlane")
     st.subheader("Executions")
     st.dataframe(found.assign(duration_ms=found["duration_ms"].round(0)), hide_index=True)

@@ -1,8 +1,10 @@
-"""The plain-language verdict at the top of a key's timeline.
+"""The plain-language verdict on one key: what ran, why it ran again, and whether it harmed.
 
 The cause and outcome come from the forensic answer (`queries.duplicates`); the words
 that make them concrete ("the first worker went silent after its side effect") come from
-the key's own executions, so the sentence names what the person can see in the chart.
+the key's own executions (queries/key_executions.py), so the sentence names what the
+person can see in the timeline. The dashboard's timeline page and `dupescope timeline`
+show the same Verdict; each escapes or formats it for its own medium.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -25,11 +27,32 @@ ABSORBED_HOW = {
 
 @dataclass(frozen=True)
 class Verdict:
-    """One sentence for the person on call, and whether the duplicate did harm."""
+    """One sentence for the person on call, and whether the duplicate did harm.
+
+    `text` holds the outcome and, for a duplicate, the cause explained in the words of
+    its executions. `cause`, `causes` and `job_type` are the key's row of the forensic
+    answer (absent when there is none), and `cause_line` says them in one line
+    (`billing.charge · cause worker_crash (all that apply: ...)`) as the page's caption.
+    Text is plain: it quotes worker ids and error reasons from the events, unescaped.
+    """
 
     text: str
     harmful: bool | None  # None: not a duplicate, or nothing ran
     cause: str | None = None
+    causes: tuple[str, ...] = ()
+    job_type: str | None = None
+    cause_line: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The verdict as JSON-ready values (`causes` as a list)."""
+        return {
+            "text": self.text,
+            "harmful": self.harmful,
+            "cause": self.cause,
+            "causes": list(self.causes),
+            "job_type": self.job_type,
+            "cause_line": self.cause_line,
+        }
 
 
 def ordinal(position: int) -> str:
@@ -55,7 +78,8 @@ def _short_reason(reason: Any) -> str:
 
 
 def _position(executions: pd.DataFrame, row: pd.Series) -> int:
-    return int(executions.index.get_loc(row.name)) + 1
+    """1 for the first execution; the frame's index is unique (verdict resets it)."""
+    return int(cast(int, executions.index.get_loc(row.name))) + 1
 
 
 def _still_running(executions: pd.DataFrame) -> pd.Series:
@@ -139,17 +163,53 @@ def _leading(cause: str | None, count: int) -> str:
     return f"{verb} {times(count)}"
 
 
+def _causes(duplicate: Mapping[str, Any]) -> tuple[str, ...]:
+    causes = duplicate.get("causes")
+    if isinstance(causes, str):
+        return (causes,)
+    if causes is None or not hasattr(causes, "__iter__"):
+        return ()
+    return tuple(str(c) for c in causes)
+
+
+def _text_or_none(value: Any) -> str | None:
+    return str(value) if _present(value) else None
+
+
+def cause_line(duplicate: Mapping[str, Any]) -> str:
+    """The key's job type and causes in one line, as the timeline page's caption."""
+    listed = ", ".join(_causes(duplicate))
+    return f"{duplicate.get('job_type')} · cause {duplicate.get('cause')}" + (
+        f" (all that apply: {listed})" if listed else ""
+    )
+
+
+def _about(duplicate: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The Verdict fields taken from the key's row of `duplicates`."""
+    if not duplicate:
+        return {}
+    return {
+        "cause": _text_or_none(duplicate.get("cause")),
+        "causes": _causes(duplicate),
+        "job_type": _text_or_none(duplicate.get("job_type")),
+        "cause_line": cause_line(duplicate),
+    }
+
+
 def verdict(executions: pd.DataFrame, duplicate: Mapping[str, Any] | None = None) -> Verdict:
     """The verdict for one key from its executions and its row of `duplicates`, if any."""
+    about = _about(duplicate)
     count = len(executions)
     if count == 0:
-        return Verdict("No execution recorded: the job was never delivered to a worker.", None)
+        return Verdict(
+            "No execution recorded: the job was never delivered to a worker.", None, **about
+        )
     executions = executions.reset_index(drop=True)
     if count == 1:
         row = executions.iloc[0]
         ran = "ran its side effect" if row["side_effect"] else "ran no side effect"
-        return Verdict(f"Ran once and {ran}: not a duplicate.", None)
-    cause = duplicate.get("cause") if duplicate else None
+        return Verdict(f"Ran once and {ran}: not a duplicate.", None, **about)
+    cause = about.get("cause")
     harmful_value = duplicate.get("harmful") if duplicate else None
     harmful = (
         bool(harmful_value)
@@ -162,4 +222,4 @@ def verdict(executions: pd.DataFrame, duplicate: Mapping[str, Any] | None = None
     )
     if duplicate is None:
         text += " (Cause not classified: no forensic answer for this key.)"
-    return Verdict(text, harmful, cause)
+    return Verdict(text, harmful, **about)

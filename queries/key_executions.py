@@ -1,16 +1,19 @@
 """One row per execution of a key, read off its timeline: what each run did and how it ended.
 
-The swimlane chart and the verdict both talk about executions ("the first worker went
-silent after its side effect"), so they share this summary.
+The verdict (queries/verdict.py), the dashboard's swimlane chart and `dupescope timeline`
+all talk about executions ("the first worker went silent after its side effect"), so they
+share this summary of the key's timeline (queries/timeline.py) rather than each reading
+the events again.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
+#: Events that settle a delivery; the last one is how the execution ended.
 SETTLED = ("ack", "nack", "fail")
 #: Events by which an extra execution avoided repeating the effect.
 ABSORBING = ("idempotency_hit", "lock_contended", "occ_conflict")
@@ -57,11 +60,20 @@ def _lock_valid_until(rows: pd.DataFrame) -> pd.Timestamp | None:
     if grants.empty:
         return None
     last = grants.iloc[-1]
-    return last["ts"] + pd.to_timedelta(int(last["lock_ttl_ms"]), unit="ms")
+    valid: pd.Timestamp = last["ts"] + pd.to_timedelta(int(last["lock_ttl_ms"]), unit="ms")
+    return valid
 
 
 def summarise(timeline: pd.DataFrame) -> pd.DataFrame:
-    """Executions of a timeline, in the order they started."""
+    """Executions of a timeline (the frame of `queries.timeline`), in the order they started.
+
+    Columns (COLUMNS): execution (the timeline's number), job_id, worker_id,
+    delivery_attempt, start, end, duration_ms, side_effect (it ran the effect),
+    absorbed_by (the event by which it avoided the effect, if any), outcome (its last
+    ack/nack/fail, else `silent`), reason and settled_by (from that event's attrs),
+    visibility_timeout_ms (of its deliver), lock_key, lock_owner, lock_valid_until (its
+    last grant plus TTL).
+    """
     if timeline.empty or "execution" not in timeline:
         return pd.DataFrame(columns=COLUMNS)
     runs = timeline[timeline["execution"].notna()].sort_values(["ts"], kind="stable")
@@ -75,7 +87,7 @@ def summarise(timeline: pd.DataFrame) -> pd.DataFrame:
         start, end = group["ts"].min(), group["ts"].max()
         rows.append(
             {
-                "execution": int(number),
+                "execution": int(cast(int, number)),
                 "job_id": _first(group["job_id"]),
                 "worker_id": _first(group["worker_id"]),
                 "delivery_attempt": _first(group["delivery_attempt"]),

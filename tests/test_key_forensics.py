@@ -1,0 +1,86 @@
+"""Forensics of one key from queries/: its executions, the verdict and the cause, on each store."""
+
+from __future__ import annotations
+
+from forensics_cases import run
+
+from queries import key_forensics, timeline
+from queries.key_forensics import forensics_of
+
+KEY = {"idempotency_key": "inv-1"}
+
+#: Charged once, acked: nothing ran twice.
+CLEAN = run("j1", 1, "w1", "00:00", [("00:02", "side_effect"), ("00:03", "ack")], **KEY)
+#: The first worker charged and went silent; the redelivery charged again.
+HARMFUL = run("j1", 1, "w1", "00:00", [("00:02", "side_effect")], **KEY) + run(
+    "j1", 2, "w2", "00:40", [("00:41", "side_effect"), ("00:42", "ack")], **KEY
+)
+#: The first run outlived the 30 s visibility timeout; the second found the idempotency record.
+ABSORBED = run("j1", 1, "w1", "00:00", [("00:02", "side_effect"), ("00:40", "ack")], **KEY) + run(
+    "j1", 2, "w2", "00:31", [("00:32", "idempotency_hit"), ("00:33", "ack")], **KEY
+)
+
+
+def test_a_clean_key_ran_once_and_is_no_duplicate(store, make_table) -> None:
+    store.write(make_table(CLEAN))
+    found = key_forensics(store, "inv-1")
+    assert found.executions["outcome"].tolist() == ["ack"]
+    assert found.duplicate is None
+    assert found.verdict.text == "Ran once and ran its side effect: not a duplicate."
+    assert found.verdict.harmful is None
+    assert found.verdict.cause is None and found.verdict.cause_line is None
+
+
+def test_a_harmful_duplicate_names_the_lost_worker_and_the_repeated_effect(
+    store, make_table
+) -> None:
+    store.write(make_table(HARMFUL))
+    said = key_forensics(store, "inv-1").verdict
+    assert said.text == (
+        "Delivered twice because the first worker (w1) went silent after its side effect; "
+        "the second execution ran the effect again: harmful."
+    )
+    assert said.harmful is True
+    assert (said.cause, said.causes, said.job_type) == (
+        "worker_crash", ("worker_crash",), "billing.charge"
+    )
+    assert said.cause_line == "billing.charge · cause worker_crash (all that apply: worker_crash)"
+
+
+def test_an_absorbed_duplicate_names_the_timeout_and_what_stopped_the_effect(
+    store, make_table
+) -> None:
+    store.write(make_table(ABSORBED))
+    found = key_forensics(store, "inv-1")
+    assert found.executions["absorbed_by"].fillna("-").tolist() == ["-", "idempotency_hit"]
+    assert found.verdict.text == (
+        "Delivered twice because the visibility timeout (30 s) ran out while the first "
+        "execution was still running (it ran 40 s); the second execution found the "
+        "idempotency record and skipped the effect: absorbed."
+    )
+    assert found.verdict.harmful is False
+    assert found.verdict.cause == "visibility_timeout"
+
+
+def test_a_job_id_finds_its_keys_row_and_the_same_verdict(embedded, make_table) -> None:
+    embedded.write(make_table(HARMFUL))
+    by_job = key_forensics(embedded, "j1")
+    assert by_job.duplicate is not None and by_job.duplicate["key"] == "inv-1"
+    assert by_job.verdict == key_forensics(embedded, "inv-1").verdict
+
+
+def test_without_a_forensic_answer_the_cause_is_not_classified(embedded, make_table) -> None:
+    embedded.write(make_table(HARMFUL))
+    said = forensics_of(timeline(embedded, "inv-1"), None, "inv-1").verdict
+    assert said.text == (
+        "Ran twice for a reason the events do not show; the second execution ran the effect "
+        "again: harmful. (Cause not classified: no forensic answer for this key.)"
+    )
+    assert said.cause is None and said.cause_line is None
+
+
+def test_an_unknown_key_has_no_events_and_no_verdict_on_executions(embedded, make_table) -> None:
+    embedded.write(make_table(CLEAN))
+    found = key_forensics(embedded, "nope")
+    assert found.timeline.empty and found.executions.empty and found.duplicate is None
+    assert found.verdict.text == "No execution recorded: the job was never delivered to a worker."
