@@ -134,16 +134,31 @@ def ingest(
 @click.argument("key")
 @store_option
 @format_option
-def timeline(key: str, store_url: str | None, fmt: str) -> None:
+@click.option(
+    "--verdict/--no-verdict",
+    default=True,
+    show_default=True,
+    help="Open with the verdict the dashboard gives. It takes its cause from the store's "
+    "duplicates answer: on a store that changed since that was last built, the first "
+    "timeline pays for the build; --no-verdict reads the key's events alone.",
+)
+def timeline(key: str, store_url: str | None, fmt: str, verdict: bool) -> None:
     """Every event of an idempotency key (or a job_id), in time order, by execution, and
     the verdict on the key that the dashboard's timeline page shows.
 
     The table opens with the verdict; JSON rows are the timeline's events, each carrying
     the same `verdict` object (text, harmful, cause, causes, job_type, cause_line).
     """
+    from queries import timeline as timeline_of
     from queries.key_forensics import key_forensics
 
     store = open_store_or_exit(store_url, existing=True)
+    if not verdict:
+        frame = timeline_of(store, key)
+        if fmt == "table" and not frame.empty:
+            frame = frame[TIMELINE_COLUMNS]
+        emit(frame, fmt, empty=f"no events for {key!r} in {store.describe()}")
+        return
     found = key_forensics(store, key)
     frame = found.timeline
     if frame.empty or fmt == "csv":

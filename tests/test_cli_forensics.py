@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import orjson
 from click.testing import CliRunner
 from forensics_cases import locked, run
@@ -173,3 +175,15 @@ def test_timeline_json_of_a_clean_key_says_it_is_no_duplicate(tmp_path, make_tab
         "job_type": None,
         "cause_line": None,
     }
+
+
+def test_timeline_without_the_verdict_reads_the_key_alone(tmp_path, make_table) -> None:
+    folder = _store_with(tmp_path, make_table, HARMFUL)
+    result = CliRunner().invoke(main, ["timeline", "inv-1", "--store", folder, "--no-verdict"])
+    assert result.exit_code == 0, result.output
+    header, *rows = result.output.splitlines()
+    assert header.split()[:3] == ["ts", "execution", "event"]
+    assert len(rows) == len(HARMFUL)
+    assert not (Path(folder) / "derived").exists()  # no derived table was built
+    rows = _json(["timeline", "inv-1", "--store", folder, "--no-verdict", "--format", "json"])
+    assert "verdict" not in rows[0]
