@@ -262,7 +262,20 @@ class SlowStore:
         return self.inner.execute(sql, params)
 
     def arrow(self, sql: str, params: dict | None = None) -> pa.Table:
-        return self.inner.arrow(sql, params)  # type: ignore[attr-defined]
+        return self.inner.arrow(sql, params)
+
+    def command(self, sql: str, params: dict | None = None) -> None:
+        self.inner.command(sql, params)
+
+    def snapshot_id(self) -> str | None:
+        return self.inner.snapshot_id()
+
+    def key_rows(self, key: str) -> pa.Table | None:
+        return self.inner.key_rows(key)
+
+    def segmented(self) -> None:
+        """None: a collector writes through `write` (where the delay is), not hot logs."""
+        return None
 
     def describe(self) -> str:
         return "slow " + self.inner.describe()
