@@ -212,10 +212,10 @@ class Subprocess:
 
 def rows(store: Store, exclude: tuple[str, ...] = ("source",)) -> pa.Table:
     """All stored rows, repeats collapsed as readers do, in a stable order."""
-    table = store.arrow(  # type: ignore[attr-defined]
+    table = store.arrow(
         "SELECT * FROM events QUALIFY row_number() OVER (PARTITION BY event_uid) = 1 "
         "ORDER BY event_uid"
-    ) if store.dialect == "duckdb" else store.arrow(  # type: ignore[attr-defined]
+    ) if store.dialect == "duckdb" else store.arrow(
         "SELECT * FROM events ORDER BY event_uid LIMIT 1 BY event_uid"
     )
     return table.drop_columns([c for c in exclude if c in table.column_names])
