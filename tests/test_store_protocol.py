@@ -7,11 +7,14 @@ asks `events` instead.
 
 from pathlib import Path
 
+import pytest
+
 from queries.loader import render
 from store import open_store
 from store.base import SegmentedStore, Store
-from store.clickhouse import ChdbStore
+from store.clickhouse import ChdbStore, ClickHouseStore
 from store.embedded import EmbeddedStore
+from store.otel import OtelChdbStore, OtelClickHouseStore
 
 CHARGE = [
     {"ts": "2025-11-30T12:00:00Z", "event": "enqueue", "job_id": "j1",
@@ -26,6 +29,30 @@ OTHER = [
     {"ts": "2025-11-30T13:00:00Z", "event": "enqueue", "job_id": "j2",
      "job_type": "billing.charge", "idempotency_key": "inv-2"},
 ]
+
+
+def _methods(protocol: type) -> list[str]:
+    return sorted(n for n, v in vars(protocol).items() if callable(v) and not n.startswith("_"))
+
+
+@pytest.mark.parametrize(
+    ("store_class", "protocol"),
+    [
+        (EmbeddedStore, SegmentedStore),
+        (ChdbStore, Store),
+        (ClickHouseStore, Store),
+        (OtelChdbStore, Store),
+        (OtelClickHouseStore, Store),
+    ],
+)
+def test_every_store_class_implements_each_method_it_declares(store_class: type,
+                                                             protocol: type) -> None:
+    """A store class names its protocol as a base (so mypy checks it); a method it left
+    out would fall back to the protocol's empty body, which answers None."""
+    assert protocol in store_class.__mro__
+    inherited = [n for n in _methods(Store) + _methods(protocol)
+                 if getattr(store_class, n) in (vars(Store).get(n), vars(protocol).get(n))]
+    assert inherited == []
 
 
 def test_a_folder_opens_as_a_store_that_keeps_segments(tmp_path: Path) -> None:
