@@ -23,9 +23,9 @@ def history(store: Store, limit: int = 200) -> pd.DataFrame:
     Read-only for the embedded store (the dashboard may run beside `watch`); an empty
     frame with the same columns when nothing was ever fired.
     """
-    root = getattr(store, "root", None)
-    if root is not None:
-        path = root / "alerts" / "state.sqlite3"
+    segmented = store.segmented()
+    if segmented is not None:
+        path = segmented.root / "alerts" / "state.sqlite3"
         if not path.exists():
             return pd.DataFrame(columns=list(HISTORY_COLUMNS))
         from alerts.state_sqlite import SqliteState

@@ -93,11 +93,11 @@ class AlertState(Protocol):
 def open_state(store: Store) -> AlertState:
     """The state beside the events: a file under an embedded store's folder, tables in
     ClickHouse or chDB."""
-    root = getattr(store, "root", None)
-    if root is not None:
+    segmented = store.segmented()
+    if segmented is not None:
         from alerts.state_sqlite import SqliteState
 
-        return SqliteState(root / "alerts" / "state.sqlite3")
+        return SqliteState(segmented.root / "alerts" / "state.sqlite3")
     from alerts.state_clickhouse import TableState
 
     return TableState(store)

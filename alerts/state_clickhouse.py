@@ -70,11 +70,7 @@ class TableState:
             self._command(statement)
 
     def _command(self, sql: str, params: dict[str, Any] | None = None) -> None:
-        client = getattr(self.store, "_client", None)
-        if client is not None:  # a ClickHouse server: statements go through command()
-            client.command(sql, parameters=params or {})
-        else:  # chDB answers statements through its query call
-            self.store.execute(sql, params)
+        self.store.command(sql, params)
 
     def _outbox(self, delivery_key: tuple[str, str], document_text: str, **row: Any) -> None:
         alert_id, sink = delivery_key

@@ -34,9 +34,9 @@ log = logging.getLogger("dupescope.alerts")
 
 def content_version(store: Store) -> str:
     """Changes when the store's events change; cheap, so it can run every interval."""
-    snapshot = getattr(store, "snapshot_id", None)
+    snapshot = store.snapshot_id()
     if snapshot is not None:
-        return str(snapshot())
+        return snapshot
     row = store.execute("SELECT count() AS n, toString(max(ts)) AS last FROM events").iloc[0]
     return f"{row['n']}:{row['last']}"
 

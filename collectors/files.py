@@ -259,7 +259,8 @@ def ingest_files(
     """
     mapping = (normaliser or Normaliser()).mapping
     # A store that writes segments itself takes rows as string views (no copy of the text).
-    decoder = BlockDecoder(mapping, views=hasattr(store, "segment_writer"))
+    segmented = store.segmented()
+    decoder = BlockDecoder(mapping, views=segmented is not None)
     report = IngestReport()
     pool: ProcessPoolExecutor | None = None
     spool: str | None = None
@@ -293,15 +294,16 @@ def ingest_files(
                         os.environ.setdefault(
                             "_RJEM_MALLOC_CONF", "dirty_decay_ms:-1,muzzy_decay_ms:-1"
                         )
-                        writer = getattr(store, "segment_writer", None)
                         pool = ProcessPoolExecutor(
                             max_workers=_workers(),
                             mp_context=multiprocessing.get_context("spawn"),
                             initializer=_start_worker,
-                            initargs=(mapping, writer() if writer else None),
+                            initargs=(
+                                mapping, segmented.segment_writer() if segmented else None
+                            ),
                         )
                         spool = _spool_dir(_workers())
-                    rows_spool = None if getattr(store, "segment_writer", None) else spool
+                    rows_spool = None if segmented is not None else spool
                     assert size is not None and spool is not None
                     if plain:
                         _in_workers(pool, rows_spool, path, stream, size, record)

@@ -41,9 +41,9 @@ def with_store(url: str, work: Callable[[Store], T]) -> T:
 
 
 def _snapshot_of(store: Store) -> str:
-    snapshot_id = getattr(store, "snapshot_id", None)
-    if callable(snapshot_id):
-        return str(snapshot_id())
+    snapshot_id = store.snapshot_id()
+    if snapshot_id is not None:
+        return snapshot_id
     summary = run(store, "store_summary")
     row = summary.iloc[0]
     return f"{row['events']}:{row['last_ts']}"

@@ -186,10 +186,8 @@ def compact(store_url: str | None, older_than_days: int | None) -> None:
     """Merge small segments of the embedded store and apply retention."""
     from datetime import UTC, datetime, timedelta
 
-    from store.embedded import EmbeddedStore
-
-    store = open_store_or_exit(store_url, existing=True)
-    if not isinstance(store, EmbeddedStore):
+    store = open_store_or_exit(store_url, existing=True).segmented()
+    if store is None:
         raise click.ClickException("compact is for the embedded store; ClickHouse merges by itself")
     if older_than_days:
         cutoff = (datetime.now(UTC) - timedelta(days=older_than_days)).date()

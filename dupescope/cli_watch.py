@@ -120,9 +120,9 @@ def watch(
         raise click.ClickException(str(exc)) from exc
 
     store = open_store_or_exit(store_url, existing=True)
-    connection = getattr(store, "connection", None)
-    if connection is not None:  # a long-running process: no progress bars in its log
-        connection().execute("SET enable_progress_bar = false")
+    segmented = store.segmented()
+    if segmented is not None:  # a long-running process: no progress bars in its log
+        segmented.connection().execute("SET enable_progress_bar = false")
     state = open_state(store)
     metrics = AlertMetrics()
     stop = threading.Event()

@@ -25,12 +25,12 @@ import pyarrow as pa
 
 from queries import answers, materialised
 from queries.loader import placeholders, render, sql_text
-from store.base import Store, to_frame
+from store.base import SegmentedStore, Store, to_frame
 
 log = logging.getLogger("dupescope.queries")
 
-_BUILT: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
-_LOCKS: weakref.WeakKeyDictionary[Any, threading.Lock] = weakref.WeakKeyDictionary()
+_BUILT: weakref.WeakKeyDictionary[Store, str] = weakref.WeakKeyDictionary()
+_LOCKS: weakref.WeakKeyDictionary[Store, threading.Lock] = weakref.WeakKeyDictionary()
 _GUARD = threading.Lock()
 
 #: (table, query file) in build order: each reads the ones before it.
@@ -70,9 +70,9 @@ def _lock_for(store: Store) -> threading.Lock:
 
 def fingerprint(store: Store) -> str:
     """Changes whenever the events a store holds change (a cache key for derived data)."""
-    snapshot = getattr(store, "snapshot_id", None)
+    snapshot = store.snapshot_id()
     if snapshot is not None:
-        return str(snapshot())
+        return snapshot
     row = store.execute(
         "SELECT count() AS n, toString(max(ts)) AS last, "
         "toString(sum(cityHash64(event_uid))) AS h FROM events"
@@ -83,8 +83,9 @@ def fingerprint(store: Store) -> str:
 def ensure(store: Store) -> None:
     """Build (or rebuild) the derived relations if the store changed since the last build."""
     with _lock_for(store):
-        if store.dialect == "duckdb":
-            _ensure_embedded(store)
+        segmented = store.segmented()
+        if segmented is not None:
+            _ensure_embedded(segmented)
             return
         current = fingerprint(store)
         if _BUILT.get(store) == current:
@@ -92,15 +93,15 @@ def ensure(store: Store) -> None:
         _create(store, "event_facts", sql_text("event_facts", store.dialect), view=True)
         for table, name in DERIVED_TABLES:
             _create(store, table, sql_text(name, store.dialect), view=False)
-        store.command("DROP TABLE IF EXISTS derived_outcomes")  # type: ignore[attr-defined]
+        store.command("DROP TABLE IF EXISTS derived_outcomes")
         answers.build(store, lambda table, select: _create(store, table, select, view=False))
         _BUILT[store] = current
 
 
-def _ensure_embedded(store: Store) -> None:
+def _ensure_embedded(store: SegmentedStore) -> None:
     """Current derived tables on an embedded store: reuse a persisted build, else build."""
     for attempt in range(2):
-        con, current = store.pinned_connection()  # type: ignore[attr-defined]
+        con, current = store.pinned_connection()
         if _BUILT.get(store) == current:
             return
         try:
@@ -108,7 +109,7 @@ def _ensure_embedded(store: Store) -> None:
                 _build_embedded(store, con, current)
         except duckdb.IOException:
             # A segment listed a moment ago was compacted away: list again, once.
-            store.forget_snapshot()  # type: ignore[attr-defined]
+            store.forget_snapshot()
             if attempt:
                 raise
             continue
@@ -116,7 +117,9 @@ def _ensure_embedded(store: Store) -> None:
         return
 
 
-def _build_embedded(store: Store, con: duckdb.DuckDBPyConnection, snapshot: str) -> None:
+def _build_embedded(
+    store: SegmentedStore, con: duckdb.DuckDBPyConnection, snapshot: str
+) -> None:
     started = time.perf_counter()
     deduplicated = materialised.unique_events(store, con)
     log.debug("repeat check in %.2f s", time.perf_counter() - started)
@@ -148,15 +151,16 @@ def _create_answer(store: Store, con: duckdb.DuckDBPyConnection, name: str, sele
 def _create(store: Store, name: str, select: str, *, view: bool) -> None:
     """CREATE OR REPLACE a derived view or table from a query file (no parameters)."""
     started = time.perf_counter()
-    if store.dialect == "duckdb":
+    segmented = store.segmented()
+    if segmented is not None:
         kind = "VIEW" if view else "TABLE"
-        con = store.connection()  # type: ignore[attr-defined]
+        con = segmented.connection()
         materialised.drop(con, name)
         con.execute(f"CREATE OR REPLACE TEMP {kind} {name} AS {select}")
     elif view:
-        store.command(f"CREATE OR REPLACE VIEW {name} AS {select}")  # type: ignore[attr-defined]
+        store.command(f"CREATE OR REPLACE VIEW {name} AS {select}")
     else:
-        store.command(  # type: ignore[attr-defined]
+        store.command(
             f"CREATE OR REPLACE TABLE {name} ENGINE = MergeTree ORDER BY tuple() "
             f"AS {select}{_CLICKHOUSE_SETTINGS}"
         )
@@ -164,10 +168,11 @@ def _create(store: Store, name: str, select: str, *, view: bool) -> None:
 
 
 def _kept_answer(store: Store, table: str) -> pa.Table:
-    if store.dialect == "duckdb":
+    segmented = store.segmented()
+    if segmented is not None:
         with _lock_for(store):
-            materialised.hold(store.connection(), table)  # type: ignore[attr-defined]
-    read = store.arrow(answers.read_sql(table))  # type: ignore[attr-defined]
+            materialised.hold(segmented.connection(), table)
+    read = store.arrow(answers.read_sql(table))
     return read.drop_columns(["answer_row"])
 
 
@@ -187,4 +192,4 @@ def query_arrow(store: Store, name: str, **params: Any) -> pa.Table:
     if store.dialect == "clickhouse":
         sql += _CLICKHOUSE_SETTINGS
     used = placeholders(text)
-    return store.arrow(sql, {k: v for k, v in params.items() if k in used})  # type: ignore[attr-defined]
+    return store.arrow(sql, {k: v for k, v in params.items() if k in used})

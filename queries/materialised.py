@@ -22,6 +22,7 @@ from pathlib import Path
 
 import duckdb
 
+from store.base import SegmentedStore
 from store.durable import place
 from store.hot_log import is_hot
 
@@ -29,11 +30,11 @@ STALE_GRACE_SECONDS = 300.0
 _CHECKED = "unique-segments.txt"
 
 
-def folder(store: object) -> Path:
-    return Path(store.root) / "derived"  # type: ignore[attr-defined]
+def folder(store: SegmentedStore) -> Path:
+    return store.root / "derived"
 
 
-def _path(store: object, table: str, snapshot: str) -> Path:
+def _path(store: SegmentedStore, table: str, snapshot: str) -> Path:
     return folder(store) / f"{table}-{snapshot}.parquet"
 
 
@@ -49,7 +50,7 @@ def drop(con: duckdb.DuckDBPyConnection, name: str) -> None:
 
 
 def attach(
-    store: object, con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], snapshot: str
+    store: SegmentedStore, con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], snapshot: str
 ) -> bool:
     """Views over a persisted build of `snapshot`; False (and nothing done) if incomplete."""
     paths = [_path(store, table, snapshot) for table in tables]
@@ -76,10 +77,10 @@ def hold(con: duckdb.DuckDBPyConnection, table: str) -> None:
 
 
 def save(
-    store: object, con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], snapshot: str
+    store: SegmentedStore, con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], snapshot: str
 ) -> None:
     """Persist the built tables of `snapshot`; a read-only store just keeps them in memory."""
-    if not store.segments():  # type: ignore[attr-defined]
+    if not store.segments():
         return  # an empty store: nothing worth keeping, and no folder made where none was
     target = folder(store)
     try:
@@ -110,10 +111,10 @@ def _remove_stale(target: Path, snapshot: str) -> None:
                 entry.unlink()
 
 
-def unique_events(store: object, con: duckdb.DuckDBPyConnection) -> str:
+def unique_events(store: SegmentedStore, con: duckdb.DuckDBPyConnection) -> str:
     """SQL for `events` without repeats of an event_uid, collapsing only days that may
     hold repeats (several segments, or one not yet checked and found with repeats)."""
-    segments: list[Path] = store.segments()  # type: ignore[attr-defined]
+    segments = store.segments()
     by_day: dict[str, list[Path]] = defaultdict(list)
     for segment in segments:
         by_day[segment.parent.name.removeprefix("day=")].append(segment)
@@ -148,16 +149,16 @@ def _free_of_repeats(con: duckdb.DuckDBPyConnection, segment: Path) -> bool:
     return bool(row and row[0])
 
 
-def _checked(store: object) -> set[str]:
+def _checked(store: SegmentedStore) -> set[str]:
     try:
         return set((folder(store) / _CHECKED).read_text().split())
     except OSError:
         return set()
 
 
-def _remember(store: object, names: set[str]) -> None:
+def _remember(store: SegmentedStore, names: set[str]) -> None:
     """Record checked segments (those still present only, so the list does not grow)."""
-    present = {p.name for p in store.segments()}  # type: ignore[attr-defined]
+    present = {p.name for p in store.segments()}
     target = folder(store)
     try:
         target.mkdir(parents=True, exist_ok=True)

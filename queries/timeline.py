@@ -15,11 +15,12 @@ def timeline(store: Store, key: str) -> pd.DataFrame:
     Adds `execution`, numbered 1, 2, ... in the order the executions started (null for
     producer-side events such as enqueue), so a reader can follow each run of the body.
     """
-    rows_of = getattr(store, "key_rows", None)
-    if rows_of is not None:
-        # The embedded store finds the key's rows through its lookup index; timeline.sql's
-        # grouping then runs over those few rows in Python, without a SQL engine's cost.
-        return to_frame(timeline_of_rows(rows_of(key), key))
+    rows = store.key_rows(key)
+    if rows is not None:
+        # The store found the key's rows through an index it keeps (the embedded store's
+        # lookup index); timeline.sql's grouping then runs over those few rows in Python,
+        # without a SQL engine's cost.
+        return to_frame(timeline_of_rows(rows, key))
     return sql_timeline(store, key)
 
 
@@ -27,5 +28,6 @@ def sql_timeline(store: Store, key: str) -> pd.DataFrame:
     """The timeline as timeline.sql answers it over the store's whole `events`."""
     frame = run(store, "timeline", key=key)
     uids = [None if pd.isna(uid) else uid for uid in frame["execution_uid"]]
-    frame.insert(2, "execution", pd.array(execution_numbers(uids), dtype="Int64"))
+    numbers = pd.Series(execution_numbers(uids), index=frame.index, dtype="Int64")
+    frame.insert(2, "execution", numbers)
     return frame

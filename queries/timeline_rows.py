@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -76,7 +77,7 @@ def execution_numbers(uids: Sequence[str | None]) -> list[int | None]:
     return numbers
 
 
-def _matched(columns: dict[str, list], key: str) -> list[int]:
+def _matched(columns: dict[str, list[Any]], key: str) -> list[int]:
     """Rows of the key or of its jobs, one per event_uid (the earliest), as timeline.sql."""
     keys, jobs = columns["idempotency_key"], columns["job_id"]
     key_jobs = {job for k, job in zip(keys, jobs, strict=True) if k == key and job is not None}
@@ -91,7 +92,7 @@ def _matched(columns: dict[str, list], key: str) -> list[int]:
     return list(first.values())
 
 
-def _execution_uids(columns: dict[str, list], matched: list[int]) -> dict[int, str | None]:
+def _execution_uids(columns: dict[str, list[Any]], matched: list[int]) -> dict[int, str | None]:
     """Each matched row's execution: its span's, its own deliver's, or the latest deliver
     of the same (job_id, worker_id, delivery_attempt) at or before it (the ASOF join)."""
     events, ts, uids = columns["event"], columns["ts"], columns["event_uid"]

@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from store.base import StoreError, to_frame
+from store.base import SegmentedStore, Store, StoreError, to_frame
 from store.schema import EVENTS_SCHEMA, as_events
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -102,7 +102,7 @@ def param_text(value: Any, *, nested: bool = False) -> str:
     return f"'{_escape(text)}'" if nested else _escape(text)
 
 
-class ChdbStore:
+class ChdbStore(Store):
     """chDB: the ClickHouse engine in-process, on a folder (or in memory with no path)."""
 
     dialect = "clickhouse"
@@ -122,7 +122,7 @@ class ChdbStore:
             return 0
         batch = as_events(table)  # noqa: F841 - read by chDB's Python() by name
         self._session.query(f"INSERT INTO {self.database}.events SELECT * FROM Python(batch)")
-        return table.num_rows
+        return int(table.num_rows)
 
     def execute(self, sql: str, params: dict[str, Any] | None = None) -> pd.DataFrame:
         return to_frame(self.arrow(sql, params))
@@ -134,12 +134,24 @@ class ChdbStore:
         except Exception as exc:  # chDB raises its own error types
             raise StoreError(f"query failed on {self.describe()}: {exc}") from exc
 
-    def command(self, sql: str) -> None:
-        """Run a statement that returns no rows (the query library's derived tables)."""
+    def command(self, sql: str, params: dict[str, Any] | None = None) -> None:
+        """Run a statement that returns no rows (derived tables, alert state)."""
+        text_params = {k: param_text(v) for k, v in (params or {}).items()}
         try:
-            self._session.query(sql)
+            self._session.query(sql, params=text_params)
         except Exception as exc:
             raise StoreError(f"statement failed on {self.describe()}: {exc}") from exc
+
+    def snapshot_id(self) -> str | None:
+        """None: the fingerprint is a query over `events` (queries/derived.py)."""
+        return None
+
+    def key_rows(self, key: str) -> pa.Table | None:
+        """None: timeline.sql finds the key by the table's sort key and bloom filter."""
+        return None
+
+    def segmented(self) -> SegmentedStore | None:
+        return None
 
     def describe(self) -> str:
         return f"chDB at {self.path}" if self.path else "chDB in memory"
@@ -148,7 +160,7 @@ class ChdbStore:
         self._session.close()
 
 
-class ClickHouseStore:
+class ClickHouseStore(Store):
     """A ClickHouse server (or cluster) through clickhouse-connect."""
 
     dialect = "clickhouse"
@@ -184,7 +196,7 @@ class ClickHouseStore:
         if table.num_rows == 0:
             return 0
         self._client.insert_arrow("events", as_events(table), database=self.database)
-        return table.num_rows
+        return int(table.num_rows)
 
     def execute(self, sql: str, params: dict[str, Any] | None = None) -> pd.DataFrame:
         return to_frame(self.arrow(sql, params))
@@ -195,12 +207,23 @@ class ClickHouseStore:
         except Exception as exc:
             raise StoreError(f"query failed on {self.describe()}: {exc}") from exc
 
-    def command(self, sql: str) -> None:
-        """Run a statement that returns no rows (the query library's derived tables)."""
+    def command(self, sql: str, params: dict[str, Any] | None = None) -> None:
+        """Run a statement that returns no rows (derived tables, alert state)."""
         try:
-            self._client.command(sql)
+            self._client.command(sql, parameters=params or {})
         except Exception as exc:
             raise StoreError(f"statement failed on {self.describe()}: {exc}") from exc
+
+    def snapshot_id(self) -> str | None:
+        """None: the fingerprint is a query over `events` (queries/derived.py)."""
+        return None
+
+    def key_rows(self, key: str) -> pa.Table | None:
+        """None: timeline.sql finds the key by the table's sort key and bloom filter."""
+        return None
+
+    def segmented(self) -> SegmentedStore | None:
+        return None
 
     def describe(self) -> str:
         return self._where

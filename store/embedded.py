@@ -36,7 +36,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from store.base import StoreError, to_frame
+from store.base import SegmentedStore, StoreError, to_frame
 from store.durable import fsync_dir, place, temporary_for
 from store.hot_log import HotLogs, HotTables, frame_count, is_hot, is_log, is_open, read_hot, sizes
 from store.hot_segments import SpareFiles
@@ -94,7 +94,7 @@ def _digest(segments: Iterable[Path], log_sizes: Iterable[int] = ()) -> str:
     return digest.hexdigest()
 
 
-class EmbeddedStore:
+class EmbeddedStore(SegmentedStore):
     """Parquet segments + DuckDB. Safe for one writer process and any number of readers."""
 
     dialect = "duckdb"
@@ -216,6 +216,19 @@ class EmbeddedStore:
                 except duckdb.Error as exc:
                     raise StoreError(f"query failed on {self.describe()}: {exc}") from exc
         raise AssertionError("unreachable")
+
+    def command(self, sql: str, params: dict[str, Any] | None = None) -> None:
+        """Run a statement on the reader's connection (what it creates is temporary: the
+        folder is written by segments only)."""
+        with self._lock:
+            self._refresh()
+            try:
+                self._connection().execute(sql, params or {})
+            except duckdb.Error as exc:
+                raise StoreError(f"statement failed on {self.describe()}: {exc}") from exc
+
+    def segmented(self) -> EmbeddedStore:
+        return self
 
     def connection(self) -> duckdb.DuckDBPyConnection:
         """The reader's DuckDB connection with `events` over the current segments."""

@@ -249,7 +249,7 @@ class HotLogs:
         """A new, empty log in `folder`, locked before it is visible there."""
         final = folder / name
         spare = self.spares.take() if self.spares is not None else None
-        fd, source = _open_locked(spare) if spare is not None else (None, None)
+        fd, source = _open_locked(spare) if spare is not None else (None, temporary_for(final))
         if fd is None:
             source = temporary_for(final)
             fd, _ = _open_locked(source, create=True)

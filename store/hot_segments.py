@@ -88,13 +88,13 @@ def encode_into(table: pa.Table, scratch: mmap.mmap, offset: int = 0) -> int:
     sink = pa.FixedSizeBufferWriter(pa.py_buffer(memoryview(scratch)[offset:]))
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
-    return sink.tell()
+    return int(sink.tell())
 
 
 def encoded_bound(table: pa.Table) -> int:
     """What `table` takes at most as an IPC stream, but for unusual metadata (`encode_into`
     raises OSError where that does not fit): its buffers, plus metadata and padding."""
-    return table.nbytes + 65536 + 4096 * max(1, table.column(0).num_chunks)
+    return int(table.nbytes + 65536 + 4096 * max(1, table.column(0).num_chunks))
 
 
 def aligned(size: int) -> int:

@@ -31,8 +31,8 @@ import pandas as pd
 import pyarrow as pa
 
 from queries.loader import sql_text
-from store.base import StoreError
-from store.clickhouse import ChdbStore, ClickHouseStore, events_ddl, param_text
+from store.base import Store, StoreError
+from store.clickhouse import ChdbStore, ClickHouseStore, events_ddl
 from store.clickhouse import _identifier as identifier
 
 DEFAULT_TRACES = "otel_traces"
@@ -139,7 +139,7 @@ class OtelSource:
 
     def install(
         self,
-        command: Callable[[str], None],
+        command: Callable[[str], object],
         query: Callable[[str, dict[str, Any]], pd.DataFrame],
         use: Callable[[str], None],
     ) -> None:
@@ -239,11 +239,11 @@ _KEY_ROWS = (
 )
 
 
-class OtelReading:
+class OtelReading(Store):
     """What both kinds of store do over the exporter's tables: keep `events` current.
 
     Mixed in before ChdbStore or ClickHouseStore, whose command, execute, arrow and
-    describe it uses."""
+    describe it uses (declared by `Store`, which both implement)."""
 
     source: OtelSource
     _refreshed: str | None = None
@@ -312,7 +312,7 @@ class OtelReading:
         self.command(f"INSERT INTO {own}.events_next SELECT * FROM {own}.otel_events")
         self.command(f"EXCHANGE TABLES {own}.events AND {own}.events_next")
         self.command(f"DROP TABLE IF EXISTS {own}.events_next")
-        self._bound_command(
+        self.command(
             f"INSERT INTO {own}.otel_refreshed SELECT {{fingerprint:String}}, "
             "toUnixTimestamp64Micro(now64(6))",
             {"fingerprint": fingerprint},
@@ -328,7 +328,7 @@ class OtelReading:
         self.refresh()
         return self.arrow(_KEY_ROWS, {"key": key})
 
-    def write(self, table: Any) -> int:
+    def write(self, table: pa.Table) -> int:
         raise StoreError(
             f"{self.describe()} is read in place: the Collector writes its tables, dupescope "
             "never does (send events to a store of dupescope's own to ingest them)"
@@ -350,9 +350,6 @@ class OtelChdbStore(OtelReading, ChdbStore):
 
     def _query(self, sql: str, params: dict[str, Any]) -> pd.DataFrame:
         return self.execute(sql, params)
-
-    def _bound_command(self, sql: str, params: dict[str, Any]) -> None:
-        self._session.query(sql, params={k: param_text(v) for k, v in params.items()})
 
     def describe(self) -> str:
         where = f"chDB at {self.path}" if self.path else "chDB in memory"
@@ -385,9 +382,6 @@ class OtelClickHouseStore(OtelReading, ClickHouseStore):
 
     def _query(self, sql: str, params: dict[str, Any]) -> pd.DataFrame:
         return self._client.query_df(sql, parameters=params)
-
-    def _bound_command(self, sql: str, params: dict[str, Any]) -> None:
-        self._client.command(sql, parameters=params)
 
     def describe(self) -> str:
         return f"{self._where}, {self.source.describe()}"

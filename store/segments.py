@@ -87,12 +87,12 @@ class SegmentWriter:
                        bounds["max"].value // _MICROS_PER_DAY)
         if first == last:
             self._write_segment(_day_name(first), table)
-            return table.num_rows
+            return int(table.num_rows)
         table = as_events(table)  # Arrow filters neither string views nor runs
         days = np.floor_divide(table["ts"].cast(pa.int64()).to_numpy(), _MICROS_PER_DAY)
         for day in np.unique(days).tolist():
             self._write_segment(_day_name(day), table.filter(pa.array(days == day)))
-        return table.num_rows
+        return int(table.num_rows)
 
     def _write_segment(self, day: str, table: pa.Table) -> Path:
         folder = self.events_dir / f"day={day}"

@@ -212,10 +212,10 @@ class Subprocess:
 
 def rows(store: Store, exclude: tuple[str, ...] = ("source",)) -> pa.Table:
     """All stored rows, repeats collapsed as readers do, in a stable order."""
-    table = store.arrow(  # type: ignore[attr-defined]
+    table = store.arrow(
         "SELECT * FROM events QUALIFY row_number() OVER (PARTITION BY event_uid) = 1 "
         "ORDER BY event_uid"
-    ) if store.dialect == "duckdb" else store.arrow(  # type: ignore[attr-defined]
+    ) if store.dialect == "duckdb" else store.arrow(
         "SELECT * FROM events ORDER BY event_uid LIMIT 1 BY event_uid"
     )
     return table.drop_columns([c for c in exclude if c in table.column_names])
@@ -262,7 +262,20 @@ class SlowStore:
         return self.inner.execute(sql, params)
 
     def arrow(self, sql: str, params: dict | None = None) -> pa.Table:
-        return self.inner.arrow(sql, params)  # type: ignore[attr-defined]
+        return self.inner.arrow(sql, params)
+
+    def command(self, sql: str, params: dict | None = None) -> None:
+        self.inner.command(sql, params)
+
+    def snapshot_id(self) -> str | None:
+        return self.inner.snapshot_id()
+
+    def key_rows(self, key: str) -> pa.Table | None:
+        return self.inner.key_rows(key)
+
+    def segmented(self) -> None:
+        """None: a collector writes through `write` (where the delay is), not hot logs."""
+        return None
 
     def describe(self) -> str:
         return "slow " + self.inner.describe()

@@ -251,6 +251,9 @@ class _ListStore:
         self.tables.append(table)
         return table.num_rows
 
+    def segmented(self) -> None:
+        return None
+
 
 def test_workers_hand_rows_back_to_a_store_they_cannot_write(tmp_path: Path, monkeypatch):
     lines = corpus(1500, seed=6)

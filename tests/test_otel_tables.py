@@ -35,7 +35,7 @@ from sample_data.clickhouse_exporter import (
     traces_ddl,
 )
 from sample_data.otlp import export_spans
-from store.base import StoreError, to_frame
+from store.base import SegmentedStore, Store, StoreError, to_frame
 from store.embedded import EmbeddedStore
 from store.open import open_store
 from store.otel import OtelChdbStore, OtelSource
@@ -138,6 +138,23 @@ def test_the_layout_is_read_from_system_columns(otel_store: OtelChdbStore) -> No
     described = otel_store.describe()
     assert ("JSON attributes" in described) == json_attrs
     assert ("TimestampTime" in described) == source.logs.timestamp_time
+
+
+def test_the_exporters_tables_answer_a_snapshot_and_a_keys_rows(otel_folder: Path) -> None:
+    """A Store without segments, whose own `events` copy is its index: a snapshot id and
+    a key's rows come from it, not from a query over everything."""
+    store = open_store(f"chdb://{otel_folder}?source=otel")
+    try:
+        assert isinstance(store, Store) and not isinstance(store, SegmentedStore)
+        assert store.segmented() is None
+        assert store.snapshot_id()
+        key = store.execute(
+            "SELECT idempotency_key AS k FROM events WHERE idempotency_key IS NOT NULL LIMIT 1"
+        )["k"].iloc[0]
+        rows = store.key_rows(key)
+        assert rows is not None and key in rows["idempotency_key"].to_pylist()
+    finally:
+        store.close()
 
 
 def cli(store: str, *args: str) -> list[dict]:

@@ -162,11 +162,11 @@ def without_paths(text: str) -> str:
     return _PATH.sub("<path>", text)
 
 
-def store_kind(store: Any) -> str:
+def store_kind(store: Store) -> str:
     """What kind of store this is, never where: /healthz needs no token, and even with
     one, the collector's answers name no path on its host."""
     kinds = {"EmbeddedStore": "embedded", "ChdbStore": "chdb", "ClickHouseStore": "clickhouse"}
-    return kinds.get(type(store).__name__, str(getattr(store, "dialect", "other")))
+    return kinds.get(type(store).__name__, store.dialect)
 
 
 class Collector:

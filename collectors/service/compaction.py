@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from store.base import Store
+from store.base import SegmentedStore
 
 log = logging.getLogger("dupescope.collect")
 
@@ -24,7 +24,11 @@ class Compactor:
     """A daemon thread calling `store.compact(min_segments)` on a fixed interval."""
 
     def __init__(
-        self, store: Store, interval: float, min_segments: int, index_every: float = 600.0
+        self,
+        store: SegmentedStore,
+        interval: float,
+        min_segments: int,
+        index_every: float = 600.0,
     ) -> None:
         self.store = store
         self.interval = interval
@@ -34,10 +38,6 @@ class Compactor:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="compactor", daemon=True)
 
-    @staticmethod
-    def applies_to(store: Store) -> bool:
-        return callable(getattr(store, "compact", None))
-
     def start(self) -> Compactor:
         self._thread.start()
         return self
@@ -45,7 +45,7 @@ class Compactor:
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             try:
-                replaced = self.store.compact(  # type: ignore[attr-defined]
+                replaced = self.store.compact(
                     min_segments=self.min_segments, index_every=self.index_every
                 )
                 if replaced:
@@ -61,7 +61,5 @@ class Compactor:
         """Stop, interrupting a merge under way rather than waiting for it (it may take
         many seconds); what it had not placed yet is merged by the next compaction."""
         self._stop.set()
-        interrupt = getattr(self.store, "interrupt_compaction", None)
-        if interrupt is not None:
-            interrupt()
+        self.store.interrupt_compaction()
         self._thread.join(timeout=60)

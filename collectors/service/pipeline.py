@@ -263,7 +263,8 @@ class Pipeline:
         self._recent = RecentUids(recent_uids)
         # Hot segments where the store has them: a group commit is small and compaction
         # soon rewrites it, so the cheapest durable form wins (store/hot_segments.py).
-        self._store_write = getattr(store, "write_hot", store.write)
+        segmented = store.segmented()
+        self._store_write = segmented.write_hot if segmented is not None else store.write
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="dupescope-writer", daemon=True)
         self._thread.start()

@@ -82,9 +82,9 @@ class CollectConfig:
 
 def default_state_path(store: Store, store_url: str | None) -> Path:
     """Tail offsets live beside the data they describe: in the embedded store's folder."""
-    root = getattr(store, "root", None)
-    if root is not None:
-        return Path(root) / "tail-state.json"
+    segmented = store.segmented()
+    if segmented is not None:
+        return segmented.root / "tail-state.json"
     return Path(".dupescope-tail-state.json")
 
 
@@ -146,9 +146,10 @@ class RunningCollector:
             if config.grpc_port is not None
             else None
         )
+        segmented = store.segmented()
         self.compactor = (
-            Compactor(store, config.compact_every, config.compact_min_segments).start()
-            if config.compact_every > 0 and Compactor.applies_to(store)
+            Compactor(segmented, config.compact_every, config.compact_min_segments).start()
+            if config.compact_every > 0 and segmented is not None
             else None
         )
         self.tailer = None
