@@ -17,7 +17,7 @@ import orjson
 import pandas as pd
 
 from alerts.model import Alert, document
-from alerts.state import Delivery, history_frame
+from alerts.state_base import Delivery, history_frame
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS alerts (

@@ -26,7 +26,7 @@ from alerts.metrics import AlertMetrics
 from alerts.model import Alert
 from alerts.rules import Rule
 from alerts.sinks import Sink
-from alerts.state import AlertState
+from alerts.state_base import AlertState
 from store.base import Store
 
 log = logging.getLogger("dupescope.alerts")
