@@ -1,4 +1,4 @@
-"""How the modules depend on one another: no import cycle.
+"""How the modules depend on one another: no import cycle, and no test leans on benchmarks.
 
 A cycle hides behind an import deferred into a function body until someone moves it; so
 imports are read from the source (every `import` statement, wherever it sits), not from
@@ -91,3 +91,12 @@ def test_the_graph_sees_imports_deferred_into_functions():
     graph = import_graph()
     assert "dupescope.cli_dashboard" in graph["dashboard.screenshots"]
 
+
+def test_no_test_imports_benchmarks():
+    offenders = sorted(
+        path.name
+        for path in (ROOT / "tests").rglob("*.py")
+        if any(name == "benchmarks" or name.startswith("benchmarks.")
+               for name in imported(ast.parse(path.read_text())))
+    )
+    assert offenders == []
