@@ -7,7 +7,7 @@ store's content changes: for the embedded store when its set of Parquet segments
 for ClickHouse and chDB when a cheap fingerprint of `events` changes (tables beside it).
 
 The embedded store also keeps them as Parquet files under `<store>/derived/`, named by
-snapshot (see queries/materialised.py): a one-shot CLI process and the dashboard reuse one
+snapshot (see store/materialised.py): a one-shot CLI process and the dashboard reuse one
 build instead of each paying for it.
 """
 
@@ -23,8 +23,9 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from queries import answers, materialised
+from queries import answers
 from queries.loader import placeholders, render, sql_text
+from store import materialised
 from store.base import Store, to_frame
 
 log = logging.getLogger("dupescope.queries")

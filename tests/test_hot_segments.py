@@ -14,10 +14,10 @@ from test_store import CHARGE, count
 from collectors.normalise import Normaliser
 from collectors.otlp_native import NativeTraceDecoder
 from queries import timeline
-from queries.materialised import unique_events
 from sample_data.otlp_requests import trace_request
 from store import hot_segments
 from store.embedded import EmbeddedStore
+from store.materialised import unique_events
 from store.schema import as_events, as_runs
 
 
