@@ -27,6 +27,7 @@ from alerts.model import Alert
 from alerts.rules import Rule
 from alerts.sinks import Sink
 from alerts.state_base import AlertState
+from queries.loader import run
 from store.base import Store
 
 log = logging.getLogger("dupescope.alerts")
@@ -37,12 +38,12 @@ def content_version(store: Store) -> str:
     snapshot = getattr(store, "snapshot_id", None)
     if snapshot is not None:
         return str(snapshot())
-    row = store.execute("SELECT count() AS n, toString(max(ts)) AS last FROM events").iloc[0]
+    row = run(store, "events_version").iloc[0]
     return f"{row['n']}:{row['last']}"
 
 
 def newest_event(store: Store) -> datetime | None:
-    value = store.execute("SELECT max(ts) AS newest FROM events")["newest"].iloc[0]
+    value = run(store, "newest_event")["newest"].iloc[0]
     if value is None or pd.isna(value):
         return None
     stamp = pd.Timestamp(value)

@@ -24,7 +24,7 @@ import pandas as pd
 import pyarrow as pa
 
 from queries import answers
-from queries.loader import placeholders, render, sql_text
+from queries.loader import placeholders, render, run, sql_text
 from store import materialised
 from store.base import Store, to_frame
 
@@ -74,10 +74,7 @@ def fingerprint(store: Store) -> str:
     snapshot = getattr(store, "snapshot_id", None)
     if snapshot is not None:
         return str(snapshot())
-    row = store.execute(
-        "SELECT count() AS n, toString(max(ts)) AS last, "
-        "toString(sum(cityHash64(event_uid))) AS h FROM events"
-    ).iloc[0]
+    row = run(store, "events_fingerprint").iloc[0]
     return f"{row['n']}:{row['last']}:{row['h']}"
 
 
@@ -137,11 +134,8 @@ def _create_answer(store: Store, con: duckdb.DuckDBPyConnection, name: str, sele
     it sums integers into) as DOUBLE, so such columns are kept as DECIMAL(38, 0), which
     comes back as the same Decimal values a live query gives."""
     _create(store, name, select, view=False)
-    wide = con.execute(
-        "SELECT column_name FROM duckdb_columns() "
-        "WHERE table_name = $name AND data_type = 'HUGEINT'",
-        {"name": name},
-    ).fetchall()
+    columns = sql_text("hugeint_columns", "duckdb")
+    wide = con.execute(render(columns, "duckdb", {"name": name}), {"name": name}).fetchall()
     for (column,) in wide:
         con.execute(f'ALTER TABLE {name} ALTER "{column}" TYPE DECIMAL(38, 0)')
 

@@ -24,9 +24,15 @@ import duckdb
 
 from store.durable import place
 from store.hot_log import is_hot
+from store.sql_files import read
 
 STALE_GRACE_SECONDS = 300.0
 _CHECKED = "unique-segments.txt"
+_SQL = Path(__file__).parent / "sql"
+
+
+def _sql(name: str) -> str:
+    return read(_SQL, name, "duckdb")
 
 
 def folder(store: object) -> Path:
@@ -64,10 +70,7 @@ def attach(
 def hold(con: duckdb.DuckDBPyConnection, table: str) -> None:
     """Read an attached table's file into memory, once: a page asks for the same kept
     answer on every visit, and decoding the file each time cost more than the question."""
-    attached = con.execute(
-        "SELECT count(*) FROM duckdb_views() WHERE temporary AND view_name = $name",
-        {"name": table},
-    ).fetchall()
+    attached = con.execute(_sql("derived_attached"), {"name": table}).fetchall()
     if not attached[0][0]:
         return  # already in memory (held, or built in this process)
     con.execute(f"CREATE TEMP TABLE {table}__held AS SELECT * FROM {table}")
@@ -141,10 +144,7 @@ def unique_events(store: object, con: duckdb.DuckDBPyConnection) -> str:
 
 
 def _free_of_repeats(con: duckdb.DuckDBPyConnection, segment: Path) -> bool:
-    row = con.execute(
-        "SELECT count(*) = count(DISTINCT event_uid) FROM read_parquet($file)",
-        {"file": str(segment)},
-    ).fetchone()
+    row = con.execute(_sql("segment_free_of_repeats"), {"file": str(segment)}).fetchone()
     return bool(row and row[0])
 
 
