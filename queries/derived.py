@@ -162,7 +162,7 @@ def _kept_answer(store: Store, table: str) -> pa.Table:
     if store.dialect == "duckdb":
         with _lock_for(store):
             materialised.hold(store.connection(), table)  # type: ignore[attr-defined]
-    read = store.arrow(answers.read_sql(table))  # type: ignore[attr-defined]
+    read = store.arrow(answers.read_sql(table, store.dialect))  # type: ignore[attr-defined]
     return read.drop_columns(["answer_row"])
 
 
