@@ -100,3 +100,24 @@ def test_no_test_imports_benchmarks():
                for name in imported(ast.parse(path.read_text())))
     )
     assert offenders == []
+
+
+#: The stages below the readers, and the other stages each may import: the flow runs
+#: sources -> collectors -> store -> queries -> dashboard, CLI and alerts.
+BELOW: dict[str, set[str]] = {
+    "sample_data": set(),
+    "store": set(),
+    "collectors": {"store"},
+    "queries": {"store"},
+}
+
+
+def test_the_lower_stages_import_nothing_above_them():
+    upward = sorted(
+        (module, target)
+        for module, targets in import_graph().items()
+        for target in targets
+        if (stage := module.split(".")[0]) in BELOW
+        and target.split(".")[0] not in BELOW[stage] | {stage}
+    )
+    assert upward == []
