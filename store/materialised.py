@@ -24,15 +24,15 @@ import duckdb
 
 from store.durable import place
 from store.hot_log import is_hot
-from store.sql_files import read
+from store.sql_files import read, with_identifiers
 
 STALE_GRACE_SECONDS = 300.0
 _CHECKED = "unique-segments.txt"
 _SQL = Path(__file__).parent / "sql"
 
 
-def _sql(name: str) -> str:
-    return read(_SQL, name, "duckdb")
+def _sql(name: str, **identifiers: str) -> str:
+    return with_identifiers(read(_SQL, name, "duckdb"), **identifiers)
 
 
 def folder(store: object) -> Path:
@@ -49,9 +49,9 @@ def _quoted(path: Path | str) -> str:
 
 def drop(con: duckdb.DuckDBPyConnection, name: str) -> None:
     """Drop a temp table or view of that name, whichever it is."""
-    for kind in ("VIEW", "TABLE"):
+    for statement in ("derived_view_drop", "derived_table_drop"):
         with contextlib.suppress(duckdb.CatalogException):
-            con.execute(f"DROP {kind} IF EXISTS {name}")
+            con.execute(_sql(statement, table=name))
 
 
 def attach(
@@ -73,9 +73,10 @@ def hold(con: duckdb.DuckDBPyConnection, table: str) -> None:
     attached = con.execute(_sql("derived_attached"), {"name": table}).fetchall()
     if not attached[0][0]:
         return  # already in memory (held, or built in this process)
-    con.execute(f"CREATE TEMP TABLE {table}__held AS SELECT * FROM {table}")
-    con.execute(f"DROP VIEW {table}")
-    con.execute(f"ALTER TABLE {table}__held RENAME TO {table}")
+    held = f"{table}__held"
+    con.execute(_sql("derived_hold", held=held, table=table))
+    con.execute(_sql("derived_view_drop", table=table))
+    con.execute(_sql("derived_hold_rename", held=held, table=table))
 
 
 def save(
