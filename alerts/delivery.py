@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from alerts.faults import crash_point
 from alerts.metrics import AlertMetrics
 from alerts.sinks import SendResult, Sink
-from alerts.state import AlertState, Delivery
+from alerts.state_base import AlertState, Delivery
 
 log = logging.getLogger("dupescope.alerts")
 

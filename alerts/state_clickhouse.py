@@ -11,50 +11,23 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import orjson
 import pandas as pd
 
 from alerts.model import Alert, document
-from alerts.state import Delivery, history_frame
+from alerts.state_base import Delivery, history_frame
 from store.base import Store
+from store.sql_files import read
 
-_DDL = (
-    """CREATE TABLE IF NOT EXISTS alerts (
-    id String,
-    rule LowCardinality(String),
-    severity LowCardinality(String),
-    key Nullable(String),
-    job_type Nullable(String),
-    incident_ts Nullable(DateTime64(6, 'UTC')),
-    detected_at DateTime64(6, 'UTC'),
-    document String
-) ENGINE = ReplacingMergeTree ORDER BY id""",
-    """CREATE TABLE IF NOT EXISTS alert_outbox (
-    alert_id String,
-    sink String,
-    status LowCardinality(String),
-    attempts UInt32,
-    next_attempt_at DateTime64(6, 'UTC'),
-    last_error Nullable(String),
-    updated_at DateTime64(6, 'UTC'),
-    document String,
-    version UInt64
-) ENGINE = ReplacingMergeTree(version) ORDER BY (alert_id, sink)""",
-    """CREATE TABLE IF NOT EXISTS alert_meta (
-    name String,
-    value String,
-    version UInt64
-) ENGINE = ReplacingMergeTree(version) ORDER BY name""",
-)
+_SQL = Path(__file__).parent / "sql"
+_SCHEMA = ("alerts_create", "outbox_create", "meta_create")
 
-_OUTBOX_INSERT = (
-    "INSERT INTO alert_outbox SELECT {alert_id:String}, {sink:String}, {status:String}, "
-    "{attempts:UInt32}, {next_attempt_at:DateTime64(6, 'UTC')}, "
-    "{last_error:Nullable(String)}, {updated_at:DateTime64(6, 'UTC')}, {document:String}, "
-    "{version:UInt64}"
-)
+
+def _sql(name: str) -> str:
+    return read(_SQL, name, "clickhouse")
 
 
 def _naive_utc(value: datetime) -> datetime:
@@ -66,8 +39,8 @@ class TableState:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        for statement in _DDL:
-            self._command(statement)
+        for name in _SCHEMA:
+            self._command(_sql(name))
 
     def _command(self, sql: str, params: dict[str, Any] | None = None) -> None:
         self.store.command(sql, params)
@@ -75,7 +48,7 @@ class TableState:
     def _outbox(self, delivery_key: tuple[str, str], document_text: str, **row: Any) -> None:
         alert_id, sink = delivery_key
         self._command(
-            _OUTBOX_INSERT,
+            _sql("outbox_write"),
             {
                 "alert_id": alert_id,
                 "sink": sink,
@@ -88,9 +61,7 @@ class TableState:
     def _known(self, ids: list[str]) -> set[str]:
         if not ids:
             return set()
-        frame = self.store.execute(
-            "SELECT id FROM alerts WHERE id IN {ids:Array(String)}", {"ids": ids}
-        )
+        frame = self.store.execute(_sql("known_alerts"), {"ids": ids})
         return set(frame["id"])
 
     def record(self, alerts: list[Alert], sinks: list[str], now: datetime) -> list[Alert]:
@@ -110,10 +81,7 @@ class TableState:
                     updated_at=stamp,
                 )
             self._command(
-                "INSERT INTO alerts SELECT {id:String}, {rule:String}, {severity:String}, "
-                "{key:Nullable(String)}, {job_type:Nullable(String)}, "
-                "{incident_ts:Nullable(DateTime64(6, 'UTC'))}, "
-                "{detected_at:DateTime64(6, 'UTC')}, {document:String}",
+                _sql("alert_insert"),
                 {
                     "id": alert.id,
                     "rule": alert.rule,
@@ -128,12 +96,7 @@ class TableState:
         return new
 
     def due(self, now: datetime, limit: int = 100) -> list[Delivery]:
-        frame = self.store.execute(
-            "SELECT alert_id, sink, attempts, document FROM alert_outbox FINAL "
-            "WHERE status = 'pending' AND next_attempt_at <= {now:DateTime64(6, 'UTC')} "
-            "ORDER BY next_attempt_at LIMIT {limit:UInt32}",
-            {"now": _naive_utc(now), "limit": limit},
-        )
+        frame = self.store.execute(_sql("due"), {"now": _naive_utc(now), "limit": limit})
         return [
             Delivery(r["alert_id"], r["sink"], int(r["attempts"]), orjson.loads(r["document"]))
             for r in frame.to_dict(orient="records")
@@ -175,35 +138,23 @@ class TableState:
         self._write(delivery, status="failed", attempts=attempts, next_at=now, error=error, now=now)
 
     def pending_count(self) -> int:
-        frame = self.store.execute(
-            "SELECT count() AS n FROM alert_outbox FINAL WHERE status = 'pending'"
-        )
+        frame = self.store.execute(_sql("pending_count"))
         return int(frame["n"].iloc[0])
 
     def watermark(self) -> datetime | None:
-        frame = self.store.execute("SELECT value FROM alert_meta FINAL WHERE name = 'watermark'")
+        frame = self.store.execute(_sql("watermark"))
         if frame.empty:
             return None
         return datetime.fromisoformat(frame["value"].iloc[0]).astimezone(UTC)
 
     def set_watermark(self, value: datetime) -> None:
         self._command(
-            "INSERT INTO alert_meta SELECT 'watermark', {value:String}, {version:UInt64}",
+            _sql("watermark_set"),
             {"value": value.astimezone(UTC).isoformat(), "version": time.time_ns()},
         )
 
     def history(self, limit: int = 200) -> pd.DataFrame:
-        frame = self.store.execute(
-            "SELECT a.document AS document, "
-            "formatDateTime(a.detected_at, '%Y-%m-%dT%H:%i:%S.%fZ') AS detected_at, "
-            "countIf(o.status = 'delivered') AS sent, countIf(o.status = 'pending') AS pending, "
-            "countIf(o.status = 'failed') AS failed, max(o.last_error) AS last_error "
-            "FROM (SELECT * FROM alerts FINAL) AS a "
-            "LEFT JOIN (SELECT * FROM alert_outbox FINAL) AS o ON o.alert_id = a.id "
-            "GROUP BY a.id, a.document, a.detected_at "
-            "ORDER BY a.detected_at DESC, a.id LIMIT {limit:UInt32}",
-            {"limit": limit},
-        )
+        frame = self.store.execute(_sql("history"), {"limit": limit})
         return history_frame(
             [
                 {

@@ -17,32 +17,15 @@ import orjson
 import pandas as pd
 
 from alerts.model import Alert, document
-from alerts.state import Delivery, history_frame
+from alerts.state_base import Delivery, history_frame
+from store.sql_files import read
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS alerts (
-    id TEXT PRIMARY KEY,
-    rule TEXT NOT NULL,
-    severity TEXT NOT NULL,
-    key TEXT,
-    job_type TEXT,
-    incident_ts TEXT,
-    detected_at TEXT NOT NULL,
-    document TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS outbox (
-    alert_id TEXT NOT NULL REFERENCES alerts(id),
-    sink TEXT NOT NULL,
-    status TEXT NOT NULL,            -- pending, delivered, failed
-    attempts INTEGER NOT NULL DEFAULT 0,
-    next_attempt_at TEXT NOT NULL,
-    last_error TEXT,
-    updated_at TEXT NOT NULL,
-    PRIMARY KEY (alert_id, sink)
-);
-CREATE INDEX IF NOT EXISTS outbox_due ON outbox (status, next_attempt_at);
-CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
-"""
+_SQL = Path(__file__).parent / "sql"
+_SCHEMA = ("alerts_create", "outbox_create", "outbox_due_index", "meta_create")
+
+
+def _sql(name: str) -> str:
+    return read(_SQL, name, "sqlite")
 
 
 def _text(value: datetime) -> str:
@@ -69,7 +52,8 @@ class SqliteState:
         )
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
-        self._db.executescript(_SCHEMA)
+        for name in _SCHEMA:
+            self._db.execute(_sql(name))
 
     def record(self, alerts: list[Alert], sinks: list[str], now: datetime) -> list[Alert]:
         new: list[Alert] = []
@@ -80,26 +64,24 @@ class SqliteState:
             try:
                 for alert in alerts:
                     inserted = self._db.execute(
-                        "INSERT OR IGNORE INTO alerts VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                        (
-                            alert.id,
-                            alert.rule,
-                            alert.severity,
-                            alert.key,
-                            alert.job_type,
-                            _text(alert.incident_ts) if alert.incident_ts else None,
-                            stamp,
-                            orjson.dumps(document(alert)).decode(),
-                        ),
+                        _sql("alert_insert"),
+                        {
+                            "id": alert.id,
+                            "rule": alert.rule,
+                            "severity": alert.severity,
+                            "key": alert.key,
+                            "job_type": alert.job_type,
+                            "incident_ts": _text(alert.incident_ts) if alert.incident_ts else None,
+                            "detected_at": stamp,
+                            "document": orjson.dumps(document(alert)).decode(),
+                        },
                     ).rowcount
                     if not inserted:
                         continue
                     new.append(alert)
                     self._db.executemany(
-                        "INSERT OR IGNORE INTO outbox "
-                        "(alert_id, sink, status, attempts, next_attempt_at, updated_at) "
-                        "VALUES (?, ?, 'pending', 0, ?, ?)",
-                        [(alert.id, sink, stamp, stamp) for sink in sinks],
+                        _sql("outbox_insert"),
+                        [{"alert_id": alert.id, "sink": sink, "now": stamp} for sink in sinks],
                     )
                 self._db.execute("COMMIT")
             except BaseException:
@@ -109,21 +91,32 @@ class SqliteState:
 
     def due(self, now: datetime, limit: int = 100) -> list[Delivery]:
         with self._lock:
-            rows = self._db.execute(
-                "SELECT o.alert_id, o.sink, o.attempts, a.document FROM outbox AS o "
-                "JOIN alerts AS a ON a.id = o.alert_id "
-                "WHERE o.status = 'pending' AND o.next_attempt_at <= ? "
-                "ORDER BY o.next_attempt_at, a.detected_at LIMIT ?",
-                (_text(now), limit),
-            ).fetchall()
+            rows = self._db.execute(_sql("due"), {"now": _text(now), "limit": limit}).fetchall()
         return [Delivery(r[0], r[1], r[2], orjson.loads(r[3])) for r in rows]
 
-    def _update(self, delivery: Delivery, **values: object) -> None:
-        assignments = ", ".join(f"{name} = ?" for name in values)
+    def _update(
+        self,
+        delivery: Delivery,
+        *,
+        attempts: int,
+        last_error: str | None,
+        updated_at: str,
+        status: str | None = None,
+        next_attempt_at: str | None = None,
+    ) -> None:
+        """A delivery's outcome; a status or next attempt left None stays as it was."""
         with self._lock:
             self._db.execute(
-                f"UPDATE outbox SET {assignments} WHERE alert_id = ? AND sink = ?",
-                (*values.values(), delivery.alert_id, delivery.sink),
+                _sql("outbox_update"),
+                {
+                    "alert_id": delivery.alert_id,
+                    "sink": delivery.sink,
+                    "status": status,
+                    "attempts": attempts,
+                    "next_attempt_at": next_attempt_at,
+                    "last_error": last_error,
+                    "updated_at": updated_at,
+                },
             )
 
     def delivered(self, delivery: Delivery, attempts: int, now: datetime) -> None:
@@ -149,35 +142,20 @@ class SqliteState:
 
     def pending_count(self) -> int:
         with self._lock:
-            return self._db.execute(
-                "SELECT count(*) FROM outbox WHERE status = 'pending'"
-            ).fetchone()[0]
+            return self._db.execute(_sql("pending_count")).fetchone()[0]
 
     def watermark(self) -> datetime | None:
         with self._lock:
-            row = self._db.execute("SELECT value FROM meta WHERE name = 'watermark'").fetchone()
+            row = self._db.execute(_sql("watermark")).fetchone()
         return _parse(row[0]) if row else None
 
     def set_watermark(self, value: datetime) -> None:
         with self._lock:
-            self._db.execute(
-                "INSERT INTO meta VALUES ('watermark', ?) "
-                "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-                (_text(value),),
-            )
+            self._db.execute(_sql("watermark_set"), {"value": _text(value)})
 
     def history(self, limit: int = 200) -> pd.DataFrame:
         with self._lock:
-            rows = self._db.execute(
-                "SELECT a.document, a.detected_at, "
-                "count(*) FILTER (WHERE o.status = 'delivered'), "
-                "count(*) FILTER (WHERE o.status = 'pending'), "
-                "count(*) FILTER (WHERE o.status = 'failed'), "
-                "max(o.last_error) "
-                "FROM alerts AS a LEFT JOIN outbox AS o ON o.alert_id = a.id "
-                "GROUP BY a.id ORDER BY a.detected_at DESC, a.id LIMIT ?",
-                (limit,),
-            ).fetchall()
+            rows = self._db.execute(_sql("history"), {"limit": limit}).fetchall()
         return history_frame(
             [
                 {

@@ -26,7 +26,8 @@ from alerts.metrics import AlertMetrics
 from alerts.model import Alert
 from alerts.rules import Rule
 from alerts.sinks import Sink
-from alerts.state import AlertState
+from alerts.state_base import AlertState
+from queries.loader import run
 from store.base import Store
 
 log = logging.getLogger("dupescope.alerts")
@@ -37,12 +38,12 @@ def content_version(store: Store) -> str:
     snapshot = store.snapshot_id()
     if snapshot is not None:
         return snapshot
-    row = store.execute("SELECT count() AS n, toString(max(ts)) AS last FROM events").iloc[0]
+    row = run(store, "events_version").iloc[0]
     return f"{row['n']}:{row['last']}"
 
 
 def newest_event(store: Store) -> datetime | None:
-    value = store.execute("SELECT max(ts) AS newest FROM events")["newest"].iloc[0]
+    value = run(store, "newest_event")["newest"].iloc[0]
     if value is None or pd.isna(value):
         return None
     stamp = pd.Timestamp(value)

@@ -30,8 +30,8 @@ import queries
 from benchmarks.forensics_speed import load
 from dashboard import charts
 from queries.derived import BUILT_TABLES, ensure
-from queries.materialised import folder as derived_folder
 from store.embedded import EmbeddedStore
+from store.materialised import folder as derived_folder
 
 TARGET_S = 1.5
 APP_FILE = Path(__file__).resolve().parents[1] / "dashboard" / "app.py"

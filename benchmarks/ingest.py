@@ -1,6 +1,6 @@
 """`dupescope ingest` vs polars `read_ndjson` -> Parquet, shape by shape (issue 24).
 
-Every figure comes from this run. For each shape of `benchmarks/shapes.py` (aliases,
+Every figure comes from this run. For each shape of `sample_data/log_shapes.py` (aliases,
 mixed timestamp forms, empty and nested attrs, extra fields, field order, long unicode
 strings, CRLF, gzip), the whole command (`dupescope ingest` in its own process, into a
 fresh embedded store) and then polars reading the same file and writing Parquet; the
@@ -29,9 +29,9 @@ import polars as pl
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
-from benchmarks import shapes
 from benchmarks.common import DEFAULT_DIR, jsonl_file, rate, timed
 from collectors.files import ingest_files
+from sample_data import log_shapes as shapes
 from store.embedded import EmbeddedStore
 
 _DUCKDB_COLUMNS = {

@@ -78,7 +78,7 @@ def test_requests() -> Iterator[ExportTraceServiceRequest]:
     import test_collect_native as native
     from test_collect_decode import _mixed_request
 
-    from benchmarks.collector import trace_request
+    from sample_data.otlp_requests import trace_request
 
     for seed in range(3):
         yield from split(_mixed_request(seed))

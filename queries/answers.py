@@ -16,8 +16,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from queries.defaults import SKEW_TOLERANCE_MS, STAMPEDE_MIN_EXECUTIONS, STAMPEDE_WINDOW_US
-from queries.loader import literal, sql_text
+from queries.loader import literal, render, sql_text
 from store.base import Store
+from store.sql_files import with_identifiers
 
 #: Every execution filter unset: what `queries.forensics._filters()` binds by default.
 UNFILTERED: dict[str, Any] = {"job_type": None, "queue": None, "since_us": None, "until_us": None}
@@ -67,5 +68,6 @@ def build(store: Store, create: Callable[[str, str], None]) -> None:
         create(f"answer_{name}", select(name, store.dialect))
 
 
-def read_sql(table: str) -> str:
-    return f"SELECT * FROM {table} ORDER BY answer_row"
+def read_sql(table: str, dialect: str) -> str:
+    """The statement reading kept table `table` back in order."""
+    return render(with_identifiers(sql_text("kept_answer", dialect), table=table), dialect, {})

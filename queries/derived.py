@@ -7,7 +7,7 @@ store's content changes: for the embedded store when its set of Parquet segments
 for ClickHouse and chDB when a cheap fingerprint of `events` changes (tables beside it).
 
 The embedded store also keeps them as Parquet files under `<store>/derived/`, named by
-snapshot (see queries/materialised.py): a one-shot CLI process and the dashboard reuse one
+snapshot (see store/materialised.py): a one-shot CLI process and the dashboard reuse one
 build instead of each paying for it.
 """
 
@@ -23,8 +23,9 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from queries import answers, materialised
-from queries.loader import placeholders, render, sql_text
+from queries import answers
+from queries.loader import placeholders, render, run, sql_text
+from store import materialised
 from store.base import SegmentedStore, Store, to_frame
 
 log = logging.getLogger("dupescope.queries")
@@ -73,10 +74,7 @@ def fingerprint(store: Store) -> str:
     snapshot = store.snapshot_id()
     if snapshot is not None:
         return snapshot
-    row = store.execute(
-        "SELECT count() AS n, toString(max(ts)) AS last, "
-        "toString(sum(cityHash64(event_uid))) AS h FROM events"
-    ).iloc[0]
+    row = run(store, "events_fingerprint").iloc[0]
     return f"{row['n']}:{row['last']}:{row['h']}"
 
 
@@ -139,11 +137,8 @@ def _create_answer(store: Store, con: duckdb.DuckDBPyConnection, name: str, sele
     it sums integers into) as DOUBLE, so such columns are kept as DECIMAL(38, 0), which
     comes back as the same Decimal values a live query gives."""
     _create(store, name, select, view=False)
-    wide = con.execute(
-        "SELECT column_name FROM duckdb_columns() "
-        "WHERE table_name = $name AND data_type = 'HUGEINT'",
-        {"name": name},
-    ).fetchall()
+    columns = sql_text("hugeint_columns", "duckdb")
+    wide = con.execute(render(columns, "duckdb", {"name": name}), {"name": name}).fetchall()
     for (column,) in wide:
         con.execute(f'ALTER TABLE {name} ALTER "{column}" TYPE DECIMAL(38, 0)')
 
@@ -172,7 +167,7 @@ def _kept_answer(store: Store, table: str) -> pa.Table:
     if segmented is not None:
         with _lock_for(store):
             materialised.hold(segmented.connection(), table)
-    read = store.arrow(answers.read_sql(table))
+    read = store.arrow(answers.read_sql(table, store.dialect))
     return read.drop_columns(["answer_row"])
 
 

@@ -4,35 +4,34 @@ Queries are written once with `:name` placeholders in `queries/sql/<name>.sql`; 
 ClickHouse really differs, `queries/sql/clickhouse/<name>.sql` wins for that dialect (the
 most specific file wins). Placeholders become `$name` for DuckDB and `{name:Type}` for
 ClickHouse, the type taken from a `-- param name: Type` line in the file or from the value.
+
+Finding a file is store/sql_files.py's, shared with the store's and the alert state's own
+statements (store/sql/, alerts/sql/), which are written in their engine's own syntax; that
+docstring says where each kind of SQL lives.
 """
 
 from __future__ import annotations
 
 import re
 from datetime import date, datetime
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from store.base import Store
+from store.sql_files import SqlNotFound, read
 
 SQL_DIR = Path(__file__).parent / "sql"
 _PLACEHOLDER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 _DECLARED = re.compile(r"^--\s*param\s+(\w+)\s*:\s*(.+?)\s*$", re.MULTILINE)
 
 
-class QueryNotFound(LookupError):
-    pass
+QueryNotFound = SqlNotFound
 
 
-@cache
 def sql_text(name: str, dialect: str) -> str:
-    for path in (SQL_DIR / dialect / f"{name}.sql", SQL_DIR / f"{name}.sql"):
-        if path.exists():
-            return path.read_text()
-    raise QueryNotFound(f"no query named {name!r} in {SQL_DIR}")
+    return read(SQL_DIR, name, dialect)
 
 
 def query_names() -> list[str]:

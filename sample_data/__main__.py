@@ -43,7 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.format in ("jsonl", "both"):
         written.append(w.write_jsonl(args.out / "sample.jsonl.gz"))
     if args.format in ("otlp", "both"):
-        written.append(w.write_otlp_jsonl(args.out / "sample.otlp.jsonl.gz"))
+        from sample_data.otlp import write_otlp_jsonl_file
+
+        written.append(write_otlp_jsonl_file(w, args.out / "sample.otlp.jsonl.gz"))
     if args.otlp_endpoint:
         from sample_data.otlp import send_otlp_http
 

@@ -17,6 +17,7 @@ import base64
 import random
 from collections import defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 from typing import IO, Any
 
 import orjson
@@ -33,7 +34,7 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status,
 
 from sample_data.clock import unix_ns
 from sample_data.model import Execution, RawEvent
-from sample_data.workload import Workload
+from sample_data.workload import Workload, open_out
 
 SCOPE = "dupescope.sample_data"
 BATCH_SPANS = 512
@@ -261,6 +262,13 @@ def export_spans(workload: Workload, exporter: SpanExporter,
 
 def write_otlp_jsonl(workload: Workload, out: IO[bytes]) -> None:
     export_spans(workload, OtlpJsonLinesExporter(out))
+
+
+def write_otlp_jsonl_file(workload: Workload, path: str | Path) -> Path:
+    """The workload as OTLP JSON Lines in a file (gzip when the name ends in .gz)."""
+    with open_out(path) as out:
+        write_otlp_jsonl(workload, out)
+    return Path(path)
 
 
 def send_otlp_http(workload: Workload, endpoint: str) -> None:

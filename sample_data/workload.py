@@ -61,14 +61,6 @@ class Workload:
             out.write(self.jsonl_bytes())
         return Path(path)
 
-    def write_otlp_jsonl(self, path: str | Path) -> Path:
-        """The same workload as OTLP JSON Lines (gzip when the name ends in .gz)."""
-        from sample_data.otlp import write_otlp_jsonl
-
-        with open_out(path) as out:
-            write_otlp_jsonl(self, out)
-        return Path(path)
-
     def truth_json(self) -> str:
         return json.dumps(self.truth, indent=1) + "\n"
 

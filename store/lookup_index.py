@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from store.durable import write_parquet
+from store.sql_files import read
 
 INDEX_SCHEMA = pa.schema(
     [
@@ -135,8 +136,7 @@ def write_global_index(index_dir: Path, generation: str) -> Path | None:
     try:
         con.execute("SET preserve_insertion_order = true")
         table = con.sql(
-            "SELECT lookup, segment, row_group FROM read_parquet($files) "
-            "ORDER BY lookup, segment, row_group",
+            read(Path(__file__).parent / "sql", "lookup_index_merge", "duckdb"),
             params={"files": [str(p) for p in days]},
         ).to_arrow_table()
     finally:

@@ -4,7 +4,7 @@ Teams that already ship traces and logs with the Collector's ClickHouse exporter
 dupescope at those tables (`clickhouse://host:8123/otel?source=otel`, or
 `chdb:///path?source=otel`): no second pipeline, no copy. The `events` relation the query
 library reads is a view, the contract mapping over the user's tables
-(queries/sql/clickhouse/otel_*.sql); the derived tables, kept answers and alert state live
+(store/sql/clickhouse/otel_*.sql); the derived tables, kept answers and alert state live
 in a database of dupescope's own (`<db>_dupescope`, or `?dupescope_db=`). dupescope never
 writes to, alters or adds indexes to the exporter's tables.
 
@@ -25,15 +25,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 
-from queries.loader import sql_text
 from store.base import Store, StoreError
 from store.clickhouse import ChdbStore, ClickHouseStore, events_ddl
 from store.clickhouse import _identifier as identifier
+from store.sql_files import read, with_identifiers
 
 DEFAULT_TRACES = "otel_traces"
 DEFAULT_LOGS = "otel_logs"
@@ -43,10 +44,19 @@ TRACE_COLUMNS = ("Timestamp", "TraceId", "SpanId", "ParentSpanId", "SpanName", "
                  "Events.Timestamp", "Events.Name", "Events.Attributes")
 LOG_COLUMNS = ("Timestamp", "TraceId", "SpanId", "Body", "ResourceAttributes", "LogAttributes")
 
-_COLUMNS_SQL = (
-    "SELECT table, name, type FROM system.columns "
-    "WHERE database = {database:String} AND table IN {tables:Array(String)}"
-)
+_SQL = Path(__file__).parent / "sql"
+
+
+def sql_text(name: str) -> str:
+    """A statement or mapping stage of store/sql/clickhouse/, without its comment lines
+    (a view keeps its SELECT as given)."""
+    text = read(_SQL, name, "clickhouse")
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
+
+
+def statement(name: str, **identifiers: str) -> str:
+    """A statement with the database and table names it needs (validated) written in."""
+    return with_identifiers(sql_text(name), **identifiers)
 
 
 @dataclass(frozen=True)
@@ -149,7 +159,7 @@ class OtelSource:
         and ClickHouse resolves such names in the current database when it creates a view.
         """
         columns = query(
-            _COLUMNS_SQL,
+            sql_text("otel_columns"),
             {"database": self.source_db, "tables": [self.traces_table, self.logs_table]},
         )
         self.traces, self.logs = layouts(columns, self.traces_table, self.logs_table)
@@ -160,7 +170,7 @@ class OtelSource:
                 "writes?"
             )
         own = self.own_db
-        command(f"CREATE DATABASE IF NOT EXISTS {own}")
+        command(statement("otel_database_create", own=own))
         use(own)
         records: list[str] = []
         self.stages = []
@@ -170,40 +180,29 @@ class OtelSource:
         ):
             if layout is None:
                 continue
-            # Identifiers cannot be bound; both were validated as plain identifiers.
             command(
-                f"CREATE OR REPLACE VIEW {own}.{source} AS "
-                f"SELECT * FROM {self.source_db}.{layout.table}"
+                statement(
+                    "otel_source_view",
+                    own=own, view=source, source_db=self.source_db, table=layout.table,
+                )
             )
+            # Composed here: a view whose SELECT is a mapping file, and below the UNION ALL
+            # of the layouts present. Every name in them was validated as an identifier.
             for name, query_file, stage in steps(layout.json):
-                text = _without_comments(sql_text(query_file, "clickhouse"))
                 view = f"{name}_view" if stage else name
-                command(f"CREATE OR REPLACE VIEW {own}.{view} AS {text}")
+                command(f"CREATE OR REPLACE VIEW {own}.{view} AS {sql_text(query_file)}")
                 if stage:
-                    command(
-                        f"CREATE OR REPLACE TABLE {own}.{name} ENGINE = MergeTree "
-                        f"ORDER BY tuple() EMPTY AS SELECT * FROM {own}.{view}"
-                    )
+                    command(statement("otel_stage_create", own=own, stage=name, view=view))
                     self.stages.append((name, view))
             records.append(f"SELECT * FROM {own}.{steps(layout.json)[-1][0]}")
         command(f"CREATE OR REPLACE VIEW {own}.otel_records AS {' UNION ALL '.join(records)}")
-        text = sql_text("otel_events", "clickhouse")
-        command(f"CREATE OR REPLACE VIEW {own}.otel_events AS {_without_comments(text)}")
-        stale = query(
-            "SELECT name FROM system.tables WHERE database = {database:String} "
-            "AND name = 'events' AND engine = 'View'",
-            {"database": own},
-        )
-        if not stale.empty:  # `events` as a view, from an earlier version of this mapping
-            command(f"DROP VIEW {own}.events")
-        for statement in events_ddl(own):
-            command(statement)
-        # What `events` was last refilled from, so that a new process (a one-shot CLI
-        # command) reuses it instead of refilling.
-        command(
-            f"CREATE TABLE IF NOT EXISTS {own}.otel_refreshed (fingerprint String, "
-            "version UInt64) ENGINE = ReplacingMergeTree(version) ORDER BY tuple()"
-        )
+        command(f"CREATE OR REPLACE VIEW {own}.otel_events AS {sql_text('otel_events')}")
+        stale = query(sql_text("otel_events_view_stale"), {"database": own})
+        if not stale.empty:
+            command(statement("otel_events_view_drop", own=own))
+        for ddl in events_ddl(own):
+            command(ddl)
+        command(statement("otel_refreshed_create", own=own))
 
     def fingerprint_sql(self) -> str:
         """A cheap statement whose answer changes when the exporter's tables do: their
@@ -223,20 +222,9 @@ class OtelSource:
         return f"the Collector's tables in {self.source_db}: {tables}; own tables in {self.own_db}"
 
 
-def _without_comments(text: str) -> str:
-    """A query file's text without its comment lines (a view keeps its SELECT as given)."""
-    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
-
-
 #: How long a refresh waits for another process's refill, and when a lock is a dead one's.
 REFILL_WAIT_S = 300
 REFILL_STALE_S = 900
-
-_KEY_ROWS = (
-    "SELECT * FROM events FINAL WHERE idempotency_key = {key:String} OR job_id = {key:String} "
-    "OR job_id IN (SELECT job_id FROM events WHERE idempotency_key = {key:String} "
-    "AND job_id IS NOT NULL)"
-)
 
 
 class OtelReading(Store):
@@ -265,12 +253,12 @@ class OtelReading(Store):
             if self._refilled_from() != current:
                 self._refill(current)
         finally:
-            self.command(f"DROP TABLE IF EXISTS {own}.otel_refilling")
+            self.command(statement("otel_refill_unlock", own=own))
         self._refreshed = current
         return current
 
     def _refilled_from(self) -> str | None:
-        kept = self.execute(f"SELECT fingerprint FROM {self.source.own_db}.otel_refreshed FINAL")
+        kept = self.execute(statement("otel_refreshed", own=self.source.own_db))
         return None if kept.empty else str(kept["fingerprint"].iloc[0])
 
     def _lock_refill(self) -> None:
@@ -281,18 +269,13 @@ class OtelReading(Store):
         deadline = time.monotonic() + REFILL_WAIT_S
         while True:
             try:
-                self.command(f"CREATE TABLE {own}.otel_refilling (at DateTime) ENGINE = Memory")
+                self.command(statement("otel_refill_lock", own=own))
                 return
             except StoreError:
                 pass
-            age = self.execute(
-                "SELECT dateDiff('second', metadata_modification_time, now()) AS age "
-                "FROM system.tables WHERE database = {database:String} "
-                "AND name = 'otel_refilling'",
-                {"database": own},
-            )
+            age = self.execute(sql_text("otel_refill_lock_age"), {"database": own})
             if not age.empty and int(age["age"].iloc[0]) > REFILL_STALE_S:
-                self.command(f"DROP TABLE IF EXISTS {own}.otel_refilling")
+                self.command(statement("otel_refill_unlock", own=own))
                 continue
             if time.monotonic() > deadline:
                 raise StoreError(
@@ -304,18 +287,19 @@ class OtelReading(Store):
     def _refill(self, fingerprint: str) -> None:
         """`events` from the mapping in one pass, swapped in whole."""
         own = self.source.own_db
-        for table, view in self.source.stages:
-            self.command(f"TRUNCATE TABLE {own}.{table}")
-            self.command(f"INSERT INTO {own}.{table} SELECT * FROM {own}.{view}")
-        self.command(f"DROP TABLE IF EXISTS {own}.events_next")
-        self.command(f"CREATE TABLE {own}.events_next AS {own}.events")
-        self.command(f"INSERT INTO {own}.events_next SELECT * FROM {own}.otel_events")
-        self.command(f"EXCHANGE TABLES {own}.events AND {own}.events_next")
-        self.command(f"DROP TABLE IF EXISTS {own}.events_next")
+        for stage, view in self.source.stages:
+            self.command(statement("otel_stage_truncate", own=own, stage=stage))
+            self.command(statement("otel_stage_fill", own=own, stage=stage, view=view))
+        for name in (
+            "otel_events_next_drop",
+            "otel_events_next_create",
+            "otel_events_next_fill",
+            "otel_events_swap",
+            "otel_events_next_drop",
+        ):
+            self.command(statement(name, own=own))
         self.command(
-            f"INSERT INTO {own}.otel_refreshed SELECT {{fingerprint:String}}, "
-            "toUnixTimestamp64Micro(now64(6))",
-            {"fingerprint": fingerprint},
+            statement("otel_refreshed_set", own=own), {"fingerprint": fingerprint}
         )
 
     def snapshot_id(self) -> str:
@@ -326,7 +310,7 @@ class OtelReading(Store):
         """A superset of the rows of `key`'s timeline, read by the sort key and the job_id
         bloom filter of dupescope's own `events` (queries/timeline.py groups them)."""
         self.refresh()
-        return self.arrow(_KEY_ROWS, {"key": key})
+        return self.arrow(sql_text("otel_key_rows"), {"key": key})
 
     def write(self, table: pa.Table) -> int:
         raise StoreError(

@@ -9,12 +9,12 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-from benchmarks.collector import trace_request
 from collectors.arrow_batch import rows_to_table
 from collectors.mapping import FieldMapping
 from collectors.normalise import Normaliser, RecordError
 from collectors.otlp import decode_traces
 from collectors.otlp_columns import decode_traces_table
+from sample_data.otlp_requests import trace_request
 from store.schema import EVENT_KINDS
 
 MAPPING = FieldMapping(

@@ -13,7 +13,7 @@ from pathlib import Path
 from collect_support import ROOT, Subprocess, job_spans, post, raw_count, rows, running
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
-from benchmarks.collector import trace_request
+from sample_data.otlp_requests import trace_request
 from store.clickhouse import ChdbStore
 from store.embedded import EmbeddedStore
 

@@ -14,7 +14,7 @@ from collect_support import ROOT, Subprocess, get_json, post
 
 TAKE_ONE_TRACE_BATCH = """
 import sys
-from benchmarks.collector import trace_request
+from sample_data.otlp_requests import trace_request
 from collectors.service.collector import Collector
 from store.embedded import EmbeddedStore
 

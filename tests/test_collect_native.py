@@ -10,7 +10,6 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from test_collect_decode import MAPPING, _mixed_request
 
-from benchmarks.collector import trace_request
 from collectors import otlp_native
 from collectors.arrow_batch import rows_to_table
 from collectors.mapping import DEFAULT_MAPPING, FieldMapping
@@ -18,6 +17,7 @@ from collectors.normalise import Normaliser
 from collectors.otlp import decode_traces
 from collectors.otlp_native import NativeTraceDecoder
 from collectors.service.bodies import BodyError, decode_otlp
+from sample_data.otlp_requests import trace_request
 from store.schema import EVENTS_SCHEMA, as_events, is_runs
 
 

@@ -11,13 +11,13 @@ import pytest
 from native_support import require_native
 from test_store import CHARGE, count
 
-from benchmarks.collector import trace_request
 from collectors.normalise import Normaliser
 from collectors.otlp_native import NativeTraceDecoder
 from queries import timeline
-from queries.materialised import unique_events
+from sample_data.otlp_requests import trace_request
 from store import hot_segments
 from store.embedded import EmbeddedStore
+from store.materialised import unique_events
 from store.schema import as_events, as_runs
 
 

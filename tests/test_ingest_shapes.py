@@ -1,4 +1,4 @@
-"""Log shapes other programs write (`benchmarks/shapes.py`) are read column-wise, and give
+"""Log shapes other programs write (`sample_data/log_shapes.py`) are read column-wise, and give
 exactly the rows and rejections of the per-line path, block by block and through
 `dupescope ingest`."""
 
@@ -12,7 +12,6 @@ import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 
-from benchmarks import shapes
 from collectors import files
 from collectors.arrow_batch import rows_to_table
 from collectors.blocks import BlockDecoder
@@ -20,6 +19,7 @@ from collectors.jsonlines import decode_lines
 from collectors.mapping import DEFAULT_MAPPING
 from collectors.normalise import Normaliser
 from dupescope.cli import main
+from sample_data import log_shapes as shapes
 from store.embedded import EmbeddedStore
 
 LINES = 1500

@@ -1,7 +1,7 @@
 """JSON-lines files in the shapes real loggers write, for the ingest benchmark and tests.
 
-Written by its own seeded generator, independent of `sample_data` and of the workload
-model, so that ingest speed is measured on what other programs write too: the contract's
+Written by its own seeded generator, independent of the workload model, so that ingest
+speed is measured on what other programs write too: the contract's
 alias spellings, every timestamp form mixed in one file, empty and nested `attrs`, extra
 fields, keys in any order, long and non-ASCII strings, CRLF line ends and gzip.
 

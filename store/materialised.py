@@ -25,9 +25,15 @@ import duckdb
 from store.base import SegmentedStore
 from store.durable import place
 from store.hot_log import is_hot
+from store.sql_files import read, with_identifiers
 
 STALE_GRACE_SECONDS = 300.0
 _CHECKED = "unique-segments.txt"
+_SQL = Path(__file__).parent / "sql"
+
+
+def _sql(name: str, **identifiers: str) -> str:
+    return with_identifiers(read(_SQL, name, "duckdb"), **identifiers)
 
 
 def folder(store: SegmentedStore) -> Path:
@@ -44,9 +50,9 @@ def _quoted(path: Path | str) -> str:
 
 def drop(con: duckdb.DuckDBPyConnection, name: str) -> None:
     """Drop a temp table or view of that name, whichever it is."""
-    for kind in ("VIEW", "TABLE"):
+    for statement in ("derived_view_drop", "derived_table_drop"):
         with contextlib.suppress(duckdb.CatalogException):
-            con.execute(f"DROP {kind} IF EXISTS {name}")
+            con.execute(_sql(statement, table=name))
 
 
 def attach(
@@ -65,15 +71,13 @@ def attach(
 def hold(con: duckdb.DuckDBPyConnection, table: str) -> None:
     """Read an attached table's file into memory, once: a page asks for the same kept
     answer on every visit, and decoding the file each time cost more than the question."""
-    attached = con.execute(
-        "SELECT count(*) FROM duckdb_views() WHERE temporary AND view_name = $name",
-        {"name": table},
-    ).fetchall()
+    attached = con.execute(_sql("derived_attached"), {"name": table}).fetchall()
     if not attached[0][0]:
         return  # already in memory (held, or built in this process)
-    con.execute(f"CREATE TEMP TABLE {table}__held AS SELECT * FROM {table}")
-    con.execute(f"DROP VIEW {table}")
-    con.execute(f"ALTER TABLE {table}__held RENAME TO {table}")
+    held = f"{table}__held"
+    con.execute(_sql("derived_hold", held=held, table=table))
+    con.execute(_sql("derived_view_drop", table=table))
+    con.execute(_sql("derived_hold_rename", held=held, table=table))
 
 
 def save(
@@ -142,10 +146,7 @@ def unique_events(store: SegmentedStore, con: duckdb.DuckDBPyConnection) -> str:
 
 
 def _free_of_repeats(con: duckdb.DuckDBPyConnection, segment: Path) -> bool:
-    row = con.execute(
-        "SELECT count(*) = count(DISTINCT event_uid) FROM read_parquet($file)",
-        {"file": str(segment)},
-    ).fetchone()
+    row = con.execute(_sql("segment_free_of_repeats"), {"file": str(segment)}).fetchone()
     return bool(row and row[0])
 
 

@@ -1,0 +1,2 @@
+-- Small named values kept across restarts (the watermark).
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)

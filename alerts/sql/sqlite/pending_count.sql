@@ -1,0 +1,2 @@
+-- Deliveries still owed.
+SELECT count(*) FROM outbox WHERE status = 'pending'

@@ -1,0 +1,2 @@
+-- Give the refill lock back.
+DROP TABLE IF EXISTS {own:Identifier}.otel_refilling

@@ -1,0 +1,2 @@
+-- Empty a stage before refilling it.
+TRUNCATE TABLE {own:Identifier}.{stage:Identifier}
