@@ -1553,7 +1553,7 @@ static int ids_has(const IdSet *s, Str id) {
     return 0;
 }
 
-/* _step_parents: spans whose lifecycle steps arrive as child spans are executions. */
+/* otlp.step_parents: spans whose lifecycle steps arrive as child spans are executions. */
 static int step_parents(const Config *c, const Parsed *q, IdSet *out) {
     for (size_t k = 0; k < q->n_spans; k++) {
         const Span *sp = &q->spans[k];
@@ -1579,7 +1579,7 @@ static long published(const Config *c, long found, int publish) {
     return publish && (found & 255) == (c->deliver & 255) ? c->enqueue : found;
 }
 
-/* _span_event: the step a span records itself; 0 none, 1 found, ODD for the reference.
+/* otlp.span_event: the step a span records itself; 0 none, 1 found, ODD for the reference.
  * `publish`: a PRODUCER span that names a job, always an enqueue. */
 static int span_event(const Config *c, const Record *r, Str name, int publish, long *kind) {
     static const long keys[2] = {K_JOB_EVENT, K_EVENT};
@@ -1719,7 +1719,7 @@ static int decode_span(Ctx *x, const Parsed *q, const Span *sp, const Record *ba
     /* Celery-instrumented spans are few beside the executions and steps of ordinary
      * ones, and what they mean (an attempt from retries and a repr'd `redelivered`, a
      * settle from celery.state, an enqueue however the span is spelled) is written once,
-     * in Python (otlp._span_event, celery_spans): the reference decides. PRODUCER spans
+     * in Python (otlp.span_event, celery_spans): the reference decides. PRODUCER spans
      * stay here: every messaging instrumentation writes one per publish. */
     static const char celery_publish[] = "apply_async/";
     if ((span_rec->flags & K_CELERY) ||
@@ -1839,7 +1839,7 @@ static int decode_span(Ctx *x, const Parsed *q, const Span *sp, const Record *ba
     return rc;
 }
 
-/* The resource's attributes plus host:pid, as otlp._worker_identity adds it. */
+/* The resource's attributes plus host:pid, as otlp.worker_identity adds it. */
 static int resource_base(Ctx *x, const Parsed *q, const Resource *res, Record *base,
                          Buf *identity) {
     const Config *c = x->c;

@@ -23,25 +23,24 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from collectors import celery_spans
 from collectors.jsonlines import Rejected
-from collectors.mapping import (
+from collectors.normalise import Normaliser
+from collectors.otlp_columns import decode_traces_rows, rows_table
+from store.contract import (
+    ATTEMPT_KEYS,
     CELERY_RETRIES,
+    EVENT_KINDS,
+    EXECUTION_STEPS,
+    FIELDS,
+    INT_FIELDS,
+    JOB_ID_KEYS,
+    NO_JOB_ID_KINDS,
     OPERATION_EVENTS,
     OPERATION_KEYS,
+    PRODUCER_KINDS,
     RESOURCE_WORKER_ID,
-)
-from collectors.normalise import Normaliser
-from collectors.otlp import _ATTEMPT_KEYS, _JOB_ID_KEYS, PRODUCER_EVENTS
-from collectors.otlp_columns import decode_traces_rows, rows_table
-from store.schema import (
-    EVENT_KINDS,
-    EVENTS_SCHEMA,
-    EXECUTION_STEPS,
-    INT_FIELDS,
-    RUNS_SCHEMA,
     STRING_FIELDS,
-    as_runs,
-    is_runs,
 )
+from store.schema import EVENTS_SCHEMA, RUNS_SCHEMA, as_runs, is_runs
 
 try:
     from collectors import _otlp_native
@@ -49,7 +48,6 @@ except ImportError:  # built without a C compiler: the Python path serves
     _otlp_native = None
 
 # The extension's layout of the canonical fields and its flag bits (_otlp_native.c).
-FIELDS = ("ts", "event", *STRING_FIELDS, *INT_FIELDS)
 _NATIVE_LAYOUT = (len(STRING_FIELDS), STRING_FIELDS[0], STRING_FIELDS[5], INT_FIELDS) == (
     11, "job_id", "worker_id", ("delivery_attempt", "lock_ttl_ms", "visibility_timeout_ms"))
 _KEY_FLAGS = {
@@ -60,7 +58,6 @@ _KEY_FLAGS = {
 _JOB_ID_KEY, _ATTEMPT_KEY, _OPERATION_KEY = 1 << 10, 1 << 11, (1 << 12, 1 << 13)
 _CELERY_KEY = 1 << 14
 _KIND, _STEP, _NO_JOB_ID, _PRODUCER = 1 << 8, 1 << 9, 1 << 10, 1 << 11
-_NO_JOB_ID_KINDS = ("enqueue_deduped", "worker_start", "worker_stop")
 # The order of the columns the extension hands over (a struct array), and their types:
 # plain, or with the columns a span's rows share run-end encoded.
 _NATIVE_ORDER = ("event_uid", "ts", "event", *STRING_FIELDS, *INT_FIELDS, "execution_id",
@@ -87,9 +84,9 @@ def _aliases(normaliser: Normaliser) -> dict[str, int] | None:
 
 def _key_flags() -> dict[str, int]:
     flags = dict(_KEY_FLAGS)
-    for key in _JOB_ID_KEYS:
+    for key in JOB_ID_KEYS:
         flags[key] = flags.get(key, 0) | _JOB_ID_KEY
-    for key in _ATTEMPT_KEYS:
+    for key in ATTEMPT_KEYS:
         flags[key] = flags.get(key, 0) | _ATTEMPT_KEY
     for key, flag in zip(OPERATION_KEYS, _OPERATION_KEY, strict=True):
         flags[key] = flags.get(key, 0) | flag
@@ -101,8 +98,8 @@ def _key_flags() -> dict[str, int]:
 def _kinds() -> dict[str, int]:
     return {
         name: index | _KIND | (_STEP if name in EXECUTION_STEPS else 0)
-        | (_NO_JOB_ID if name in _NO_JOB_ID_KINDS else 0)
-        | (_PRODUCER if name in PRODUCER_EVENTS else 0)
+        | (_NO_JOB_ID if name in NO_JOB_ID_KINDS else 0)
+        | (_PRODUCER if name in PRODUCER_KINDS else 0)
         for index, name in enumerate(EVENT_KINDS)
     }
 
