@@ -4,8 +4,9 @@
 span in the common shape; the spans it names as unusual (and whole requests it hands
 back) go through `otlp_columns`, which equals the reference `otlp.decode_traces`.
 Unusual are, among others, Celery-instrumented spans: their mapping
-(collectors/celery_spans.py) is written once, in Python. The
-contract's tables are given to it from `mapping` and `schema`, so they live in one place.
+(collectors/celery_spans.py) is written once, in Python. The contract's
+tables, the field layout among them, are given to it from `store.contract` when a decoder
+is built (`native_config`), so they live in one place.
 
 The extension checks what protobuf's own parser checks (wire structure, UTF-8 strings)
 and hands back any body it cannot walk, so a body it accepts is one the reference would
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -25,6 +27,7 @@ from collectors import celery_spans
 from collectors.jsonlines import Rejected
 from collectors.normalise import Normaliser
 from collectors.otlp_columns import decode_traces_rows, rows_table
+from store import contract
 from store.contract import (
     ATTEMPT_KEYS,
     CELERY_RETRIES,
@@ -47,9 +50,8 @@ try:
 except ImportError:  # built without a C compiler: the Python path serves
     _otlp_native = None
 
-# The extension's layout of the canonical fields and its flag bits (_otlp_native.c).
-_NATIVE_LAYOUT = (len(STRING_FIELDS), STRING_FIELDS[0], STRING_FIELDS[5], INT_FIELDS) == (
-    11, "job_id", "worker_id", ("delivery_attempt", "lock_ttl_ms", "visibility_timeout_ms"))
+# The extension takes the contract's fields and their types at start-up (`_layout`); its
+# flag bits are these (_otlp_native.c).
 _KEY_FLAGS = {
     "job.event": 1 << 0, "event": 1 << 1, "host.name": 1 << 2, "process.pid": 1 << 3,
     CELERY_RETRIES: 1 << 5, "ts": 1 << 6, "trace_id": 1 << 7, "span_id": 1 << 8,
@@ -68,7 +70,7 @@ _NATIVE_RUNS_SCHEMA = pa.schema([RUNS_SCHEMA.field(name) for name in _NATIVE_ORD
 
 def available() -> bool:
     """Whether the native decoder was built (it needs a C compiler at install time)."""
-    return _otlp_native is not None and _NATIVE_LAYOUT
+    return _otlp_native is not None
 
 
 def _aliases(normaliser: Normaliser) -> dict[str, int] | None:
@@ -80,6 +82,11 @@ def _aliases(normaliser: Normaliser) -> dict[str, int] | None:
             if table.setdefault(key, code) >> 8 != field:
                 return None
     return table
+
+
+def _layout() -> dict[str, tuple[str, ...]]:
+    """The canonical fields, numbered as `_aliases` numbers them, and their types."""
+    return {"fields": FIELDS, "types": tuple(contract.column(name).type for name in FIELDS)}
 
 
 def _key_flags() -> dict[str, int]:
@@ -104,23 +111,31 @@ def _kinds() -> dict[str, int]:
     }
 
 
+def native_config(normaliser: Normaliser) -> dict[str, Any] | None:
+    """What the extension's Decoder is built from: the contract's tables for one mapping,
+    the field layout among them. None where the mapping is for the Python path."""
+    aliases = _aliases(normaliser)
+    # Event renames and keys with two meanings are rare: the Python path has them.
+    if aliases is None or normaliser.mapping.events:
+        return None
+    return {
+        "aliases": aliases,
+        "keys": _key_flags(),
+        "kinds": _kinds(),
+        "operations": {op: EVENT_KINDS.index(kind) for op, kind in OPERATION_EVENTS.items()},
+        "kind_names": EVENT_KINDS,
+        "worker_key": RESOURCE_WORKER_ID,
+        **_layout(),
+    }
+
+
 class NativeTraceDecoder:
     """The native decoder for one normaliser's mapping."""
 
     def __init__(self, normaliser: Normaliser) -> None:
         self.normaliser = normaliser
-        aliases = _aliases(normaliser)
-        # Event renames and keys with two meanings are rare: the Python path has them.
-        self.native = None
-        if available() and aliases is not None and not normaliser.mapping.events:
-            self.native = _otlp_native.Decoder(
-                aliases=aliases,
-                keys=_key_flags(),
-                kinds=_kinds(),
-                operations={op: EVENT_KINDS.index(kind) for op, kind in OPERATION_EVENTS.items()},
-                kind_names=EVENT_KINDS,
-                worker_key=RESOURCE_WORKER_ID,
-            )
+        config = native_config(normaliser) if available() else None
+        self.native = _otlp_native.Decoder(**config) if config is not None else None
 
     def decode(
         self, body: bytes, parse: Callable[[], ExportTraceServiceRequest], source: str
