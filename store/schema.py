@@ -80,7 +80,7 @@ RUNS_SCHEMA = pa.schema(
 
 
 def is_runs(table: pa.Table) -> bool:
-    return table.schema.equals(RUNS_SCHEMA)
+    return bool(table.schema.equals(RUNS_SCHEMA))
 
 
 def as_events(table: pa.Table) -> pa.Table:

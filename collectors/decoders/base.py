@@ -44,10 +44,17 @@ class Decoder(Protocol):
     one built without a C compiler).
     """
 
-    signal: str
-    media: str
-    name: str
-    bulk: bool
+    @property
+    def signal(self) -> str: ...
+
+    @property
+    def media(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def bulk(self) -> bool: ...
 
     def available(self) -> bool: ...
 
