@@ -334,6 +334,7 @@ typedef struct {
      * columns, and where the fields with rules of their own are. */
     int n_fields, n_strings, n_ints;
     int type[MAX_FIELDS], col[MAX_FIELDS];
+    int str_field[MAX_STRING_FIELDS], int_field[MAX_INT_FIELDS]; /* column -> field */
     int int_width[MAX_INT_FIELDS];
     int f_ts, f_event, f_job_id, f_worker_id, f_attempt;
     /* Keys a span row sets itself, classified once. */
@@ -1455,18 +1456,20 @@ static int emit(Ctx *x, Record *r, long kind, uint64_t time_ns, const char *uid)
     if (mapped_execution) return ODD;
     if (execution >= 0 && r->e[execution]->type != V_STR && r->e[execution]->type != V_NONE)
         return ODD;
-    for (int f = 0; f < c->n_fields; f++) {
+    for (int i = 0; i < c->n_strings; i++) {
+        int f = c->str_field[i];
+        if (best[f] < 0) continue;
+        int t = r->e[best[f]]->type;
+        if (t != V_NONE && t != V_STR && t != V_INT) return ODD;
+    }
+    for (int i = 0; i < c->n_ints; i++) {
+        int f = c->int_field[i];
         if (best[f] < 0) continue;
         const Attr *a = r->e[best[f]];
-        int t = a->type;
-        if (c->type[f] == T_STR) {
-            if (t != V_NONE && t != V_STR && t != V_INT) return ODD;
-        } else if (c->type[f] == T_INT32 || c->type[f] == T_INT64) {
-            if (t != V_NONE && t != V_INT) return ODD;
-            if (t == V_INT && c->type[f] == T_INT32 && (a->i < INT32_MIN || a->i > INT32_MAX))
-                return ODD;
-            if (f == c->f_attempt && t == V_INT && a->i < 1) return ODD;
-        }
+        if (a->type == V_NONE) continue;
+        if (a->type != V_INT) return ODD;
+        if (c->int_width[i] == 4 && (a->i < INT32_MIN || a->i > INT32_MAX)) return ODD;
+        if (f == c->f_attempt && a->i < 1) return ODD;
     }
     if (!(kind & N_KIND)) return ODD;
     size_t event_len;
@@ -1494,9 +1497,9 @@ static int emit(Ctx *x, Record *r, long kind, uint64_t time_ns, const char *uid)
     size_t row = o->rows;
     int in_runs = o->in_runs;
     if (push_head(o, uid, time_ns, event, event_len)) return NOMEM;
-    for (int f = 0; f < c->n_fields; f++) {
-        if (c->type[f] != T_STR) continue;
-        StrCol *col = &o->strings[c->col[f]];
+    for (int i = 0; i < c->n_strings; i++) {
+        int f = c->str_field[i];
+        StrCol *col = &o->strings[i];
         const Attr *a = best[f] >= 0 ? r->e[best[f]] : NULL;
         int rc;
         if (!a || a->type == V_NONE) {
@@ -1509,11 +1512,11 @@ static int emit(Ctx *x, Record *r, long kind, uint64_t time_ns, const char *uid)
         }
         if (rc) return NOMEM;
     }
-    for (int f = 0; f < c->n_fields; f++) {
-        if (c->type[f] != T_INT32 && c->type[f] != T_INT64) continue;
+    for (int i = 0; i < c->n_ints; i++) {
+        int f = c->int_field[i];
         const Attr *a = best[f] >= 0 ? r->e[best[f]] : NULL;
         int valid = a && a->type == V_INT;
-        if (int_put(&o->ints[c->col[f]], valid ? a->i : 0, valid, row, in_runs))
+        if (int_put(&o->ints[i], valid ? a->i : 0, valid, row, in_runs))
             return NOMEM;
     }
     const Attr *e = execution >= 0 ? r->e[execution] : NULL;
@@ -2064,8 +2067,10 @@ static int load_layout(Config *c, PyObject *fields, PyObject *types) {
             return -1;
         }
         if (t == T_STR) {
+            c->str_field[c->n_strings] = (int)f;
             c->col[f] = c->n_strings++;
         } else if (is_int) {
+            c->int_field[c->n_ints] = (int)f;
             c->int_width[c->n_ints] = t == T_INT32 ? 4 : 8;
             c->col[f] = c->n_ints++;
         }
