@@ -135,8 +135,9 @@ HEAD_FIELDS: tuple[str, ...] = ("ts", "event")
 STRING_FIELDS: tuple[str, ...] = tuple(
     c.name for c in COLUMNS if c.mapped and c.type == "string" and c.name not in HEAD_FIELDS
 )
-INT_FIELDS: tuple[str, ...] = tuple(c.name for c in COLUMNS if c.mapped and c.type != "string"
-                                    and c.name not in HEAD_FIELDS)
+INT_FIELDS: tuple[str, ...] = tuple(
+    c.name for c in COLUMNS if c.mapped and c.type in INT_RANGES and c.name not in HEAD_FIELDS
+)
 #: Every canonical field, as decoders lay them out: the head, the strings, the integers.
 FIELDS: tuple[str, ...] = (*HEAD_FIELDS, *STRING_FIELDS, *INT_FIELDS)
 
@@ -157,7 +158,7 @@ def int_range(name: str) -> tuple[int, int]:
     return INT_RANGES[_BY_NAME[name].type]
 
 
-#: The range delivery_attempt must also keep: the queue's count starts at one.
+#: The least delivery_attempt a row may hold: the queue's count starts at one.
 MIN_DELIVERY_ATTEMPT = 1
 
 #: Keys that name a job, and that name its delivery attempt: a span carrying both, with no
