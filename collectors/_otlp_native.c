@@ -9,8 +9,9 @@
  * the result and decoded by the reference code; an odd encoding (a repeated singular
  * message, a wire type that does not match the schema) hands the whole request back.
  *
- * The contract's tables (aliases, event kinds, operation names) come from Python, so they
- * are defined once, in collectors/mapping.py and store/schema.py.
+ * The contract's tables (the fields and their types, aliases, event kinds, operation
+ * names) come from Python at start-up, so they are defined once, in store/contract.py:
+ * no field's slot is fixed here.
  */
 #define PY_SSIZE_T_CLEAN
 #ifndef SOURCE_DIGEST /* setup.py defines it: the first 16 hex digits of this file's sha256 */
@@ -177,15 +178,14 @@ enum {
 /* Event-name roles (flags in the `kinds` table, above the kind's index). */
 enum { N_KIND = 1 << 8, N_STEP = 1 << 9, N_NO_JOB_ID = 1 << 10, N_PRODUCER = 1 << 11 };
 
-#define N_FIELDS 16 /* ts, event, 11 string fields, 3 integer fields */
-#define F_TS 0
-#define F_EVENT 1
-#define F_FIRST_STRING 2
-#define F_FIRST_INT 13
-#define F_JOB_ID 2
-#define F_WORKER_ID 7
+/* The canonical fields are the contract's (store/contract.py), handed over by the Decoder's
+ * `fields` and `types` at start-up: which field is which, and each one's column, are read
+ * from there. These bound how many there may be (the columns are arrays in Out). */
+#define MAX_FIELDS 64
+#define MAX_STRING_FIELDS 48
+#define MAX_INT_FIELDS 14
+enum { T_TS, T_EVENT, T_STR, T_INT32, T_INT64 }; /* a field's type */
 #define SPAN_KIND_PRODUCER 4 /* Span.SpanKind.SPAN_KIND_PRODUCER */
-#define F_DELIVERY_ATTEMPT 13
 #define NO_ALIAS (-1L)
 
 /* ------------------------------------------------------------------ parsed request */
@@ -330,6 +330,13 @@ typedef struct {
     size_t worker_key_len;
     long deliver;          /* the kinds entries of `deliver` and `enqueue` */
     long enqueue;
+    /* The field layout: each field's type and its column among the string or integer
+     * columns, and where the fields with rules of their own are. */
+    int n_fields, n_strings, n_ints;
+    int type[MAX_FIELDS], col[MAX_FIELDS];
+    int str_field[MAX_STRING_FIELDS], int_field[MAX_INT_FIELDS]; /* column -> field */
+    int int_width[MAX_INT_FIELDS];
+    int f_ts, f_event, f_job_id, f_worker_id, f_attempt;
     /* Keys a span row sets itself, classified once. */
     Attr t_trace, t_span, t_execution, t_name, t_end, t_ts, t_event, t_worker;
 } Config;
@@ -1052,16 +1059,15 @@ static int int_again(IntCol *c, size_t from, size_t row, int in_runs) {
     return int_put(c, value, valid, row, in_runs);
 }
 
-/* The output: event_uid, ts, event, 11 string fields, 3 int fields, execution_id, attrs. */
+/* The output: event_uid, ts, event, the string fields, the int fields, execution_id, attrs. */
 enum { C_UID, C_EVENT, C_EXECUTION, C_ATTRS, N_STRCOLS_FIXED };
-#define N_STRING_FIELDS 11
-#define N_INT_FIELDS 3
 
 typedef struct {
     StrCol fixed[N_STRCOLS_FIXED];
-    StrCol strings[N_STRING_FIELDS];
-    IntCol ints[N_INT_FIELDS];
+    StrCol strings[MAX_STRING_FIELDS];
+    IntCol ints[MAX_INT_FIELDS];
     IntCol ts;
+    int n_strings, n_ints; /* of the Config's layout */
     size_t rows;
     /* Run-end encode the columns a span's rows share (all but uid, ts and event): set for
      * a request whose spans carry their steps as span events. */
@@ -1078,8 +1084,8 @@ static void str_col_free(StrCol *c) {
 
 static void out_free(Out *o) {
     for (int i = 0; i < N_STRCOLS_FIXED; i++) str_col_free(&o->fixed[i]);
-    for (int i = 0; i < N_STRING_FIELDS; i++) str_col_free(&o->strings[i]);
-    for (int i = 0; i < N_INT_FIELDS; i++) {
+    for (int i = 0; i < o->n_strings; i++) str_col_free(&o->strings[i]);
+    for (int i = 0; i < o->n_ints; i++) {
         buf_free(&o->ints[i].data); buf_free(&o->ints[i].valid); buf_free(&o->ints[i].runs);
     }
     buf_free(&o->ts.data);
@@ -1274,21 +1280,24 @@ static void hex(const Str s, char *out) {
 
 /* ------------------------------------------------------------------ output marks */
 
-#define N_STRCOLS (N_STRCOLS_FIXED + N_STRING_FIELDS)
-#define N_INTCOLS (N_INT_FIELDS + 1)
+#define MAX_STRCOLS (N_STRCOLS_FIXED + MAX_STRING_FIELDS)
+#define MAX_INTCOLS (MAX_INT_FIELDS + 1)
+
+static int n_strcols(const Out *o) { return N_STRCOLS_FIXED + o->n_strings; }
+static int n_intcols(const Out *o) { return o->n_ints + 1; }
 
 typedef struct {
-    size_t rows, values[N_STRCOLS], ivalues[N_INTCOLS];
-    size_t lens[N_STRCOLS][2], ilens[N_INTCOLS], runs[N_STRCOLS], iruns[N_INTCOLS];
-    int64_t nulls[N_STRCOLS], inulls[N_INTCOLS];
-    int32_t last_end[N_STRCOLS], ilast_end[N_INTCOLS]; /* a run a later row may extend */
+    size_t rows, values[MAX_STRCOLS], ivalues[MAX_INTCOLS];
+    size_t lens[MAX_STRCOLS][2], ilens[MAX_INTCOLS], runs[MAX_STRCOLS], iruns[MAX_INTCOLS];
+    int64_t nulls[MAX_STRCOLS], inulls[MAX_INTCOLS];
+    int32_t last_end[MAX_STRCOLS], ilast_end[MAX_INTCOLS]; /* a run a later row may extend */
 } Mark;
 
 static StrCol *str_col(Out *o, int i) {
     return i < N_STRCOLS_FIXED ? &o->fixed[i] : &o->strings[i - N_STRCOLS_FIXED];
 }
 
-static IntCol *int_col(Out *o, int i) { return i < N_INT_FIELDS ? &o->ints[i] : &o->ts; }
+static IntCol *int_col(Out *o, int i) { return i < o->n_ints ? &o->ints[i] : &o->ts; }
 
 /* ------------------------------------------------------------------ size hints */
 
@@ -1296,24 +1305,27 @@ static IntCol *int_col(Out *o, int i) { return i < N_INT_FIELDS ? &o->ints[i] : 
  * next request reserves as much, scaled to its own body, instead of doubling its way
  * there (each doubling a copy, and fresh pages to fault in). Threads share the hints
  * without a lock; a hint read while another thread stores one is only a worse guess. */
-#define N_OUT_BUFS (4 * N_STRCOLS + 3 * N_INTCOLS)
+#define MAX_OUT_BUFS (4 * MAX_STRCOLS + 3 * MAX_INTCOLS)
 enum { H_RES_ATTRS, H_SPAN_ATTRS, H_EVENT_ATTRS, H_EVENTS, H_SPANS, H_ARENA, N_PARSED_HINTS };
 
 typedef struct {
     size_t body;
-    size_t out[N_OUT_BUFS];
+    size_t out[MAX_OUT_BUFS];
     size_t parsed[N_PARSED_HINTS];
 } Hints;
 
+static int n_out_bufs(const Out *o) { return 4 * n_strcols(o) + 3 * n_intcols(o); }
+
 static Buf *out_buf(Out *o, int k) {
-    if (k < 4 * N_STRCOLS) {
+    int strs = 4 * n_strcols(o);
+    if (k < strs) {
         StrCol *c = str_col(o, k / 4);
         Buf *bufs[4] = {&c->data, &c->offsets, &c->valid, &c->runs};
         return bufs[k % 4];
     }
-    IntCol *c = int_col(o, (k - 4 * N_STRCOLS) / 3);
+    IntCol *c = int_col(o, (k - strs) / 3);
     Buf *bufs[3] = {&c->data, &c->valid, &c->runs};
-    return bufs[(k - 4 * N_STRCOLS) % 3];
+    return bufs[(k - strs) % 3];
 }
 
 static size_t hint_get(const size_t *slot) { return __atomic_load_n(slot, __ATOMIC_RELAXED); }
@@ -1330,7 +1342,7 @@ static size_t hint_for(const Hints *h, const size_t *slot, size_t body) {
 }
 
 static int out_presize(Out *o, const Hints *h, size_t body) {
-    for (int k = 0; k < N_OUT_BUFS; k++) {
+    for (int k = 0; k < n_out_bufs(o); k++) {
         size_t want = hint_for(h, &h->out[k], body);
         if (want && buf_reserve(out_buf(o, k), want)) return NOMEM;
     }
@@ -1338,7 +1350,7 @@ static int out_presize(Out *o, const Hints *h, size_t body) {
 }
 
 static void out_remember(Out *o, Hints *h) {
-    for (int k = 0; k < N_OUT_BUFS; k++) hint_set(&h->out[k], out_buf(o, k)->len);
+    for (int k = 0; k < n_out_bufs(o); k++) hint_set(&h->out[k], out_buf(o, k)->len);
 }
 
 static void truncate_bits(Buf *valid, size_t rows) {
@@ -1352,7 +1364,7 @@ static int32_t last_end(const Buf *runs) {
 
 static void mark(Out *o, Mark *m) {
     m->rows = o->rows;
-    for (int i = 0; i < N_STRCOLS; i++) {
+    for (int i = 0; i < n_strcols(o); i++) {
         StrCol *c = str_col(o, i);
         m->values[i] = c->rows;
         m->lens[i][0] = c->data.len;
@@ -1361,7 +1373,7 @@ static void mark(Out *o, Mark *m) {
         m->last_end[i] = last_end(&c->runs);
         m->nulls[i] = c->nulls;
     }
-    for (int i = 0; i < N_INTCOLS; i++) {
+    for (int i = 0; i < n_intcols(o); i++) {
         IntCol *c = int_col(o, i);
         m->ivalues[i] = c->rows;
         m->ilens[i] = c->data.len;
@@ -1379,7 +1391,7 @@ static void runs_rollback(Buf *runs, size_t len, int32_t end) {
 /* Undo every row written since `m`: a span is stored whole or left to the reference. */
 static void rollback(Out *o, const Mark *m) {
     o->rows = m->rows;
-    for (int i = 0; i < N_STRCOLS; i++) {
+    for (int i = 0; i < n_strcols(o); i++) {
         StrCol *c = str_col(o, i);
         c->data.len = m->lens[i][0];
         c->offsets.len = m->lens[i][1];
@@ -1388,7 +1400,7 @@ static void rollback(Out *o, const Mark *m) {
         truncate_bits(&c->valid, m->values[i]);
         runs_rollback(&c->runs, m->runs[i], m->last_end[i]);
     }
-    for (int i = 0; i < N_INTCOLS; i++) {
+    for (int i = 0; i < n_intcols(o); i++) {
         IntCol *c = int_col(o, i);
         c->data.len = m->ilens[i];
         c->nulls = m->inulls[i];
@@ -1421,10 +1433,10 @@ static int push_head(Out *o, const char *uid, uint64_t time_ns, const char *even
  * reference (a rejection, a type to coerce, a value to render differently). */
 static int emit(Ctx *x, Record *r, long kind, uint64_t time_ns, const char *uid) {
     const Config *c = x->c;
-    int best[N_FIELDS];
-    long best_rank[N_FIELDS];
+    int best[MAX_FIELDS];
+    long best_rank[MAX_FIELDS];
     char taken[MAX_ENTRIES];
-    for (int f = 0; f < N_FIELDS; f++) { best[f] = -1; best_rank[f] = 1L << 30; }
+    for (int f = 0; f < c->n_fields; f++) { best[f] = -1; best_rank[f] = 1L << 30; }
     int execution = -1, mapped_execution = 0;
     for (int i = 0; i < r->n; i++) {
         long alias = r->e[i]->alias;
@@ -1439,28 +1451,31 @@ static int emit(Ctx *x, Record *r, long kind, uint64_t time_ns, const char *uid)
         if (rank < best_rank[f]) { best_rank[f] = rank; best[f] = i; }
     }
     /* ts and event are the ones set here; any other spelling of them is the reference's. */
-    if (best[F_TS] < 0 || !(r->e[best[F_TS]]->flags & K_TS)) return ODD;
-    if (best[F_EVENT] < 0 || !(r->e[best[F_EVENT]]->flags & K_EVENT)) return ODD;
+    if (best[c->f_ts] < 0 || !(r->e[best[c->f_ts]]->flags & K_TS)) return ODD;
+    if (best[c->f_event] < 0 || !(r->e[best[c->f_event]]->flags & K_EVENT)) return ODD;
     if (mapped_execution) return ODD;
     if (execution >= 0 && r->e[execution]->type != V_STR && r->e[execution]->type != V_NONE)
         return ODD;
-    for (int f = F_FIRST_STRING; f < F_FIRST_INT; f++) {
+    for (int i = 0; i < c->n_strings; i++) {
+        int f = c->str_field[i];
         if (best[f] < 0) continue;
         int t = r->e[best[f]]->type;
         if (t != V_NONE && t != V_STR && t != V_INT) return ODD;
     }
-    for (int f = F_FIRST_INT; f < N_FIELDS; f++) {
+    for (int i = 0; i < c->n_ints; i++) {
+        int f = c->int_field[i];
         if (best[f] < 0) continue;
         const Attr *a = r->e[best[f]];
-        if (a->type != V_NONE && a->type != V_INT) return ODD;
-        if (f == F_DELIVERY_ATTEMPT && a->type == V_INT && (a->i < 1 || a->i > INT32_MAX))
-            return ODD;
+        if (a->type == V_NONE) continue;
+        if (a->type != V_INT) return ODD;
+        if (c->int_width[i] == 4 && (a->i < INT32_MIN || a->i > INT32_MAX)) return ODD;
+        if (f == c->f_attempt && a->i < 1) return ODD;
     }
     if (!(kind & N_KIND)) return ODD;
     size_t event_len;
     const char *event = kind_name(c, kind, &event_len);
     if (!(kind & N_NO_JOB_ID)) {
-        const Attr *job = best[F_JOB_ID] >= 0 ? r->e[best[F_JOB_ID]] : NULL;
+        const Attr *job = best[c->f_job_id] >= 0 ? r->e[best[c->f_job_id]] : NULL;
         if (!job || job->type == V_NONE || (job->type == V_STR && job->s.n == 0)) return ODD;
     }
 
@@ -1482,8 +1497,9 @@ static int emit(Ctx *x, Record *r, long kind, uint64_t time_ns, const char *uid)
     size_t row = o->rows;
     int in_runs = o->in_runs;
     if (push_head(o, uid, time_ns, event, event_len)) return NOMEM;
-    for (int f = F_FIRST_STRING; f < F_FIRST_INT; f++) {
-        StrCol *col = &o->strings[f - F_FIRST_STRING];
+    for (int i = 0; i < c->n_strings; i++) {
+        int f = c->str_field[i];
+        StrCol *col = &o->strings[i];
         const Attr *a = best[f] >= 0 ? r->e[best[f]] : NULL;
         int rc;
         if (!a || a->type == V_NONE) {
@@ -1496,10 +1512,11 @@ static int emit(Ctx *x, Record *r, long kind, uint64_t time_ns, const char *uid)
         }
         if (rc) return NOMEM;
     }
-    for (int f = F_FIRST_INT; f < N_FIELDS; f++) {
+    for (int i = 0; i < c->n_ints; i++) {
+        int f = c->int_field[i];
         const Attr *a = best[f] >= 0 ? r->e[best[f]] : NULL;
         int valid = a && a->type == V_INT;
-        if (int_put(&o->ints[f - F_FIRST_INT], valid ? a->i : 0, valid, row, in_runs))
+        if (int_put(&o->ints[i], valid ? a->i : 0, valid, row, in_runs))
             return NOMEM;
     }
     const Attr *e = execution >= 0 ? r->e[execution] : NULL;
@@ -1524,16 +1541,16 @@ static int emit_again(Ctx *x, size_t row, long kind, uint64_t time_ns, const cha
     const char *event = kind_name(c, kind, &event_len);
     int in_runs = o->in_runs;
     if (!(kind & N_NO_JOB_ID)) {
-        const StrCol *job = &o->strings[F_JOB_ID - F_FIRST_STRING];
+        const StrCol *job = &o->strings[c->col[c->f_job_id]];
         size_t v = value_of(&job->runs, job->rows, row, in_runs);
         const int32_t *off = (const int32_t *)job->offsets.data;
         if (!bit_at(&job->valid, v) || off[v + 1] == off[v]) return ODD;
     }
     size_t now = o->rows;
     if (push_head(o, uid, time_ns, event, event_len)) return NOMEM;
-    for (int i = 0; i < N_STRING_FIELDS; i++)
+    for (int i = 0; i < o->n_strings; i++)
         if (str_again(&o->strings[i], row, now, in_runs)) return NOMEM;
-    for (int i = 0; i < N_INT_FIELDS; i++)
+    for (int i = 0; i < o->n_ints; i++)
         if (int_again(&o->ints[i], row, now, in_runs)) return NOMEM;
     if (str_again(&o->fixed[C_EXECUTION], row, now, in_runs) ||
         str_again(&o->fixed[C_ATTRS], row, now, in_runs))
@@ -1553,7 +1570,7 @@ static int ids_has(const IdSet *s, Str id) {
     return 0;
 }
 
-/* _step_parents: spans whose lifecycle steps arrive as child spans are executions. */
+/* otlp.step_parents: spans whose lifecycle steps arrive as child spans are executions. */
 static int step_parents(const Config *c, const Parsed *q, IdSet *out) {
     for (size_t k = 0; k < q->n_spans; k++) {
         const Span *sp = &q->spans[k];
@@ -1579,7 +1596,7 @@ static long published(const Config *c, long found, int publish) {
     return publish && (found & 255) == (c->deliver & 255) ? c->enqueue : found;
 }
 
-/* _span_event: the step a span records itself; 0 none, 1 found, ODD for the reference.
+/* otlp.span_event: the step a span records itself; 0 none, 1 found, ODD for the reference.
  * `publish`: a PRODUCER span that names a job, always an enqueue. */
 static int span_event(const Config *c, const Record *r, Str name, int publish, long *kind) {
     static const long keys[2] = {K_JOB_EVENT, K_EVENT};
@@ -1699,7 +1716,7 @@ static void without_resource_worker(const Ctx *x, const Parsed *q, Record *rec) 
     size_t n = q->n_res_attrs;
     for (int i = rec->n - 1; i >= 0; i--) {
         const Attr *a = rec->e[i];
-        if (a->alias == NO_ALIAS || (a->alias >> 8) != F_WORKER_ID) continue;
+        if (a->alias == NO_ALIAS || (a->alias >> 8) != x->c->f_worker_id) continue;
         if (a == &x->worker || (n && a >= first && a < first + n)) record_remove(rec, i);
     }
 }
@@ -1719,7 +1736,7 @@ static int decode_span(Ctx *x, const Parsed *q, const Span *sp, const Record *ba
     /* Celery-instrumented spans are few beside the executions and steps of ordinary
      * ones, and what they mean (an attempt from retries and a repr'd `redelivered`, a
      * settle from celery.state, an enqueue however the span is spelled) is written once,
-     * in Python (otlp._span_event, celery_spans): the reference decides. PRODUCER spans
+     * in Python (otlp.span_event, celery_spans): the reference decides. PRODUCER spans
      * stay here: every messaging instrumentation writes one per publish. */
     static const char celery_publish[] = "apply_async/";
     if ((span_rec->flags & K_CELERY) ||
@@ -1839,7 +1856,7 @@ static int decode_span(Ctx *x, const Parsed *q, const Span *sp, const Record *ba
     return rc;
 }
 
-/* The resource's attributes plus host:pid, as otlp._worker_identity adds it. */
+/* The resource's attributes plus host:pid, as otlp.worker_identity adds it. */
 static int resource_base(Ctx *x, const Parsed *q, const Resource *res, Record *base,
                          Buf *identity) {
     const Config *c = x->c;
@@ -2014,6 +2031,76 @@ static int load_table(PyObject *dict, Table *table, long add, int shift) {
     return 0;
 }
 
+/* The field layout from `fields` (names, in the order the aliases number them) and
+ * `types` (each one's contract type). ts and event are the row's head; job_id, worker_id
+ * and delivery_attempt have rules of their own (store/contract.py). */
+static int load_layout(Config *c, PyObject *fields, PyObject *types) {
+    Py_ssize_t n = PyTuple_GET_SIZE(fields);
+    if (n != PyTuple_GET_SIZE(types) || n > MAX_FIELDS) {
+        PyErr_SetString(PyExc_ValueError, "fields and types must pair up, at most 64");
+        return -1;
+    }
+    c->n_fields = (int)n;
+    c->n_strings = c->n_ints = 0;
+    c->f_ts = c->f_event = c->f_job_id = c->f_worker_id = c->f_attempt = -1;
+    for (Py_ssize_t f = 0; f < n; f++) {
+        const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(fields, f));
+        const char *type = PyUnicode_AsUTF8(PyTuple_GET_ITEM(types, f));
+        if (!name || !type) return -1;
+        int t = !strcmp(type, "timestamp") ? T_TS : !strcmp(type, "string") ? T_STR
+              : !strcmp(type, "int32") ? T_INT32 : !strcmp(type, "int64") ? T_INT64 : -1;
+        if (!strcmp(name, "ts")) c->f_ts = (int)f;
+        else if (!strcmp(name, "event")) c->f_event = (int)f, t = T_EVENT;
+        else if (!strcmp(name, "job_id")) c->f_job_id = (int)f;
+        else if (!strcmp(name, "worker_id")) c->f_worker_id = (int)f;
+        else if (!strcmp(name, "delivery_attempt")) c->f_attempt = (int)f;
+        if (t < 0 || (t == T_TS) != ((int)f == c->f_ts)) {
+            PyErr_Format(PyExc_ValueError, "field %s: type %s not decoded here", name, type);
+            return -1;
+        }
+        c->type[f] = t;
+        c->col[f] = -1;
+        int is_int = t == T_INT32 || t == T_INT64;
+        if ((t == T_STR && c->n_strings == MAX_STRING_FIELDS) ||
+            (is_int && c->n_ints == MAX_INT_FIELDS)) {
+            PyErr_SetString(PyExc_ValueError, "more fields of one type than this build holds");
+            return -1;
+        }
+        if (t == T_STR) {
+            c->str_field[c->n_strings] = (int)f;
+            c->col[f] = c->n_strings++;
+        } else if (is_int) {
+            c->int_field[c->n_ints] = (int)f;
+            c->int_width[c->n_ints] = t == T_INT32 ? 4 : 8;
+            c->col[f] = c->n_ints++;
+        }
+    }
+    if (c->f_ts < 0 || c->f_event < 0 || c->f_job_id < 0 || c->f_worker_id < 0 ||
+        c->type[c->f_job_id] != T_STR || c->type[c->f_worker_id] != T_STR ||
+        (c->f_attempt >= 0 && c->type[c->f_attempt] != T_INT32)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "the layout needs ts, event, job_id and worker_id (strings), and "
+                        "delivery_attempt is an int32");
+        return -1;
+    }
+    return 0;
+}
+
+/* Every alias must name a field of the layout: emit() indexes by it. */
+static int check_aliases(const Config *c, PyObject *aliases) {
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(aliases, &pos, &key, &value)) {
+        long v = PyLong_AsLong(value);
+        if (v == -1 && PyErr_Occurred()) return -1;
+        if (v < 0 || (v >> 8) >= c->n_fields) {
+            PyErr_SetString(PyExc_ValueError, "an alias names no field of the layout");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static void template_of(const Config *c, Attr *a, const char *key) {
     memset(a, 0, sizeof *a);
     a->key.p = (const uint8_t *)key;
@@ -2033,19 +2120,21 @@ static void decoder_dealloc(DecoderObject *self) {
 
 static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs) {
     static char *names[] = {"aliases", "keys", "kinds", "operations", "kind_names",
-                            "worker_key", NULL};
-    PyObject *aliases, *keys, *kinds, *ops, *kind_names;
+                            "worker_key", "fields", "types", NULL};
+    PyObject *aliases, *keys, *kinds, *ops, *kind_names, *fields, *types;
     const char *worker_key;
     Py_ssize_t worker_len;
     if (self->ready) {
         PyErr_SetString(PyExc_RuntimeError, "already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOO!s#", names, &aliases, &keys, &kinds,
-                                     &ops, &PyTuple_Type, &kind_names, &worker_key,
-                                     &worker_len))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!OOOO!s#O!O!", names, &PyDict_Type,
+                                     &aliases, &keys, &kinds, &ops, &PyTuple_Type,
+                                     &kind_names, &worker_key, &worker_len, &PyTuple_Type,
+                                     &fields, &PyTuple_Type, &types))
         return -1;
     Config *c = &self->config;
+    if (load_layout(c, fields, types) || check_aliases(c, aliases)) return -1;
     if (PyTuple_GET_SIZE(kind_names) > 255) {
         PyErr_SetString(PyExc_ValueError, "too many event kinds");
         return -1;
@@ -2122,7 +2211,7 @@ struct ArrowArray {
 #endif
 
 /* uid, ts, event, the string fields, the integer fields, execution_id, attrs, source */
-#define N_COLUMNS (3 + N_STRING_FIELDS + N_INT_FIELDS + 3)
+#define MAX_COLUMNS (3 + MAX_STRING_FIELDS + MAX_INT_FIELDS + 3)
 
 typedef struct Column {
     struct ArrowArray array;
@@ -2135,8 +2224,8 @@ typedef struct Column {
 
 typedef struct {
     const void *buffers[1];
-    struct ArrowArray *children[N_COLUMNS];
-    Column column[N_COLUMNS];
+    struct ArrowArray *children[MAX_COLUMNS];
+    Column column[MAX_COLUMNS];
 } Columns;
 
 static void release_column(struct ArrowArray *array) {
@@ -2151,7 +2240,7 @@ static void release_column(struct ArrowArray *array) {
 
 static void release_columns(struct ArrowArray *array) {
     Columns *all = array->private_data;
-    for (int i = 0; i < N_COLUMNS; i++)
+    for (int i = 0; i < MAX_COLUMNS; i++) /* the unused ones were never set */
         if (all->column[i].array.release) all->column[i].array.release(&all->column[i].array);
     free(all);
     array->release = NULL;
@@ -2257,9 +2346,9 @@ static PyObject *export_columns(Out *out, StrCol *source) {
     if (!rc) rc = str_export(&all->column[k++], &out->fixed[C_UID], rows, 0);
     if (!rc) rc = int_export(&all->column[k++], &out->ts, rows, 0);
     if (!rc) rc = str_export(&all->column[k++], &out->fixed[C_EVENT], rows, 0);
-    for (int i = 0; !rc && i < N_STRING_FIELDS; i++)
+    for (int i = 0; !rc && i < out->n_strings; i++)
         rc = str_export(&all->column[k++], &out->strings[i], rows, runs);
-    for (int i = 0; !rc && i < N_INT_FIELDS; i++)
+    for (int i = 0; !rc && i < out->n_ints; i++)
         rc = int_export(&all->column[k++], &out->ints[i], rows, runs);
     if (!rc) rc = str_export(&all->column[k++], &out->fixed[C_EXECUTION], rows, runs);
     if (!rc) rc = str_export(&all->column[k++], &out->fixed[C_ATTRS], rows, runs);
@@ -2272,9 +2361,9 @@ static PyObject *export_columns(Out *out, StrCol *source) {
         free(array);
         return PyErr_NoMemory();
     }
-    for (int i = 0; i < N_COLUMNS; i++) all->children[i] = &all->column[i].array;
+    for (int i = 0; i < k; i++) all->children[i] = &all->column[i].array;
     *array = (struct ArrowArray){
-        .length = (int64_t)rows, .n_buffers = 1, .n_children = N_COLUMNS,
+        .length = (int64_t)rows, .n_buffers = 1, .n_children = k,
         .buffers = all->buffers, .children = all->children, .release = release_columns,
         .private_data = all,
     };
@@ -2306,9 +2395,9 @@ static PyObject *decoder_decode(DecoderObject *self, PyObject *args) {
     Out out;
     memset(&out, 0, sizeof out);
     out.ts.width = 8;
-    out.ints[0].width = 4;
-    out.ints[1].width = 8;
-    out.ints[2].width = 8;
+    out.n_strings = self->config.n_strings;
+    out.n_ints = self->config.n_ints;
+    for (int i = 0; i < out.n_ints; i++) out.ints[i].width = self->config.int_width[i];
     Result res;
     memset(&res, 0, sizeof res);
     int rc;

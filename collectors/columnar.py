@@ -27,14 +27,24 @@ import orjson
 import polars as pl
 import pyarrow as pa
 
-from collectors.mapping import CELERY_RETRIES, OPERATION_EVENTS, OPERATION_KEYS, FieldMapping
-from collectors.timestamps import MICROS_RANGE
+from collectors.mapping import FieldMapping
 from collectors.timestamps_vec import NUMBER_TEXT, micros_column
-from store.schema import EVENT_KINDS, EVENTS_SCHEMA, INT_FIELDS, STRING_FIELDS, VIEW_SCHEMA
+from store.contract import (
+    CELERY_RETRIES,
+    EVENT_KINDS,
+    FIELDS,
+    INT_FIELDS,
+    MICROS_RANGE,
+    MIN_DELIVERY_ATTEMPT,
+    NO_JOB_ID_KINDS,
+    OPERATION_EVENTS,
+    OPERATION_KEYS,
+    STRING_FIELDS,
+    int_range,
+)
+from store.schema import EVENTS_SCHEMA, VIEW_SCHEMA
 
-NO_JOB_ID = ("enqueue_deduped", "worker_start", "worker_stop")
 _SCALARS = (pl.String, pl.Int64, pl.Float64, pl.Boolean)
-_INT32 = (-(2**31), 2**31 - 1)
 # The text polars makes of a value it read into a text column: a number, a boolean, null,
 # an object or an array (a string read as itself may look so too).
 _COERCED = r"^(-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$|[{\[])"
@@ -320,7 +330,7 @@ class ColumnarNormaliser:
         self.mapping = mapping
         self.schema = VIEW_SCHEMA if views else EVENTS_SCHEMA
         self.sources = {
-            name: mapping.sources_for(name) for name in ("ts", "event", *STRING_FIELDS, *INT_FIELDS)
+            name: mapping.sources_for(name) for name in FIELDS
         }
         self.read_keys = {
             *(key for keys in self.sources.values() for key in keys),
@@ -389,9 +399,12 @@ class ColumnarNormaliser:
             attempt = pl.coalesce(attempt, retries + 1)
         exprs["delivery_attempt"] = attempt
         attempt = _out("delivery_attempt")
-        needs.append(attempt.is_not_null() & ~attempt.is_between(1, _INT32[1]))
+        needs.append(
+            attempt.is_not_null()
+            & ~attempt.is_between(MIN_DELIVERY_ATTEMPT, int_range("delivery_attempt")[1])
+        )
         job_id = _out("job_id")
-        needs.append(~_out("event").is_in(NO_JOB_ID) & (job_id.is_null() | (job_id == "")))
+        needs.append(~_out("event").is_in(NO_JOB_ID_KINDS) & (job_id.is_null() | (job_id == "")))
 
         rest = [n for n in leaves if n not in consumed]
         exprs["attrs"] = _attrs(leaves, rest, marks.escapes, found.empty)

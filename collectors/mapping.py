@@ -18,44 +18,26 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-#: Where OTLP decoding puts the host:pid it builds from resource attributes.
-RESOURCE_WORKER_ID = "resource.worker_id"
-#: Where OTLP decoding puts the attempt a Celery run span implies from `celery.retries`
-#: and the transport's `redelivered` flag (collectors/celery_spans.py).
-CELERY_ATTEMPT = "celery.delivery_attempt"
+from store import contract
+from store.contract import (
+    CELERY_ATTEMPT,
+    CELERY_RETRIES,
+    OPERATION_EVENTS,
+    OPERATION_KEYS,
+    RESOURCE_WORKER_ID,
+)
 
-# Canonical name -> source names tried in order (after the canonical name itself and its
-# `job.`-prefixed form). From CONTRACT.md, "Aliases that work without a mapping file".
+# The contract's spellings; a mapping file's names are tried before them.
+__all__ = [
+    "BUILTIN_ALIASES", "CELERY_ATTEMPT", "CELERY_RETRIES", "DEFAULT_MAPPING", "FieldMapping",
+    "MappingError", "OPERATION_EVENTS", "OPERATION_KEYS", "RESOURCE_WORKER_ID",
+]
+
+#: Canonical name -> source names tried in order (after the canonical name itself and its
+#: `job.`-prefixed form).
 BUILTIN_ALIASES: dict[str, tuple[str, ...]] = {
-    "ts": ("timestamp", "time", "@timestamp"),
-    "event": ("job.event",),
-    "job_id": ("messaging.message.id", "messaging.message_id"),
-    "queue": ("messaging.destination.name", "messaging.destination"),
-    "job_type": ("celery.task_name",),
-    "delivery_attempt": (
-        "messaging.gcp_pubsub.message.delivery_attempt",
-        "messaging.servicebus.message.delivery_count",
-        CELERY_ATTEMPT,
-    ),
-    # OpenTelemetry resource conventions, so a span needs no job-specific copy of them.
-    "service_version": ("service.version",),
-    # host:pid from the resource ranks below a worker_id the span or record names itself,
-    # and above the SDK's per-process service.instance.id.
-    "worker_id": (RESOURCE_WORKER_ID, "service.instance.id"),
+    c.name: c.aliases for c in contract.COLUMNS if c.mapped and c.aliases
 }
-
-# messaging.operation.type (older messaging.operation) -> event, where no event is named.
-OPERATION_EVENTS: dict[str, str] = {
-    "create": "enqueue",
-    "send": "enqueue",
-    "publish": "enqueue",
-    "receive": "deliver",
-    "process": "deliver",
-    "deliver": "deliver",
-    "settle": "ack",
-}
-OPERATION_KEYS: tuple[str, ...] = ("messaging.operation.type", "messaging.operation")
-CELERY_RETRIES = "celery.retries"
 
 
 class MappingError(ValueError):
@@ -71,7 +53,7 @@ class FieldMapping:
 
     def sources_for(self, canonical: str) -> tuple[str, ...]:
         user = self.fields.get(canonical, ())
-        return (*user, canonical, f"job.{canonical}", *BUILTIN_ALIASES.get(canonical, ()))
+        return (*user, *contract.spellings(canonical))
 
     @classmethod
     def load(cls, path: str | Path) -> FieldMapping:

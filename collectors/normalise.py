@@ -7,7 +7,6 @@ the aliases and the user's mapping, validates them, and keeps everything else in
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,14 +19,25 @@ from collectors.mapping import (
     OPERATION_KEYS,
     FieldMapping,
 )
-from collectors.timestamps import MICROS_RANGE, TimestampError, to_micros
-from store.schema import EVENT_KINDS, INT_FIELDS, STRING_FIELDS
+from collectors.timestamps import TimestampError, to_micros
+from store.contract import (
+    EVENT_KINDS,
+    FIELDS,
+    INT_FIELDS,
+    MICROS_RANGE,
+    MIN_DELIVERY_ATTEMPT,
+    NO_JOB_ID_KINDS,
+    STRING_FIELDS,
+    content_uid,
+    int_range,
+)
+
+__all__ = ["MAX_DEPTH", "Normaliser", "RecordError", "Row", "content_uid", "flatten", "nesting"]
 
 _KINDS = frozenset(EVENT_KINDS)
-_NO_JOB_ID = frozenset({"enqueue_deduped", "worker_start", "worker_stop"})
-# What the store's integer columns hold: delivery_attempt is 32-bit, the TTLs 64-bit.
-_INT_RANGES = {name: (-(2**63), 2**63 - 1) for name in INT_FIELDS}
-_INT_RANGES["delivery_attempt"] = (-(2**31), 2**31 - 1)
+_NO_JOB_ID = frozenset(NO_JOB_ID_KINDS)
+# What the store's integer columns hold.
+_INT_RANGES = {name: int_range(name) for name in INT_FIELDS}
 #: How deeply objects and arrays may nest in a record (JSON lines).
 MAX_DEPTH = 64
 Row = dict[str, Any]
@@ -71,22 +81,13 @@ def nesting(value: Any) -> int:
     return deepest
 
 
-def content_uid(*parts: object) -> str:
-    """A deterministic id from content: the same record arriving twice gets the same id."""
-    digest = hashlib.blake2b(digest_size=16)
-    for part in parts:
-        digest.update(part if isinstance(part, bytes) else str(part).encode())
-        digest.update(b"\x1f")
-    return digest.hexdigest()
-
-
 class Normaliser:
     """Maps flat records to canonical rows; one instance per mapping."""
 
     def __init__(self, mapping: FieldMapping = DEFAULT_MAPPING) -> None:
         self.mapping = mapping
         self._sources = {
-            name: mapping.sources_for(name) for name in ("ts", "event", *STRING_FIELDS, *INT_FIELDS)
+            name: mapping.sources_for(name) for name in FIELDS
         }
         self._source_sets = {name: frozenset(keys) for name, keys in self._sources.items()}
         self._source_keys = frozenset().union(*self._source_sets.values())
@@ -162,8 +163,10 @@ class Normaliser:
         if row.get("delivery_attempt") is None and retries is not None:
             row["delivery_attempt"] = _as_int(CELERY_RETRIES, retries) + 1
         attempt = row.get("delivery_attempt")
-        if attempt is not None and attempt < 1:
-            raise RecordError(f"delivery_attempt must be >= 1, got {attempt}")
+        if attempt is not None and attempt < MIN_DELIVERY_ATTEMPT:
+            raise RecordError(
+                f"delivery_attempt must be >= {MIN_DELIVERY_ATTEMPT}, got {attempt}"
+            )
         _in_range("delivery_attempt", attempt)
         if row["event"] not in _NO_JOB_ID and not row.get("job_id"):
             raise RecordError(f"event {row['event']!r} needs a job_id")

@@ -22,19 +22,32 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from collectors import celery_spans
 from collectors.jsonlines import Decoded, Rejected
-from collectors.mapping import OPERATION_EVENTS, OPERATION_KEYS, RESOURCE_WORKER_ID
-from collectors.normalise import Normaliser, RecordError, content_uid
+from collectors.normalise import Normaliser, RecordError
 from collectors.timestamps import Nanos
-from store.schema import EVENT_KINDS, EXECUTION_STEPS
+from store.contract import (
+    ATTEMPT_KEYS,
+    EVENT_KINDS,
+    EXECUTION_STEPS,
+    JOB_ID_KEYS,
+    OPERATION_EVENTS,
+    OPERATION_KEYS,
+    PRODUCER_KINDS,
+    RESOURCE_WORKER_ID,
+    SETTLE_KINDS,
+    SETTLE_ROW_INDEX,
+    SPAN_ROW_INDEX,
+    content_uid,
+)
 
 _KINDS = frozenset(EVENT_KINDS)
-# Steps inside an execution: as a child span, their parent span is the execution.
-_WORKER_STEPS = frozenset(EXECUTION_STEPS)
-# Events of the producer's side: a worker_id of theirs is never the resource's.
-PRODUCER_EVENTS = frozenset({"outbox_write", "enqueue", "enqueue_deduped"})
+#: Steps inside an execution: as a child span, their parent span is the execution.
+WORKER_STEPS = frozenset(EXECUTION_STEPS)
+#: Events of the producer's side: a worker_id of theirs is never the resource's.
+PRODUCER_EVENTS = frozenset(PRODUCER_KINDS)
 SPAN_KIND_PRODUCER = Span.SpanKind.SPAN_KIND_PRODUCER
-#: The uid index of the settle a span's end implies (-1 is the span's own row).
-SETTLE_INDEX = -2
+#: The uid index of the settle a span's end implies, and of the span's own row.
+SETTLE_INDEX = SETTLE_ROW_INDEX
+SPAN_INDEX = SPAN_ROW_INDEX
 
 
 def any_value(value: AnyValue) -> Any:
@@ -54,12 +67,12 @@ def attributes(pairs: Any) -> dict[str, Any]:
     return {kv.key: any_value(kv.value) for kv in pairs}
 
 
-def _span_event(name: str, attrs: dict[str, Any], kind: int = 0) -> str | None:
+def span_event(name: str, attrs: dict[str, Any], kind: int = 0) -> str | None:
     """The lifecycle step a span itself records, if any."""
     # A PRODUCER span naming a job (any other is some other library's message) is its
     # enqueue, as is Celery's publish span.
     publish = celery_spans.is_publish(name, attrs) or (
-        kind == SPAN_KIND_PRODUCER and any(k in attrs for k in _JOB_ID_KEYS)
+        kind == SPAN_KIND_PRODUCER and any(k in attrs for k in JOB_ID_KEYS)
     )
     for key in ("job.event", "event"):
         value = attrs.get(key)
@@ -98,7 +111,7 @@ def producer_attrs(
     return {k: v for k, v in attrs.items() if k not in dropped}
 
 
-_SETTLES = frozenset({"ack", "nack", "fail"})
+_SETTLES = frozenset(SETTLE_KINDS)
 
 
 def end_settle(
@@ -129,7 +142,7 @@ def first_deliver(steps: list[tuple[int, Any]]) -> int | None:
     return None
 
 
-def _worker_identity(resource: dict[str, Any]) -> dict[str, Any]:
+def worker_identity(resource: dict[str, Any]) -> dict[str, Any]:
     """host:pid from resource attributes, the contract's usual worker_id.
 
     Kept under its own name so that a worker_id set on the span or record itself wins (a
@@ -141,46 +154,36 @@ def _worker_identity(resource: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-_JOB_ID_KEYS = ("job_id", "job.job_id", "messaging.message.id", "messaging.message_id")
-_ATTEMPT_KEYS = (
-    "delivery_attempt",
-    "job.delivery_attempt",
-    "celery.retries",
-    "messaging.gcp_pubsub.message.delivery_attempt",
-    "messaging.servicebus.message.delivery_count",
-)
-
-
-def _step_parents(request: ExportTraceServiceRequest) -> set[bytes]:
+def step_parents(request: ExportTraceServiceRequest) -> set[bytes]:
     """Spans that have lifecycle steps as child spans: those are executions."""
     parents: set[bytes] = set()
     for resource_spans in request.resource_spans:
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
-                if span.parent_span_id and span.name in _WORKER_STEPS:
+                if span.parent_span_id and span.name in WORKER_STEPS:
                     parents.add(span.parent_span_id)
                 elif span.parent_span_id:
                     for attr in span.attributes:
                         if attr.key in ("job.event", "event") and (
-                            attr.value.string_value in _WORKER_STEPS
+                            attr.value.string_value in WORKER_STEPS
                         ):
                             parents.add(span.parent_span_id)
     return parents
 
 
-def _looks_like_execution(attrs: dict[str, Any]) -> bool:
+def looks_like_execution(attrs: dict[str, Any]) -> bool:
     """A span naming a job and its delivery attempt, with no step of its own, is a run."""
-    return any(k in attrs for k in _JOB_ID_KEYS) and any(k in attrs for k in _ATTEMPT_KEYS)
+    return any(k in attrs for k in JOB_ID_KEYS) and any(k in attrs for k in ATTEMPT_KEYS)
 
 
 def decode_traces(
     request: ExportTraceServiceRequest, normaliser: Normaliser, source: str
 ) -> Decoded:
     out = Decoded()
-    executions = _step_parents(request)
+    executions = step_parents(request)
     for r_index, resource_spans in enumerate(request.resource_spans):
         resource = attributes(resource_spans.resource.attributes)
-        base = {**resource, **_worker_identity(resource)}
+        base = {**resource, **worker_identity(resource)}
         for s_index, scope_spans in enumerate(resource_spans.scope_spans):
             for p_index, span in enumerate(scope_spans.spans):
                 where = (
@@ -202,16 +205,16 @@ def _decode_span(
     trace_id, span_id = span.trace_id.hex(), span.span_id.hex()
     own_attrs = attributes(span.attributes)
     span_attrs = span_attrs_of(base, own_attrs)
-    own_event = _span_event(span.name, span_attrs, span.kind)
+    own_event = span_event(span.name, span_attrs, span.kind)
     steps = [(i, e) for i, e in enumerate(span.events) if e.name in _KINDS]
     if own_event is None and (
-        steps or span.span_id in executions or _looks_like_execution(span_attrs)
+        steps or span.span_id in executions or looks_like_execution(span_attrs)
     ):
         own_event = "deliver"  # an execution span: its start is the delivery
     if own_event is None:
         out.ignored += 1
         return
-    if own_event in _WORKER_STEPS and span.parent_span_id:
+    if own_event in WORKER_STEPS and span.parent_span_id:
         execution_id = span.parent_span_id.hex()
     elif steps or own_event == "deliver":
         execution_id = span_id
@@ -229,7 +232,7 @@ def _decode_span(
         if own_event in PRODUCER_EVENTS:
             attrs = producer_attrs(span_attrs, base, own_attrs, normaliser)
         own = {**attrs, "event": own_event, **span_row}
-        records.append((-1, span.start_time_unix_nano, own, where))
+        records.append((SPAN_INDEX, span.start_time_unix_nano, own, where))
     for index, step in steps:
         attrs = {**span_attrs, **attributes(step.attributes), "event": step.name}
         if index == delivered_at:
@@ -263,7 +266,7 @@ def decode_logs(request: ExportLogsServiceRequest, normaliser: Normaliser, sourc
     out = Decoded()
     for r_index, resource_logs in enumerate(request.resource_logs):
         resource = attributes(resource_logs.resource.attributes)
-        base = {**resource, **_worker_identity(resource)}
+        base = {**resource, **worker_identity(resource)}
         for s_index, scope_logs in enumerate(resource_logs.scope_logs):
             for l_index, record in enumerate(scope_logs.log_records):
                 where = f"{source}: log record {r_index}.{s_index}.{l_index}"

@@ -19,24 +19,26 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from collectors.jsonlines import Rejected
 from collectors.normalise import Normaliser, RecordError, Row
 from collectors.otlp import (
-    _WORKER_STEPS,
     PRODUCER_EVENTS,
     SETTLE_INDEX,
-    _looks_like_execution,
-    _span_event,
-    _step_parents,
-    _worker_identity,
+    SPAN_INDEX,
+    WORKER_STEPS,
     attributes,
     end_settle,
     first_deliver,
+    looks_like_execution,
     producer_attrs,
     span_attrs_of,
+    span_event,
+    step_parents,
+    worker_identity,
 )
 from collectors.timestamps import Nanos
-from store.schema import EVENT_KINDS, EVENTS_SCHEMA
+from store.contract import EVENT_KINDS, UID_DIGEST_SIZE, UID_SEPARATOR
+from store.schema import EVENTS_SCHEMA
 
 _KINDS = frozenset(EVENT_KINDS)
-_SEP = b"\x1f"
+_SEP = UID_SEPARATOR
 _SCALARS = frozenset({"string_value", "int_value", "bool_value", "double_value"})
 
 
@@ -56,7 +58,7 @@ def fast_attributes(pairs: Any) -> dict[str, Any]:
 
 
 def _uid_prefix(trace_id: str, span_id: str) -> Any:
-    digest = hashlib.blake2b(digest_size=16)
+    digest = hashlib.blake2b(digest_size=UID_DIGEST_SIZE)
     digest.update(trace_id.encode())
     digest.update(_SEP)
     digest.update(span_id.encode())
@@ -67,7 +69,7 @@ def _uid_prefix(trace_id: str, span_id: str) -> Any:
 def _uid(prefix: Any, index: int) -> str:
     """content_uid(trace_id, span_id, index), finishing a hash begun once per span."""
     digest = prefix.copy()
-    digest.update(b"%d\x1f" % index)
+    digest.update(b"%d%b" % (index, _SEP))
     return digest.hexdigest()
 
 
@@ -162,10 +164,10 @@ def decode_traces_rows(
     normalise = normaliser.normalise
     kinds = _KINDS
     reserved = _reserved(normaliser)
-    executions = _step_parents(request)
+    executions = step_parents(request)
     for r_index, resource_spans in enumerate(request.resource_spans):
         resource = fast_attributes(resource_spans.resource.attributes)
-        base = {**resource, **_worker_identity(resource)}
+        base = {**resource, **worker_identity(resource)}
         for s_index, scope_spans in enumerate(resource_spans.scope_spans):
             for p_index, span in enumerate(scope_spans.spans):
                 if only is not None and (r_index, s_index, p_index) not in only:
@@ -173,21 +175,21 @@ def decode_traces_rows(
                 own_attrs = fast_attributes(span.attributes)
                 span_attrs = span_attrs_of(base, own_attrs)
                 name = span.name
-                own_event = _span_event(name, span_attrs, span.kind)
+                own_event = span_event(name, span_attrs, span.kind)
                 events = span.events
                 steps = [(i, e) for i, e in enumerate(events) if e.name in kinds] if events else []
                 if own_event is None:
                     if not (
                         steps
                         or span.span_id in executions
-                        or _looks_like_execution(span_attrs)
+                        or looks_like_execution(span_attrs)
                     ):
                         ignored += 1
                         continue
                     own_event = "deliver"
                 trace_id, span_id = span.trace_id.hex(), span.span_id.hex()
                 parent = span.parent_span_id
-                if own_event in _WORKER_STEPS and parent:
+                if own_event in WORKER_STEPS and parent:
                     execution_id: str | None = parent.hex()
                 elif steps or own_event == "deliver":
                     execution_id = span_id
@@ -209,7 +211,9 @@ def decode_traces_rows(
                 delivered_at = first_deliver(steps) if own_event == "deliver" else None
                 records: list[tuple[int, int, str, Any, str]] = []
                 if delivered_at is None:
-                    records.append((-1, span.start_time_unix_nano, own_event, own_extra, where))
+                    records.append(
+                        (SPAN_INDEX, span.start_time_unix_nano, own_event, own_extra, where)
+                    )
                 for index, step in steps:
                     records.append(
                         (index, step.time_unix_nano, step.name, step, f"{where} event {index}")
@@ -229,7 +233,7 @@ def decode_traces_rows(
                         extra = fast_attributes(extra.attributes) if extra.attributes else {}
                         if index == delivered_at:
                             extra = {**extra, **own_extra}
-                    elif index == -1 and own_event in PRODUCER_EVENTS:
+                    elif index == SPAN_INDEX and own_event in PRODUCER_EVENTS:
                         row_attrs = producer_attrs(span_attrs, base, own_attrs, normaliser)
                     if shared is not None and row_attrs is span_attrs:
                         row = _shared_row(shared, dict(extra), event, time_ns, uid, source,

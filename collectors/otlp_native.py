@@ -4,8 +4,9 @@
 span in the common shape; the spans it names as unusual (and whole requests it hands
 back) go through `otlp_columns`, which equals the reference `otlp.decode_traces`.
 Unusual are, among others, Celery-instrumented spans: their mapping
-(collectors/celery_spans.py) is written once, in Python. The
-contract's tables are given to it from `mapping` and `schema`, so they live in one place.
+(collectors/celery_spans.py) is written once, in Python. The contract's
+tables, the field layout among them, are given to it from `store.contract` when a decoder
+is built (`native_config`), so they live in one place.
 
 The extension checks what protobuf's own parser checks (wire structure, UTF-8 strings)
 and hands back any body it cannot walk, so a body it accepts is one the reference would
@@ -17,41 +18,40 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from collectors import celery_spans
 from collectors.jsonlines import Rejected
-from collectors.mapping import (
+from collectors.normalise import Normaliser
+from collectors.otlp_columns import decode_traces_rows, rows_table
+from store import contract
+from store.contract import (
+    ATTEMPT_KEYS,
     CELERY_RETRIES,
+    EVENT_KINDS,
+    EXECUTION_STEPS,
+    FIELDS,
+    INT_FIELDS,
+    JOB_ID_KEYS,
+    NO_JOB_ID_KINDS,
     OPERATION_EVENTS,
     OPERATION_KEYS,
+    PRODUCER_KINDS,
     RESOURCE_WORKER_ID,
-)
-from collectors.normalise import Normaliser
-from collectors.otlp import _ATTEMPT_KEYS, _JOB_ID_KEYS, PRODUCER_EVENTS
-from collectors.otlp_columns import decode_traces_rows, rows_table
-from store.schema import (
-    EVENT_KINDS,
-    EVENTS_SCHEMA,
-    EXECUTION_STEPS,
-    INT_FIELDS,
-    RUNS_SCHEMA,
     STRING_FIELDS,
-    as_runs,
-    is_runs,
 )
+from store.schema import EVENTS_SCHEMA, RUNS_SCHEMA, as_runs, is_runs
 
 try:
     from collectors import _otlp_native
 except ImportError:  # built without a C compiler: the Python path serves
     _otlp_native = None
 
-# The extension's layout of the canonical fields and its flag bits (_otlp_native.c).
-FIELDS = ("ts", "event", *STRING_FIELDS, *INT_FIELDS)
-_NATIVE_LAYOUT = (len(STRING_FIELDS), STRING_FIELDS[0], STRING_FIELDS[5], INT_FIELDS) == (
-    11, "job_id", "worker_id", ("delivery_attempt", "lock_ttl_ms", "visibility_timeout_ms"))
+# The extension takes the contract's fields and their types at start-up (`_layout`); its
+# flag bits are these (_otlp_native.c).
 _KEY_FLAGS = {
     "job.event": 1 << 0, "event": 1 << 1, "host.name": 1 << 2, "process.pid": 1 << 3,
     CELERY_RETRIES: 1 << 5, "ts": 1 << 6, "trace_id": 1 << 7, "span_id": 1 << 8,
@@ -60,7 +60,6 @@ _KEY_FLAGS = {
 _JOB_ID_KEY, _ATTEMPT_KEY, _OPERATION_KEY = 1 << 10, 1 << 11, (1 << 12, 1 << 13)
 _CELERY_KEY = 1 << 14
 _KIND, _STEP, _NO_JOB_ID, _PRODUCER = 1 << 8, 1 << 9, 1 << 10, 1 << 11
-_NO_JOB_ID_KINDS = ("enqueue_deduped", "worker_start", "worker_stop")
 # The order of the columns the extension hands over (a struct array), and their types:
 # plain, or with the columns a span's rows share run-end encoded.
 _NATIVE_ORDER = ("event_uid", "ts", "event", *STRING_FIELDS, *INT_FIELDS, "execution_id",
@@ -71,7 +70,7 @@ _NATIVE_RUNS_SCHEMA = pa.schema([RUNS_SCHEMA.field(name) for name in _NATIVE_ORD
 
 def available() -> bool:
     """Whether the native decoder was built (it needs a C compiler at install time)."""
-    return _otlp_native is not None and _NATIVE_LAYOUT
+    return _otlp_native is not None
 
 
 def _aliases(normaliser: Normaliser) -> dict[str, int] | None:
@@ -85,11 +84,16 @@ def _aliases(normaliser: Normaliser) -> dict[str, int] | None:
     return table
 
 
+def _layout() -> dict[str, tuple[str, ...]]:
+    """The canonical fields, numbered as `_aliases` numbers them, and their types."""
+    return {"fields": FIELDS, "types": tuple(contract.column(name).type for name in FIELDS)}
+
+
 def _key_flags() -> dict[str, int]:
     flags = dict(_KEY_FLAGS)
-    for key in _JOB_ID_KEYS:
+    for key in JOB_ID_KEYS:
         flags[key] = flags.get(key, 0) | _JOB_ID_KEY
-    for key in _ATTEMPT_KEYS:
+    for key in ATTEMPT_KEYS:
         flags[key] = flags.get(key, 0) | _ATTEMPT_KEY
     for key, flag in zip(OPERATION_KEYS, _OPERATION_KEY, strict=True):
         flags[key] = flags.get(key, 0) | flag
@@ -101,9 +105,27 @@ def _key_flags() -> dict[str, int]:
 def _kinds() -> dict[str, int]:
     return {
         name: index | _KIND | (_STEP if name in EXECUTION_STEPS else 0)
-        | (_NO_JOB_ID if name in _NO_JOB_ID_KINDS else 0)
-        | (_PRODUCER if name in PRODUCER_EVENTS else 0)
+        | (_NO_JOB_ID if name in NO_JOB_ID_KINDS else 0)
+        | (_PRODUCER if name in PRODUCER_KINDS else 0)
         for index, name in enumerate(EVENT_KINDS)
+    }
+
+
+def native_config(normaliser: Normaliser) -> dict[str, Any] | None:
+    """What the extension's Decoder is built from: the contract's tables for one mapping,
+    the field layout among them. None where the mapping is for the Python path."""
+    aliases = _aliases(normaliser)
+    # Event renames and keys with two meanings are rare: the Python path has them.
+    if aliases is None or normaliser.mapping.events:
+        return None
+    return {
+        "aliases": aliases,
+        "keys": _key_flags(),
+        "kinds": _kinds(),
+        "operations": {op: EVENT_KINDS.index(kind) for op, kind in OPERATION_EVENTS.items()},
+        "kind_names": EVENT_KINDS,
+        "worker_key": RESOURCE_WORKER_ID,
+        **_layout(),
     }
 
 
@@ -112,18 +134,8 @@ class NativeTraceDecoder:
 
     def __init__(self, normaliser: Normaliser) -> None:
         self.normaliser = normaliser
-        aliases = _aliases(normaliser)
-        # Event renames and keys with two meanings are rare: the Python path has them.
-        self.native = None
-        if available() and aliases is not None and not normaliser.mapping.events:
-            self.native = _otlp_native.Decoder(
-                aliases=aliases,
-                keys=_key_flags(),
-                kinds=_kinds(),
-                operations={op: EVENT_KINDS.index(kind) for op, kind in OPERATION_EVENTS.items()},
-                kind_names=EVENT_KINDS,
-                worker_key=RESOURCE_WORKER_ID,
-            )
+        config = native_config(normaliser) if available() else None
+        self.native = _otlp_native.Decoder(**config) if config is not None else None
 
     def decode(
         self, body: bytes, parse: Callable[[], ExportTraceServiceRequest], source: str

@@ -5,16 +5,21 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime
 
+from store.contract import (
+    EPOCH_MICROS_BELOW,
+    EPOCH_MILLIS_BELOW,
+    EPOCH_SECONDS_BELOW,
+    MICROS_RANGE,
+)
+
+__all__ = ["MICROS_RANGE", "Nanos", "TimestampError", "epoch_to_micros", "to_micros"]
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
-# Epoch numbers carry no unit; decide it by magnitude. A value below 1e11 is seconds
-# (up to the year 5138), below 1e14 milliseconds, below 1e17 microseconds, else nanoseconds.
-_SECONDS_BELOW = 1e11
-_MILLIS_BELOW = 1e14
-_MICROS_BELOW = 1e17
-# The times a row may hold: years 1 to 9999, which every reader (Python's datetime among
-# them) can show; the store's column itself would hold more.
-MICROS_RANGE = (-62_135_596_800_000_000, 253_402_300_799_999_999)
+# Epoch numbers carry no unit; the contract decides it by magnitude.
+_SECONDS_BELOW = EPOCH_SECONDS_BELOW
+_MILLIS_BELOW = EPOCH_MILLIS_BELOW
+_MICROS_BELOW = EPOCH_MICROS_BELOW
 
 
 class TimestampError(ValueError):

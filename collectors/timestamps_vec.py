@@ -11,6 +11,8 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from store.contract import EPOCH_MICROS_BELOW, EPOCH_MILLIS_BELOW, EPOCH_SECONDS_BELOW
+
 # The forms read here: RFC 3339 with `T` or a space, an optional fraction of up to nine
 # digits (truncated to µs, as `datetime.fromisoformat` does) and `Z`, an offset or none.
 RFC3339 = (
@@ -28,11 +30,11 @@ def epoch_int(value: pl.Expr) -> pl.Expr:
     """Integer epoch, unit by magnitude (seconds below 1e11, ms below 1e14, µs below 1e17)."""
     size = value.abs()
     return (
-        pl.when(size < 100_000_000_000)
+        pl.when(size < int(EPOCH_SECONDS_BELOW))
         .then(value * 1_000_000)
-        .when(size < 100_000_000_000_000)
+        .when(size < int(EPOCH_MILLIS_BELOW))
         .then(value * 1_000)
-        .when(size < 100_000_000_000_000_000)
+        .when(size < int(EPOCH_MICROS_BELOW))
         .then(value)
         .otherwise(value // 1_000)
     )
@@ -44,9 +46,9 @@ def epoch_float(value: pl.Expr) -> pl.Expr:
     return (
         pl.when(size >= _EXACT_FLOAT)
         .then(None)
-        .when(size < 1e11)
+        .when(size < EPOCH_SECONDS_BELOW)
         .then((value * 1e6).round(0).cast(pl.Int64))
-        .when(size < 1e14)
+        .when(size < EPOCH_MILLIS_BELOW)
         .then((value * 1e3).round(0).cast(pl.Int64))
         .otherwise(value.cast(pl.Int64))
     )

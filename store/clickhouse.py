@@ -15,20 +15,10 @@ import pandas as pd
 import pyarrow as pa
 
 from store.base import SegmentedStore, Store, StoreError, to_frame
-from store.schema import EVENTS_SCHEMA, as_events
+from store.contract import COLUMNS
+from store.schema import as_events
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-_COLUMN_TYPES = {
-    "event_uid": "String",
-    "ts": "DateTime64(6, 'UTC')",
-    "event": "LowCardinality(String)",
-    "job_type": "LowCardinality(Nullable(String))",
-    "queue": "LowCardinality(Nullable(String))",
-    "delivery_attempt": "Nullable(Int32)",
-    "lock_ttl_ms": "Nullable(Int64)",
-    "visibility_timeout_ms": "Nullable(Int64)",
-}
 
 
 def _identifier(name: str) -> str:
@@ -50,7 +40,7 @@ def events_ddl(
     db = _identifier(database)
     on_cluster = f" ON CLUSTER {_identifier(cluster)}" if cluster else ""
     columns = ",\n  ".join(
-        [f"{f.name} {_COLUMN_TYPES.get(f.name, 'Nullable(String)')}" for f in EVENTS_SCHEMA]
+        [f"{c.name} {c.clickhouse_type}" for c in COLUMNS]
         # A timeline's second step looks rows up by job_id, which the sort key cannot prune.
         + ["INDEX job_id_bloom job_id TYPE bloom_filter GRANULARITY 4"]
     )

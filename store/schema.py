@@ -1,8 +1,8 @@
-"""The canonical event row: one schema for Parquet segments, DuckDB and ClickHouse.
+"""The canonical event row as Arrow: one schema for Parquet segments, DuckDB and ClickHouse.
 
-Every source is normalised into these columns (see the event contract). `attrs` holds the
-rest of a record as a JSON object string, which both engines can query and neither has to
-agree with the other on a map type for.
+Every source is normalised into these columns, derived from the contract's columns
+(store/contract.py). `attrs` holds the rest of a record as a JSON object string, which both
+engines can query and neither has to agree with the other on a map type for.
 """
 
 from __future__ import annotations
@@ -10,72 +10,38 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-EVENT_KINDS: tuple[str, ...] = (
-    "outbox_write",
-    "enqueue",
-    "enqueue_deduped",
-    "deliver",
-    "lock_acquire",
-    "lock_contended",
-    "lock_renew",
-    "lock_release",
-    "lock_expired",
-    "idempotency_hit",
-    "side_effect",
-    "occ_conflict",
-    "commit",
-    "ack",
-    "nack",
-    "fail",
-    "worker_start",
-    "worker_stop",
+from store import contract
+from store.contract import (
+    EVENT_KINDS,
+    EXECUTION_STEPS,
+    INT_FIELDS,
+    STRING_FIELDS,
+    TS_UNIT,
+    Column,
+    ColumnType,
 )
 
-#: The steps of an execution between its `deliver` and its end, in contract order.
-EXECUTION_STEPS: tuple[str, ...] = EVENT_KINDS[
-    EVENT_KINDS.index("lock_acquire") : EVENT_KINDS.index("fail") + 1
+#: The contract's names, for the many readers that import them from here.
+__all__ = [
+    "EVENT_KINDS", "EXECUTION_STEPS", "INT_FIELDS", "STRING_FIELDS", "EVENTS_SCHEMA",
+    "COLUMNS", "VIEW_SCHEMA", "RUNS_SCHEMA", "ROW_OWN_COLUMNS", "RUN_COLUMNS",
+    "arrow_type", "as_events", "as_runs", "concat", "empty_table", "is_runs",
 ]
 
-STRING_FIELDS: tuple[str, ...] = (
-    "job_id",
-    "job_type",
-    "idempotency_key",
-    "resource_key",
-    "queue",
-    "worker_id",
-    "lock_key",
-    "lock_owner",
-    "service_version",
-    "trace_id",
-    "span_id",
-)
-INT_FIELDS: tuple[str, ...] = ("delivery_attempt", "lock_ttl_ms", "visibility_timeout_ms")
+_ARROW_TYPES: dict[ColumnType, pa.DataType] = {
+    "string": pa.string(),
+    "int32": pa.int32(),
+    "int64": pa.int64(),
+    "timestamp": pa.timestamp(TS_UNIT, tz="UTC"),
+}
+
+
+def arrow_type(column: Column) -> pa.DataType:
+    return _ARROW_TYPES[column.type]
+
 
 EVENTS_SCHEMA = pa.schema(
-    [
-        pa.field("event_uid", pa.string(), nullable=False),
-        pa.field("ts", pa.timestamp("us", tz="UTC"), nullable=False),
-        pa.field("event", pa.string(), nullable=False),
-        pa.field("job_id", pa.string()),
-        pa.field("job_type", pa.string()),
-        pa.field("idempotency_key", pa.string()),
-        pa.field("resource_key", pa.string()),
-        pa.field("queue", pa.string()),
-        pa.field("delivery_attempt", pa.int32()),
-        pa.field("worker_id", pa.string()),
-        pa.field("lock_key", pa.string()),
-        pa.field("lock_owner", pa.string()),
-        pa.field("lock_ttl_ms", pa.int64()),
-        pa.field("visibility_timeout_ms", pa.int64()),
-        pa.field("service_version", pa.string()),
-        pa.field("trace_id", pa.string()),
-        pa.field("span_id", pa.string()),
-        # The execution span a row came from, where the source says so (OTLP): one
-        # execution span is one execution. Null for logs, where executions are derived.
-        pa.field("execution_id", pa.string()),
-        pa.field("source", pa.string()),
-        pa.field("attrs", pa.string()),
-    ]
+    [pa.field(c.name, arrow_type(c), nullable=c.nullable) for c in contract.COLUMNS]
 )
 
 COLUMNS: tuple[str, ...] = tuple(EVENTS_SCHEMA.names)

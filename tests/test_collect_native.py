@@ -18,6 +18,7 @@ from collectors.otlp import decode_traces
 from collectors.otlp_native import NativeTraceDecoder
 from collectors.service.bodies import BodyError, decode_otlp
 from sample_data.otlp_requests import trace_request
+from store import contract
 from store.schema import EVENTS_SCHEMA, as_events, is_runs
 
 
@@ -405,3 +406,34 @@ def test_a_span_kind_past_32_bits_is_the_kind_protobuf_reads() -> None:
     table, _, ignored = NativeTraceDecoder(Normaliser()).decode(body, lambda: parsed, "src")
     assert (table["event"].to_pylist(), ignored) == (["enqueue"], 0)
     assert as_events(table).equals(rows_to_table(decode_traces(parsed, Normaliser(), "src").rows))
+
+
+def test_the_native_decoder_writes_the_fields_of_the_layout_it_is_handed() -> None:
+    # A string field the contract lacks: the extension's columns come from the layout.
+    config = otlp_native.native_config(Normaliser())
+    extra = len(config["fields"])
+    config["fields"] += ("example_field",)
+    config["types"] += ("string",)
+    config["aliases"] = {**config["aliases"], "example_field": extra * 256}
+    decoder = otlp_native._otlp_native.Decoder(**config)
+    request = _job_span("deliver", [], _job("job_id", "j-1"), _job("example_field", "x"))
+    rows, columns, fallback, _, runs = decoder.decode(request.SerializeToString(), "src")
+    names = ("event_uid", "ts", "event", *contract.STRING_FIELDS, "example_field",
+             *contract.INT_FIELDS, "execution_id", "attrs", "source")
+    schema = pa.schema(
+        [EVENTS_SCHEMA.field(n) if n in EVENTS_SCHEMA.names else pa.field(n, pa.string())
+         for n in names]
+    )
+    batch = pa.record_batch(otlp_native._NativeColumns(columns, schema))
+    assert (rows, fallback, runs) == (1, [], False)
+    assert batch["example_field"].to_pylist() == ["x"]
+    assert batch["job_id"].to_pylist() == ["j-1"]
+    assert "example_field" not in batch["attrs"][0].as_py()
+
+
+def test_the_native_decoder_refuses_a_layout_without_a_job_id() -> None:
+    config = otlp_native.native_config(Normaliser())
+    at = config["fields"].index("job_id")
+    config["fields"] = config["fields"][:at] + ("job_key",) + config["fields"][at + 1 :]
+    with pytest.raises(ValueError, match="job_id"):
+        otlp_native._otlp_native.Decoder(**config)

@@ -1,8 +1,9 @@
 """Request bodies -> canonical Arrow batches, or a clear reason why not.
 
 This is the one place that knows the OTLP/HTTP body rules (content types, gzip and
-deflate, size limits, the JSON variant) and turns them into typed errors the receivers map
-to 400, 413 and 415. It is pure (bytes in, table out), so it can run in a decoding worker
+deflate, size limits) and turns them into typed errors the receivers map to 400, 413 and
+415. The body itself goes to the decoder the registry (collectors/decoders) serves its
+signal and media type with. It is pure (bytes in, table out), so it can run in a decoding worker
 process.
 """
 
@@ -13,19 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 import pyarrow as pa
-from google.protobuf.message import DecodeError
-from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from collectors.arrow_batch import rows_to_table
+from collectors.decoders import REGISTRY, Refused
 from collectors.jsonlines import Decoded, Rejected
 from collectors.normalise import Normaliser
-from collectors.otlp import decode_logs
-from collectors.otlp_columns import decode_traces_table
-from collectors.otlp_json import OtlpJsonError, kind_of, parse_request
-from collectors.otlp_native import decoder_for
 
 PROTOBUF_TYPES = frozenset({"application/x-protobuf", "application/protobuf"})
 JSON_TYPES = frozenset({"application/json"})
@@ -140,87 +134,47 @@ def summarise(rejected: list[Rejected], what: str) -> tuple[int, str]:
     return len(records), f"{len(records)} {what} rejected: {shown}{more}"
 
 
-OtlpRequest = ExportTraceServiceRequest | ExportLogsServiceRequest
+#: What a refused record is called in a partial-success message, by signal.
+_RECORDS = {"traces": "spans", "logs": "log records"}
 
 
-def parse_otlp(kind: str, body: bytes, fmt: str) -> OtlpRequest:
-    """Bytes -> the export request message; BodyError(400) when it is not one."""
-    if fmt == "protobuf":
-        message = ExportTraceServiceRequest() if kind == "traces" else ExportLogsServiceRequest()
-        try:
-            message.ParseFromString(body)
-        except DecodeError as exc:
-            raise BodyError(400, f"undecodable protobuf body: {exc}") from exc
-        return message
+def decode(
+    signal: str, media: str, body: bytes, normaliser: Normaliser, source: str
+) -> DecodeResult:
+    """A body (already unwrapped) of one source -> rows, partial-success counts; decoded
+    by the decoder the registry serves that source with. BodyError(400) for a body that
+    is not one of the source's."""
+    decoder = REGISTRY.serving(signal, media)
     try:
-        document = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise BodyError(400, f"invalid JSON body: {exc}") from exc
-    if not isinstance(document, dict):
-        raise BodyError(400, f"expected a JSON object, got {type(document).__name__}")
-    if not document:
-        document = {"resourceSpans" if kind == "traces" else "resourceLogs": []}
-    found = kind_of(document)
-    if found != kind:
-        expected = "resourceSpans" if kind == "traces" else "resourceLogs"
-        raise BodyError(400, f"not an OTLP {kind} request: no {expected}")
-    try:
-        return parse_request(document)
-    except OtlpJsonError as exc:
-        raise BodyError(400, f"invalid OTLP JSON: {exc}") from exc
+        output = decoder.decode(body, normaliser, source)
+    except Refused as exc:
+        raise BodyError(400, str(exc)) from exc
+    except RecursionError as exc:  # the parsers bound depth; this is the last guard
+        raise BodyError(400, "body nested too deeply") from exc
+    if signal == "lines":
+        return from_decoded(Decoded(rejected=output.rejected, ignored=output.ignored),
+                            output.table)
+    count, message = summarise(output.rejected, _RECORDS[signal])
+    return DecodeResult(output.table, count, output.ignored, message)
 
 
 def decode_otlp(
     kind: str, body: bytes, fmt: str, normaliser: Normaliser, source: str
 ) -> DecodeResult:
     """An OTLP export request body (already unwrapped) -> rows, partial-success counts."""
-    try:
-        return _decode_otlp(kind, body, fmt, normaliser, source)
-    except RecursionError as exc:  # the parsers bound depth; this is the last guard
-        raise BodyError(400, "body nested too deeply") from exc
-
-
-def _decode_otlp(
-    kind: str, body: bytes, fmt: str, normaliser: Normaliser, source: str
-) -> DecodeResult:
-    if kind == "traces" and fmt == "protobuf":
-        table, rejected, ignored = decoder_for(normaliser).decode(
-            body, lambda: parse_otlp(kind, body, fmt), source  # type: ignore[arg-type,return-value]
-        )
-        count, message = summarise(rejected, "spans")
-        return DecodeResult(table, count, ignored, message)
-    request = parse_otlp(kind, body, fmt)
-    return decode_request(kind, request, normaliser, source)
-
-
-def decode_request(
-    kind: str,
-    request: OtlpRequest,
-    normaliser: Normaliser,
-    source: str,
-) -> DecodeResult:
-    if kind == "traces":
-        table, rejected, ignored = decode_traces_table(request, normaliser, source)  # type: ignore[arg-type]
-        count, message = summarise(rejected, "spans")
-        return DecodeResult(table, count, ignored, message)
-    decoded = decode_logs(request, normaliser, source)  # type: ignore[arg-type]
-    count, message = summarise(decoded.rejected, "log records")
-    return DecodeResult(rows_to_table(decoded.rows), count, decoded.ignored, message)
+    return decode(kind, fmt, body, normaliser, source)
 
 
 def decode_jsonlines(body: bytes, normaliser: Normaliser, source: str) -> DecodeResult:
     """A JSON-lines body (plain logs or OTLP JSON Lines, line by line)."""
-    # Here, not with the module: its block parser brings polars (~30 MB), which a
-    # collector that only takes OTLP never needs.
-    from collectors.files import decode_batch
-
-    lines = list(enumerate(bytes(body).splitlines(), start=1))  # bytes lines, not bytearray
-    return from_decoded(decode_batch(lines, normaliser, source))
+    return decode("lines", "ndjson", body, normaliser, source)
 
 
-def from_decoded(decoded: Decoded) -> DecodeResult:
-    """Decoded lines -> rows to commit, with the count and reasons of the lines refused."""
+def from_decoded(decoded: Decoded, table: pa.Table | None = None) -> DecodeResult:
+    """Decoded lines -> rows to commit, with the count and reasons of the lines refused.
+    `table`, where given, holds the rows (and `decoded.rows` is not read)."""
     count = len(decoded.rejected)
     shown = "; ".join(str(r) for r in decoded.rejected[:MAX_REASONS])
     message = f"{count} lines rejected: {shown}" if count else ""
-    return DecodeResult(rows_to_table(decoded.rows), count, decoded.ignored, message)
+    rows = rows_to_table(decoded.rows) if table is None else table
+    return DecodeResult(rows, count, decoded.ignored, message)

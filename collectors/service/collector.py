@@ -272,18 +272,20 @@ class Collector:
         result.accepted = rows
         return result
 
-    def decode_otlp(self, kind: str, body: bytes, fmt: str, source: str) -> DecodeResult:
-        """An OTLP export body (unwrapped) -> rows to commit; BodyError for a bad body."""
-        native = kind == "traces" and fmt == "protobuf"
+    def decode(self, signal: str, media: str, body: bytes, source: str) -> DecodeResult:
+        """A body (unwrapped) of one source -> rows to commit; BodyError for a bad body."""
+        native = signal == "traces" and media == "protobuf"
         factor = NATIVE_DECODE_FACTOR if native else PYTHON_DECODE_FACTOR
         return self._decode(
-            lambda: self.decoder.otlp(kind, body, fmt, source), factor * len(body)
+            lambda: self.decoder.decode(signal, media, body, source), factor * len(body)
         )
 
+    def decode_otlp(self, kind: str, body: bytes, fmt: str, source: str) -> DecodeResult:
+        """An OTLP export body (unwrapped) -> rows to commit; BodyError for a bad body."""
+        return self.decode(kind, fmt, body, source)
+
     def decode_jsonlines(self, body: bytes, source: str) -> DecodeResult:
-        return self._decode(
-            lambda: self.decoder.jsonlines(body, source), PYTHON_DECODE_FACTOR * len(body)
-        )
+        return self.decode("lines", "ndjson", body, source)
 
     def otlp(self, kind: str, body: bytes, fmt: str, source: str) -> DecodeResult:
         """An OTLP export body (unwrapped, received already: gRPC's) -> durable rows;

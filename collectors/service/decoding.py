@@ -37,14 +37,9 @@ def _ready() -> bool:
     return _worker_normaliser is not None
 
 
-def _otlp_in_worker(kind: str, body: bytes, fmt: str, source: str) -> DecodeResult:
+def _decode_in_worker(signal: str, media: str, body: bytes, source: str) -> DecodeResult:
     assert _worker_normaliser is not None
-    return bodies.decode_otlp(kind, body, fmt, _worker_normaliser, source)
-
-
-def _lines_in_worker(body: bytes, source: str) -> DecodeResult:
-    assert _worker_normaliser is not None
-    return bodies.decode_jsonlines(body, _worker_normaliser, source)
+    return bodies.decode(signal, media, body, _worker_normaliser, source)
 
 
 class Decoder:
@@ -84,15 +79,17 @@ class Decoder:
                     self._pool = self._start_pool()
             raise DecoderUnavailable("decoding worker died") from exc
 
-    def otlp(self, kind: str, body: bytes, fmt: str, source: str) -> DecodeResult:
+    def decode(self, signal: str, media: str, body: bytes, source: str) -> DecodeResult:
+        """A body of one source (collectors/decoders), decoded here or in a worker."""
         if self._pool is None:
-            return bodies.decode_otlp(kind, body, fmt, self.normaliser, source)
-        return self._in_pool(_otlp_in_worker, kind, body, fmt, source)
+            return bodies.decode(signal, media, body, self.normaliser, source)
+        return self._in_pool(_decode_in_worker, signal, media, body, source)
+
+    def otlp(self, kind: str, body: bytes, fmt: str, source: str) -> DecodeResult:
+        return self.decode(kind, fmt, body, source)
 
     def jsonlines(self, body: bytes, source: str) -> DecodeResult:
-        if self._pool is None:
-            return bodies.decode_jsonlines(body, self.normaliser, source)
-        return self._in_pool(_lines_in_worker, body, source)
+        return self.decode("lines", "ndjson", body, source)
 
     def close(self) -> None:
         if self._pool is not None:

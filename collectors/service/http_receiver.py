@@ -347,10 +347,9 @@ class Handler(BaseHTTPRequestHandler):
         )
         admission.shrink_to(max(len(body), len(raw)))
         del raw
-        source = f"http:{path}"
-        if kind is None:
-            return collector.decode_jsonlines(body, source)
-        return collector.decode_otlp(kind, body, "protobuf" if protobuf else "json", source)
+        signal = kind or "lines"
+        media = "ndjson" if kind is None else "protobuf" if protobuf else "json"
+        return collector.decode(signal, media, body, f"http:{path}")
 
     def _read_body(self, size: int) -> bytearray:
         """The body, which must arrive within `body_timeout` seconds (TimeoutError, which

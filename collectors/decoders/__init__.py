@@ -1,0 +1,37 @@
+"""Every source behind one `Decoder` protocol, registered by signal and media type.
+
+Adding a source is one module here that defines its reference decoder (and any
+accelerator), and its registration below; the receivers find it through `REGISTRY`.
+"""
+
+from __future__ import annotations
+
+from collectors.decoders.base import (
+    MEDIA,
+    SIGNALS,
+    Decoder,
+    Output,
+    Refused,
+    Registry,
+    UnknownSource,
+)
+from collectors.decoders.json_lines import LinesBlocks, LinesReference
+from collectors.decoders.otlp_logs import LogsReference
+from collectors.decoders.otlp_traces import TracesColumns, TracesNative, TracesReference
+
+__all__ = [
+    "MEDIA", "REGISTRY", "SIGNALS", "Decoder", "Output", "Refused", "Registry",
+    "UnknownSource",
+]
+
+REGISTRY = Registry()
+
+for _media in ("protobuf", "json"):
+    _traces = REGISTRY.register(TracesReference(_media))
+    REGISTRY.register(TracesColumns(_media), accelerates=_traces)
+    if _media == "protobuf":
+        REGISTRY.register(TracesNative(), accelerates=_traces)
+    REGISTRY.register(LogsReference(_media))
+
+_lines = REGISTRY.register(LinesReference())
+REGISTRY.register(LinesBlocks(), accelerates=_lines)

@@ -1,0 +1,111 @@
+"""The Decoder protocol, and the registry of sources by signal and media type.
+
+A source is a signal (`traces`, `logs`, `lines`) in a media type (`protobuf`, `json`,
+`ndjson`). Its reference decoder is the specification: the plainest code that turns a body
+into the contract's rows. An accelerator gives the same rows faster, and registers
+against the reference it must equal; one parametrised suite
+(tests/test_decoder_equivalence.py) holds every accelerator to its reference over that
+source's corpus. The receivers ask the registry which decoder serves a body.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import pyarrow as pa
+
+from collectors.jsonlines import Rejected
+from collectors.normalise import Normaliser
+
+SIGNALS = ("traces", "logs", "lines")
+MEDIA = ("protobuf", "json", "ndjson")
+
+
+class Refused(ValueError):
+    """A body refused whole: it is not a request of this source at all (a 400)."""
+
+
+@dataclass
+class Output:
+    """What one body gave: rows (EVENTS_SCHEMA, or RUNS_SCHEMA from the native decoder),
+    the records refused with where and why, and the records that are no job events."""
+
+    table: pa.Table
+    rejected: list[Rejected] = field(default_factory=list)
+    ignored: int = 0
+
+
+class Decoder(Protocol):
+    """Turns the bodies of one source into canonical rows.
+
+    `bulk` marks a decoder made for blocks of many MB (file ingest), which request bodies
+    are not served by. `available()` is false where the decoder cannot run here (a native
+    one built without a C compiler).
+    """
+
+    @property
+    def signal(self) -> str: ...
+
+    @property
+    def media(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def bulk(self) -> bool: ...
+
+    def available(self) -> bool: ...
+
+    def decode(self, body: bytes, normaliser: Normaliser, source: str) -> Output:
+        """The rows of `body` under `normaliser`'s mapping; Refused for a body that is
+        not one of this source's."""
+        ...
+
+
+class UnknownSource(LookupError):
+    """No decoder is registered for this signal and media type."""
+
+
+class Registry:
+    """Reference decoders by (signal, media), and the accelerators of each."""
+
+    def __init__(self) -> None:
+        self._references: dict[tuple[str, str], Decoder] = {}
+        self._accelerators: dict[tuple[str, str], list[Decoder]] = {}
+
+    def register(self, decoder: Decoder, *, accelerates: Decoder | None = None) -> Decoder:
+        """Add a reference decoder, or (`accelerates`) an accelerator of a registered one."""
+        key = (decoder.signal, decoder.media)
+        if decoder.signal not in SIGNALS or decoder.media not in MEDIA:
+            raise ValueError(f"unknown signal or media type: {key}")
+        if accelerates is None:
+            if key in self._references:
+                raise ValueError(f"a reference decoder is registered for {key} already")
+            self._references[key] = decoder
+        else:
+            if self._references.get(key) is not accelerates:
+                raise ValueError(f"{decoder.name} accelerates no registered reference")
+            self._accelerators.setdefault(key, []).append(decoder)
+        return decoder
+
+    def sources(self) -> list[tuple[str, str]]:
+        return list(self._references)
+
+    def reference(self, signal: str, media: str) -> Decoder:
+        try:
+            return self._references[(signal, media)]
+        except KeyError:
+            raise UnknownSource(f"no decoder for {signal} in {media}") from None
+
+    def accelerators(self, signal: str, media: str) -> list[Decoder]:
+        return list(self._accelerators.get((signal, media), ()))
+
+    def serving(self, signal: str, media: str, *, bulk: bool = False) -> Decoder:
+        """The decoder for a body: the last registered accelerator that can run here (and
+        suits the body's size), else the reference."""
+        for decoder in reversed(self.accelerators(signal, media)):
+            if decoder.available() and (bulk or not decoder.bulk):
+                return decoder
+        return self.reference(signal, media)

@@ -1,0 +1,54 @@
+"""JSON lines (plain logs, or OTLP JSON Lines, told apart line by line).
+
+The reference reads line by line (`files.decode_batch`). The block decoder (`blocks`)
+reads a block's lines a column at a time where that is exact, for files of many MB.
+Both import polars, which a collector that only takes OTLP never needs: here, not with
+the module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from collectors.arrow_batch import rows_to_table
+from collectors.decoders.base import Output
+from collectors.normalise import Normaliser
+
+
+@dataclass(frozen=True)
+class LinesReference:
+    """Line by line: each line's number and reason where it is refused."""
+
+    media: str = "ndjson"
+    signal: str = "lines"
+    name: str = "files.decode_batch"
+    bulk: bool = False
+
+    def available(self) -> bool:
+        return True
+
+    def decode(self, body: bytes, normaliser: Normaliser, source: str) -> Output:
+        from collectors.files import decode_batch
+
+        lines = list(enumerate(bytes(body).splitlines(), start=1))  # bytes, not bytearray
+        decoded = decode_batch(lines, normaliser, source)
+        return Output(rows_to_table(decoded.rows), decoded.rejected, decoded.ignored)
+
+
+@dataclass(frozen=True)
+class LinesBlocks:
+    """A block of lines a column at a time, the lines it cannot read exactly line by line."""
+
+    media: str = "ndjson"
+    signal: str = "lines"
+    name: str = "blocks.BlockDecoder"
+    bulk: bool = True
+
+    def available(self) -> bool:
+        return True
+
+    def decode(self, body: bytes, normaliser: Normaliser, source: str) -> Output:
+        from collectors.blocks import BlockDecoder
+
+        result = BlockDecoder(normaliser.mapping).decode(bytes(body), 1, source)
+        return Output(result.table, result.rejected, result.ignored)

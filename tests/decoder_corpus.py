@@ -1,0 +1,92 @@
+"""Each source's corpus: the bodies its decoders are held to, built here from the
+decoder tests' own requests and lines (never from benchmarks/).
+
+A new source registered in collectors/decoders brings its corpus here: a test fails for
+a source without one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import orjson
+from google.protobuf import json_format
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from test_block_ingest import corpus as lines_corpus
+from test_collect_decode import _kv, _mixed_request
+from test_collect_native import T, _job, _job_span
+
+Body = tuple[str, bytes]  # (name, body)
+
+
+def _traces() -> list[tuple[str, object]]:
+    steps = [("lock_acquire", T), ("side_effect", T + 1), ("log", T + 2), ("ack", T + 3)]
+    return [
+        *[(f"mixed-{seed}", _mixed_request(seed)) for seed in range(3)],
+        ("steps-without-attributes",
+         _job_span("process", steps, _job("messaging.message.id", "m-1"),
+                   _job("job.job_type", "charge"))),
+        ("no-job-id", _job_span("deliver", [("ack", T)], _job("job.job_type", "charge"))),
+    ]
+
+
+def _logs() -> list[tuple[str, ExportLogsServiceRequest]]:
+    request = ExportLogsServiceRequest()
+    resource_logs = request.resource_logs.add()
+    resource_logs.resource.attributes.extend([_kv("host.name", "h"), _kv("process.pid", 7)])
+    scope = resource_logs.scope_logs.add()
+    bodies = [
+        {"event": "deliver", "job_id": "j-1", "delivery_attempt": 2},
+        {"event": "ack", "job_id": "j-1"},
+        {"event": "ack"},  # no job_id: refused
+        "a text body, kept as msg",
+    ]
+    for i, body in enumerate(bodies):
+        record = scope.log_records.add()
+        record.time_unix_nano = T + i
+        record.trace_id, record.span_id = bytes([i + 1]) * 16, bytes([i + 1]) * 8
+        if isinstance(body, dict):
+            record.body.kvlist_value.values.extend(_kv(k, v) for k, v in body.items())
+        else:
+            record.body.CopyFrom(AnyValue(string_value=body))
+            record.attributes.append(KeyValue(key="event", value=AnyValue(string_value="fail")))
+            record.attributes.append(_kv("job_id", "j-2"))
+    return [("records", request)]
+
+
+def _protobuf(messages: list) -> list[Body]:
+    return [(name, message.SerializeToString()) for name, message in messages]
+
+
+def _json(messages: list) -> list[Body]:
+    return [(name, json_format.MessageToJson(message).encode()) for name, message in messages]
+
+
+_NOT_A_BODY = {"protobuf": b"\xff\xff\xff", "json": b"{not json", "ndjson": b""}
+
+
+def _lines() -> list[Body]:
+    lines = lines_corpus(400, seed=5)
+    return [
+        ("logs", b"\n".join(lines)),
+        ("logs-crlf", b"\r\n".join(lines[:50])),
+    ]
+
+
+CORPUS: dict[tuple[str, str], Callable[[], list[Body]]] = {
+    ("traces", "protobuf"): lambda: _protobuf(_traces()) + [("bad", _NOT_A_BODY["protobuf"])],
+    ("traces", "json"): lambda: _json(_traces()) + [("bad", _NOT_A_BODY["json"])],
+    ("logs", "protobuf"): lambda: _protobuf(_logs()) + [("bad", _NOT_A_BODY["protobuf"])],
+    ("logs", "json"): lambda: _json(_logs()) + [("bad", _NOT_A_BODY["json"])],
+    ("lines", "ndjson"): _lines,
+}
+
+
+def bodies(signal: str, media: str) -> list[Body]:
+    return CORPUS[(signal, media)]()
+
+
+def json_objects(values: list[str | None]) -> list[object]:
+    """`attrs` as the objects they spell: decoders may order an object's keys alike."""
+    return [orjson.loads(v) if v is not None else None for v in values]
