@@ -8,13 +8,8 @@ from dashboard_cases import ABSORBED_KEY, HARMFUL_KEY, dashboard_events
 
 
 @pytest.fixture
-def filled(tmp_path, monkeypatch, make_table) -> str:
-    from store.embedded import EmbeddedStore
-
-    store = EmbeddedStore(tmp_path / "store")
-    store.write(make_table(dashboard_events()))
-    monkeypatch.setenv("DUPESCOPE_STORE", str(store.root))
-    return str(store.root)
+def filled(serve_events) -> str:
+    return serve_events(dashboard_events())
 
 
 def test_overview_counts_duplicates_and_lists_the_worst_keys(filled) -> None:
