@@ -7,9 +7,10 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
-from dashboard import links
+from dashboard import links, loaders
 from dashboard.escape import md
-from dashboard.filters import REFRESH_SECONDS, live
+from dashboard.filters import REFRESH_SECONDS, Filters, current, live
+from dashboard.source import snapshot, store_url
 
 T = TypeVar("T")
 
@@ -66,3 +67,23 @@ def refreshing(body: Callable[[], Any]) -> None:
 def ignored(filters: list[str]) -> None:
     if filters:
         st.caption(f"Not narrowed by {', '.join(filters)}: this question does not take it.")
+
+
+def store_page(question: str) -> tuple[str, str, Filters] | None:
+    """The store's url, its snapshot and the sidebar's filters, for a page built on the
+    forensic `question`; None, said in the page, when the store holds no events yet or
+    this build's query library lacks the question."""
+    url, chosen = store_url(), current()
+    snap = snapshot(url)
+    if not loaders.store_summary(url, snap).get("events"):
+        nothing(EMPTY_STORE.format(where=md(loaders.describe_store(url))))
+        return None
+    if loaders.forensic_function(question) is None:
+        missing(question)
+        return None
+    return url, snap, chosen
+
+
+def forensic(label: str, url: str, snap: str, name: str, filters: dict[str, Any]) -> Any:
+    """The forensic answer `name` under the filters, or None with a note in the page."""
+    return answer(label, lambda: loaders.forensic(url, snap, name, filters))

@@ -82,6 +82,21 @@ def test_an_empty_store_gets_a_helpful_message(page, tmp_path, monkeypatch) -> N
         assert "holds no events yet" in texts(app.info)[0]
 
 
+@pytest.mark.parametrize(
+    ("page", "question"),
+    [("overview", "duplicates"), ("durations", "durations"), ("alerts", "lock_overruns"),
+     ("checklist", "checklist")],
+)
+def test_a_page_whose_question_this_build_lacks_says_so(page, question, filled,
+                                                       monkeypatch) -> None:
+    import queries
+
+    monkeypatch.delattr(queries, question)
+    app = open_page(page)
+    assert not app.exception
+    assert f"queries.{question}" in texts(app.info)[0]
+
+
 def test_the_pages_work_on_the_clickhouse_dialect(tmp_path, monkeypatch, make_table) -> None:
     from dashboard import source
     from store.clickhouse import ChdbStore

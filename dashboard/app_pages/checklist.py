@@ -14,10 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from dashboard import charts, loaders, ui
-from dashboard.escape import md
-from dashboard.filters import current
-from dashboard.source import snapshot, store_url
+from dashboard import charts, ui
 from queries.defaults import SKEW_TOLERANCE_MS
 
 
@@ -163,20 +160,12 @@ def show_item(item: Item, frame: pd.DataFrame | None) -> None:
 
 
 def checklist_page() -> None:
-    url, chosen = store_url(), current()
-    snap = snapshot(url)
-    if not loaders.store_summary(url, snap).get("events"):
-        ui.nothing(ui.EMPTY_STORE.format(where=md(loaders.describe_store(url))))
+    opened = ui.store_page("checklist")
+    if opened is None:
         return
-    if loaders.forensic_function("checklist") is None:
-        ui.missing("checklist")
-        return
-    answers = ui.answer(
-        "checklist",
-        lambda: loaders.forensic(
-            url, snap, "checklist", {**chosen.as_kwargs(), "skew_tolerance_ms": SKEW_TOLERANCE_MS}
-        ),
-    )
+    url, snap, chosen = opened
+    filters = {**chosen.as_kwargs(), "skew_tolerance_ms": SKEW_TOLERANCE_MS}
+    answers = ui.forensic("checklist", url, snap, "checklist", filters)
     if answers is None:
         return
     for left, right in zip(ITEMS[::2], ITEMS[1::2], strict=True):
