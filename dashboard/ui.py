@@ -84,6 +84,17 @@ def store_page(question: str) -> tuple[str, str, Filters] | None:
     return url, snap, chosen
 
 
+def page_answer(question: str, **extra: Any) -> tuple[str, str, Filters, Any] | None:
+    """`store_page`, and the answer to the page's question under the filters (and `extra`
+    settings); None where either is missing, said in the page."""
+    opened = store_page(question)
+    if opened is None:
+        return None
+    url, snap, chosen = opened
+    found = forensic(question, url, snap, question, {**chosen.as_kwargs(), **extra})
+    return None if found is None else (url, snap, chosen, found)
+
+
 def forensic(label: str, url: str, snap: str, name: str, filters: dict[str, Any]) -> Any:
     """The forensic answer `name` under the filters, or None with a note in the page."""
     return answer(label, lambda: loaders.forensic(url, snap, name, filters))

@@ -60,10 +60,12 @@ def filter_options(command):  # type: ignore[no-untyped-def]
     return with_filters
 
 
-@click.command()
-@store_option
-@format_option
-@filter_options
+def forensic_command(function):  # type: ignore[no-untyped-def]
+    """A forensic subcommand: --store, --format, then the filters and its own options."""
+    return click.command()(store_option(format_option(filter_options(function))))
+
+
+@forensic_command
 def duplicates(store_url: str | None, fmt: str, filters: dict[str, Any]) -> None:
     """Keys that ran more than once, with cause and outcome (harmful or absorbed)."""
     from queries import duplicates as find_duplicates
@@ -77,10 +79,7 @@ def duplicates(store_url: str | None, fmt: str, filters: dict[str, Any]) -> None
     emit(frame, fmt, empty=f"no duplicates in {store.describe()}")
 
 
-@click.command()
-@store_option
-@format_option
-@filter_options
+@forensic_command
 @rules_option
 def alerts(
     store_url: str | None,
@@ -105,10 +104,7 @@ def alerts(
     emit(frame, fmt, empty=f"no alerts in {store.describe()}")
 
 
-@click.command()
-@store_option
-@format_option
-@filter_options
+@forensic_command
 @click.option(
     "--item",
     type=click.Choice(
@@ -155,10 +151,7 @@ def stats(
     emit(combined, fmt)
 
 
-@click.command()
-@store_option
-@format_option
-@filter_options
+@forensic_command
 def lint(store_url: str | None, fmt: str, filters: dict[str, Any]) -> None:
     """Name unsafe settings from observed durations, redeliveries and lock releases."""
     from queries import lint as lint_store

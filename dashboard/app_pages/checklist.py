@@ -160,14 +160,10 @@ def show_item(item: Item, frame: pd.DataFrame | None) -> None:
 
 
 def checklist_page() -> None:
-    opened = ui.store_page("checklist")
+    opened = ui.page_answer("checklist", skew_tolerance_ms=SKEW_TOLERANCE_MS)
     if opened is None:
         return
-    url, snap, chosen = opened
-    filters = {**chosen.as_kwargs(), "skew_tolerance_ms": SKEW_TOLERANCE_MS}
-    answers = ui.forensic("checklist", url, snap, "checklist", filters)
-    if answers is None:
-        return
+    *_, answers = opened
     for left, right in zip(ITEMS[::2], ITEMS[1::2], strict=True):
         columns = st.columns(2)
         for column, item in ((columns[0], left), (columns[1], right)):

@@ -56,13 +56,10 @@ def show_lint(url: str, snap: str, chosen: Filters) -> None:
 
 
 def durations() -> None:
-    opened = ui.store_page("durations")
+    opened = ui.page_answer("durations")
     if opened is None:
         return
-    url, snap, chosen = opened
-    timing = ui.forensic("durations", url, snap, "durations", chosen.as_kwargs())
-    if timing is None:
-        return
+    url, snap, chosen, timing = opened
     if timing.empty:
         ui.nothing(f"No executions to time ({md(chosen.describe())}).")
         return

@@ -85,13 +85,10 @@ def show_causes_and_job_types(found: pd.DataFrame) -> None:
 
 
 def overview() -> None:
-    opened = ui.store_page("duplicates")
+    opened = ui.page_answer("duplicates")
     if opened is None:
         return
-    url, snap, chosen = opened
-    found = ui.forensic("duplicates", url, snap, "duplicates", chosen.as_kwargs())
-    if found is None:
-        return
+    url, snap, chosen, found = opened
     ui.ignored(loaders.ignored_filters("duplicates", chosen.as_kwargs()))
     if found.empty:
         ui.nothing(f"No key ran more than once ({md(chosen.describe())}).")
