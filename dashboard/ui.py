@@ -56,6 +56,11 @@ def nothing(message: str) -> None:
     st.info(message, icon=":material/info:")
 
 
+def all_clear(message: str) -> None:
+    """Say that a question found nothing wrong (a good outcome, not an empty state)."""
+    st.success(message, icon=":material/check:")
+
+
 def refreshing(body: Callable[[], Any]) -> None:
     """Run the page body, re-running it on a timer while auto-refresh is on."""
     if live():
@@ -93,6 +98,18 @@ def page_answer(question: str, **extra: Any) -> tuple[str, str, Filters, Any] | 
     url, snap, chosen = opened
     found = forensic(question, url, snap, question, {**chosen.as_kwargs(), **extra})
     return None if found is None else (url, snap, chosen, found)
+
+
+def findings(
+    label: str, url: str, snap: str, name: str, filters: dict[str, Any], clear: str
+) -> Any:
+    """The forensic answer `name` when it found something; None once the page says it
+    could not answer, or says `clear` for an answer with no rows."""
+    found = forensic(label, url, snap, name, filters)
+    if found is not None and found.empty:
+        all_clear(clear)
+        return None
+    return found
 
 
 def forensic(label: str, url: str, snap: str, name: str, filters: dict[str, Any]) -> Any:

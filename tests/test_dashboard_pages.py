@@ -97,6 +97,21 @@ def test_a_page_whose_question_this_build_lacks_says_so(page, question, filled,
     assert f"queries.{question}" in texts(app.info)[0]
 
 
+@pytest.mark.parametrize(
+    ("page", "all_clear"),
+    [("alerts", "No lock expired while its execution was still running."),
+     ("durations", "No unsafe setting found in what was observed.")],
+)
+def test_a_clean_store_gets_the_all_clear(page, all_clear, serve_events) -> None:
+    from forensics_cases import locked
+
+    serve_events(locked("j1", 1, "w1", "o1", "00:00", 30_000,
+                        [("00:02", "side_effect"), ("00:03", "lock_release"), ("00:03", "ack")]))
+    app = open_page(page)
+    assert not app.exception
+    assert all_clear in texts(app.success)
+
+
 def test_the_pages_work_on_the_clickhouse_dialect(tmp_path, monkeypatch, make_table) -> None:
     from dashboard import source
     from store.clickhouse import ChdbStore

@@ -24,12 +24,9 @@ def with_links(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
 
 def show_overruns(url: str, snap: str, chosen: Filters) -> None:
     st.subheader("Locks that expired while running")
-    found = ui.forensic("lock overruns", url, snap, "lock_overruns", chosen.as_kwargs())
+    found = ui.findings("lock overruns", url, snap, "lock_overruns", chosen.as_kwargs(),
+                        "No lock expired while its execution was still running.")
     if found is None:
-        return
-    if found.empty:
-        st.success("No lock expired while its execution was still running.",
-                   icon=":material/check:")
         return
     overlapped = found["overlapped_by"].notna()
     columns = st.columns(3)

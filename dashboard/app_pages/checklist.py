@@ -151,7 +151,7 @@ def show_item(item: Item, frame: pd.DataFrame | None) -> None:
     if frame is None:
         ui.missing(f"checklist()['{item.name}']")
     elif quiet(item, frame):
-        st.success(item.all_clear, icon=":material/check:")
+        ui.all_clear(item.all_clear)
     else:
         ui.plot(item.title, lambda: item.figure(frame), f"checklist_{item.name}")
     if frame is not None and not frame.empty:

@@ -46,11 +46,9 @@ def show_distribution(url: str, snap: str, chosen: Filters, ranked: pd.DataFrame
 
 def show_lint(url: str, snap: str, chosen: Filters) -> None:
     st.subheader("Settings to change")
-    findings = ui.forensic("settings lint", url, snap, "lint", chosen.as_kwargs())
+    findings = ui.findings("settings lint", url, snap, "lint", chosen.as_kwargs(),
+                           "No unsafe setting found in what was observed.")
     if findings is None:
-        return
-    if findings.empty:
-        st.success("No unsafe setting found in what was observed.", icon=":material/check:")
         return
     st.dataframe(findings, hide_index=True)
 
