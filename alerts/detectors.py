@@ -56,6 +56,25 @@ def _evidence(row: dict[str, Any]) -> dict[str, Any]:
     return {k: _value(row, k) for k in row}
 
 
+def _alert(rule: Rule, ident: str, row: dict[str, Any], summary: str, **fields: Any) -> Alert:
+    """An incident of `rule` with the whole row as its evidence (`severity` may differ)."""
+    fields.setdefault("severity", rule.severity)
+    return Alert(id=ident, rule=rule.name, summary=summary, evidence=_evidence(row), **fields)
+
+
+def _execution(row: dict[str, Any]) -> dict[str, Any]:
+    """Where a lock incident happened: the key, job, attempt, lock and worker of the row."""
+    return {
+        "key": _value(row, "key"),
+        "job_type": _value(row, "job_type"),
+        "job_id": _value(row, "job_id"),
+        "delivery_attempt": _int(_value(row, "delivery_attempt")),
+        "lock_key": _value(row, "lock_key"),
+        "lock_owner": _value(row, "lock_owner"),
+        "worker_id": _value(row, "worker_id"),
+    }
+
+
 def _forensics(name: str) -> Callable[..., pd.DataFrame]:
     import queries
 
@@ -80,24 +99,18 @@ def lock_expired_while_running(store: Store, rule: Rule, **filters: Any) -> list
             f"(attempt {attempt}) finished" + (f"; {other} acquired it meanwhile" if other else "")
         )
         found.append(
-            Alert(
-                id=alert_id(rule.name, *parts),
-                rule=rule.name,
+            _alert(
+                rule,
+                alert_id(rule.name, *parts),
+                row,
+                summary,
                 severity=severity,
-                summary=summary,
-                key=_value(row, "key"),
-                job_type=_value(row, "job_type"),
-                job_id=_value(row, "job_id"),
-                delivery_attempt=attempt,
-                lock_key=_value(row, "lock_key"),
-                lock_owner=_value(row, "lock_owner"),
+                **_execution(row),
                 expired_at=_time(_value(row, "expired_at")),
                 execution_end=end,
                 overrun_ms=None if overrun is None else float(overrun),
                 overlapped_by=other,
-                worker_id=_value(row, "worker_id"),
                 incident_ts=end,
-                evidence=_evidence(row),
             )
         )
     return found
@@ -111,19 +124,19 @@ def harmful_duplicate(store: Store, rule: Rule, **filters: Any) -> list[Alert]:
         if not _value(row, "harmful") or effects < rule.get("min_side_effects", 2):
             continue
         key = _value(row, "key")
+        summary = (
+            f"key {key} ran its side effect {effects} times in "
+            f"{_value(row, 'executions')} executions (cause: {_value(row, 'cause')})"
+        )
         found.append(
-            Alert(
-                id=alert_id(rule.name, key),
-                rule=rule.name,
-                severity=rule.severity,
-                summary=(
-                    f"key {key} ran its side effect {effects} times in "
-                    f"{_value(row, 'executions')} executions (cause: {_value(row, 'cause')})"
-                ),
+            _alert(
+                rule,
+                alert_id(rule.name, key),
+                row,
+                summary,
                 key=key,
                 job_type=_value(row, "job_type"),
                 incident_ts=_time(_value(row, "last_ts")),
-                evidence=_evidence(row),
             )
         )
     return found
@@ -145,28 +158,22 @@ def stale_owner_write(store: Store, rule: Rule, **filters: Any) -> list[Alert]:
         if taken_by is None and rule.get("only_when_taken", True):
             continue
         when = _time(_value(row, "ts"))
-        found[ident] = Alert(
-            id=ident,
-            rule=rule.name,
-            severity=rule.severity,
-            summary=(
-                f"{_value(row, 'lock_owner')} ran {_value(row, 'event')} for job "
-                f"{_value(row, 'job_id')} after lock {_value(row, 'lock_key')} "
-                + (f"passed to {taken_by}" if taken_by else "expired")
-            ),
-            key=_value(row, "key"),
-            job_type=_value(row, "job_type"),
-            job_id=_value(row, "job_id"),
-            delivery_attempt=_int(_value(row, "delivery_attempt")),
-            lock_key=_value(row, "lock_key"),
-            lock_owner=_value(row, "lock_owner"),
+        summary = (
+            f"{_value(row, 'lock_owner')} ran {_value(row, 'event')} for job "
+            f"{_value(row, 'job_id')} after lock {_value(row, 'lock_key')} "
+            + (f"passed to {taken_by}" if taken_by else "expired")
+        )
+        found[ident] = _alert(
+            rule,
+            ident,
+            row,
+            summary,
+            **_execution(row),
             expired_at=_time(_value(row, "expired_at")),
             overlapped_by=taken_by,
-            worker_id=_value(row, "worker_id"),
             event=_value(row, "event"),
             ts=when,
             incident_ts=when,
-            evidence=_evidence(row),
         )
     return list(found.values())
 
@@ -187,25 +194,19 @@ def split_brain(store: Store, rule: Rule, **filters: Any) -> list[Alert]:
         ident = alert_id(rule.name, _value(row, "lock_key"), *sides)
         if ident in found:
             continue
-        found[ident] = Alert(
-            id=ident,
-            rule=rule.name,
-            severity=rule.severity,
-            summary=(
-                f"{owner} and {other} both held lock {_value(row, 'lock_key')} for "
-                f"{_value(row, 'overlap_ms') or 0:.0f} ms"
-            ),
-            key=_value(row, "key"),
-            job_type=_value(row, "job_type"),
-            job_id=_value(row, "job_id"),
-            delivery_attempt=_int(_value(row, "delivery_attempt")),
-            lock_key=_value(row, "lock_key"),
-            lock_owner=owner,
+        summary = (
+            f"{owner} and {other} both held lock {_value(row, 'lock_key')} for "
+            f"{_value(row, 'overlap_ms') or 0:.0f} ms"
+        )
+        found[ident] = _alert(
+            rule,
+            ident,
+            row,
+            summary,
+            **_execution(row),
             overlapped_by=other,
-            worker_id=_value(row, "worker_id"),
             ts=_time(_value(row, "overlap_from")),
             incident_ts=_time(_value(row, "overlap_until")),
-            evidence=_evidence(row),
         )
     return list(found.values())
 
@@ -223,20 +224,13 @@ def _near_setting(setting: str, label: str) -> Detector:
             if p99 < share * limit:
                 continue
             job_type = _value(row, "job_type")
-            found.append(
-                Alert(
-                    # A changed setting is a new situation, so it is part of the identity.
-                    id=alert_id(rule.name, job_type, int(limit)),
-                    rule=rule.name,
-                    severity=rule.severity,
-                    summary=(
-                        f"{job_type}: p99 {p99:.0f} ms is {p99 / limit:.0%} of the "
-                        f"{label} ({int(limit)} ms)"
-                    ),
-                    job_type=job_type,
-                    evidence=_evidence(row),
-                )
+            summary = (
+                f"{job_type}: p99 {p99:.0f} ms is {p99 / limit:.0%} of the "
+                f"{label} ({int(limit)} ms)"
             )
+            # A changed setting is a new situation, so it is part of the identity.
+            ident = alert_id(rule.name, job_type, int(limit))
+            found.append(_alert(rule, ident, row, summary, job_type=job_type))
         return found
 
     return detect
@@ -259,18 +253,18 @@ def redelivery_storm(store: Store, rule: Rule, **filters: Any) -> list[Alert]:
     for row in _rows(frame):
         job_type = _value(row, "job_type")
         bucket = int(row["bucket"])
+        summary = (
+            f"{job_type}: {row['redeliveries']} redeliveries of {row['jobs']} jobs "
+            f"within {window} s"
+        )
         found.append(
-            Alert(
-                id=alert_id(rule.name, job_type, window, bucket),
-                rule=rule.name,
-                severity=rule.severity,
-                summary=(
-                    f"{job_type}: {row['redeliveries']} redeliveries of {row['jobs']} jobs "
-                    f"within {window} s"
-                ),
+            _alert(
+                rule,
+                alert_id(rule.name, job_type, window, bucket),
+                row,
+                summary,
                 job_type=job_type,
                 incident_ts=_time(_value(row, "last_ts")),
-                evidence=_evidence(row),
             )
         )
     return found

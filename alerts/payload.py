@@ -9,19 +9,12 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
+from alerts.model import CONTRACT_COLUMNS
+
 FORMATS = ("json", "slack")
 
-_EVIDENCE_KEYS = (
-    "job_id",
-    "delivery_attempt",
-    "lock_key",
-    "lock_owner",
-    "expired_at",
-    "execution_end",
-    "overrun_ms",
-    "overlapped_by",
-    "incident_ts",
-)
+#: The contract's columns below the body's own `rule` and `key`, and the incident's time.
+_EVIDENCE_KEYS = (*(c for c in CONTRACT_COLUMNS if c not in ("rule", "key")), "incident_ts")
 
 
 def timeline_url(dashboard_url: str | None, key: str | None) -> str | None:

@@ -11,9 +11,11 @@ from dupescope import __version__, cli_collect, cli_dashboard, cli_demo, cli_for
 from dupescope.options import (
     celery_log_options,
     celery_log_settings,
+    field_mapping_or_exit,
     format_option,
     group_store_option,
     input_format_option,
+    mapping_option,
     open_store_or_exit,
     store_option,
 )
@@ -43,11 +45,7 @@ def main(store_url: str | None) -> None:
 @main.command()
 @click.argument("files", nargs=-1, required=True)
 @store_option
-@click.option(
-    "--mapping",
-    type=click.Path(exists=True, dir_okay=False),
-    help="TOML file naming your fields for the canonical ones.",
-)
+@mapping_option
 @click.option("--strict", is_flag=True, help="Exit non-zero on any bad line.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar, no per-line errors.")
 @input_format_option
@@ -73,13 +71,9 @@ def ingest(
     import os
 
     from collectors.files import ingest_files
-    from collectors.mapping import FieldMapping, MappingError
     from collectors.normalise import Normaliser
 
-    try:
-        normaliser = Normaliser(FieldMapping.load(mapping)) if mapping else Normaliser()
-    except MappingError as exc:
-        raise click.ClickException(str(exc)) from exc
+    normaliser = Normaliser(field_mapping_or_exit(mapping))
     celery = celery_log_settings(celery_hostname, celery_timezone, celery_log_format)
     for path in files:
         if path != "-" and os.path.isdir(path):

@@ -11,7 +11,9 @@ import click
 from dupescope.options import (
     celery_log_options,
     celery_log_settings,
+    field_mapping_or_exit,
     input_format_option,
+    mapping_option,
     open_store_or_exit,
     store_option,
 )
@@ -117,12 +119,7 @@ from dupescope.options import (
     show_default=True,
     help="Processes that decode bodies (0: decode in the receiving threads).",
 )
-@click.option(
-    "--mapping",
-    type=click.Path(exists=True, dir_okay=False),
-    default=None,
-    help="TOML file naming your fields for the canonical ones.",
-)
+@mapping_option
 @click.option(
     "--compact-every",
     type=click.FloatRange(min=0),
@@ -183,7 +180,6 @@ def collect(
     log_level: str,
 ) -> None:
     """Run the collector. It answers a sender only once its batch is durable."""
-    from collectors.mapping import DEFAULT_MAPPING, FieldMapping, MappingError
     from collectors.service.run import CollectConfig, serve
 
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
@@ -203,10 +199,7 @@ def collect(
                 check_broker_url(url)
         except (CeleryMissing, BrokerUrlError) as exc:
             raise click.ClickException(str(exc)) from exc
-    try:
-        field_mapping = FieldMapping.load(mapping) if mapping else DEFAULT_MAPPING
-    except MappingError as exc:
-        raise click.ClickException(str(exc)) from exc
+    field_mapping = field_mapping_or_exit(mapping)
     celery = celery_log_settings(celery_hostname, celery_timezone, celery_log_format)
     store = open_store_or_exit(store_url, writable=True)
     config = CollectConfig(

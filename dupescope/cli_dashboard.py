@@ -27,10 +27,16 @@ from pathlib import Path
 
 import click
 
-from dupescope.options import open_store_or_exit, store_option
+from dupescope.options import (
+    DASHBOARD_PORT,
+    no_browser_option,
+    open_store_or_exit,
+    port_option,
+    store_option,
+)
 
 APP = Path(__file__).resolve().parents[1] / "dashboard" / "app.py"
-DEFAULT_PORT = 8501
+DEFAULT_PORT = DASHBOARD_PORT
 #: prctl(2): deliver a signal to this process when the thread that forked it exits.
 PR_SET_PDEATHSIG = 1
 #: Seconds to wait for the server to answer before giving up on opening a browser.
@@ -177,20 +183,14 @@ def launch_dashboard(
 
 @click.command()
 @store_option
-@click.option("--port", type=click.IntRange(1, 65535), default=DEFAULT_PORT, show_default=True)
+@port_option
 @click.option(
     "--host",
     default="127.0.0.1",
     show_default=True,
     help="Address to listen on (0.0.0.0 to serve other machines).",
 )
-@click.option(
-    "--no-browser",
-    "--headless",
-    "no_browser",
-    is_flag=True,
-    help="Do not open a browser (servers, containers, CI).",
-)
+@no_browser_option
 def dashboard(store_url: str | None, port: int, host: str, no_browser: bool) -> None:
     """Start the Streamlit dashboard on the store."""
     # Fail here, in words, rather than serve pages that say a mistyped store is empty.

@@ -12,7 +12,12 @@ import pandas as pd
 from tqdm import tqdm
 
 from dupescope.cli_dashboard import launch_dashboard
-from dupescope.options import open_store_or_exit, store_given_on_command_line
+from dupescope.options import (
+    no_browser_option,
+    open_store_or_exit,
+    port_option,
+    store_given_on_command_line,
+)
 from dupescope.output import emit
 
 DEFAULT_DEMO_STORE = "./dupescope-data"
@@ -72,8 +77,8 @@ def summary(store) -> pd.DataFrame:  # type: ignore[no-untyped-def]
     help="Generate a fresh workload of about N events instead of the shipped sample.",
 )
 @click.option("--seed", type=int, default=7, show_default=True, help="Seed for --events.")
-@click.option("--port", type=int, default=8501, show_default=True)
-@click.option("--no-browser", is_flag=True, help="Do not open a browser window.")
+@port_option
+@no_browser_option
 @click.option("--no-dashboard", is_flag=True, help="Load and summarise, then exit.")
 def demo(
     ctx: click.Context,

@@ -2,18 +2,42 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Any
 
 import click
 import pandas as pd
 
-from dupescope.options import TIME, format_option, open_store_or_exit, store_option
+from dupescope.options import (
+    TIME,
+    format_option,
+    open_store_or_exit,
+    rules_option,
+    store_option,
+)
 from dupescope.output import emit
 
 
 def filter_options(command):  # type: ignore[no-untyped-def]
-    """--job-type, --queue, --since, --until: which executions a command looks at."""
+    """--job-type, --queue, --since, --until: which executions a command looks at.
+
+    The command receives them as one `filters` mapping, the keyword arguments every query
+    of the library takes.
+    """
+
+    @functools.wraps(command)
+    def with_filters(
+        *args: Any,
+        job_type: str | None,
+        queue: str | None,
+        since: datetime | None,
+        until: datetime | None,
+        **kwargs: Any,
+    ) -> Any:
+        filters = {"job_type": job_type, "queue": queue, "since": since, "until": until}
+        return command(*args, filters=filters, **kwargs)
+
     for option in reversed(
         [
             click.option("--job-type", help="Only this job type (task name)."),
@@ -32,33 +56,22 @@ def filter_options(command):  # type: ignore[no-untyped-def]
             ),
         ]
     ):
-        command = option(command)
-    return command
+        with_filters = option(with_filters)
+    return with_filters
 
 
-def _filters(
-    job_type: str | None, queue: str | None, since: datetime | None, until: datetime | None
-) -> dict[str, Any]:
-    return {"job_type": job_type, "queue": queue, "since": since, "until": until}
+def forensic_command(function):  # type: ignore[no-untyped-def]
+    """A forensic subcommand: --store, --format, then the filters and its own options."""
+    return click.command()(store_option(format_option(filter_options(function))))
 
 
-@click.command()
-@store_option
-@format_option
-@filter_options
-def duplicates(
-    store_url: str | None,
-    fmt: str,
-    job_type: str | None,
-    queue: str | None,
-    since: datetime | None,
-    until: datetime | None,
-) -> None:
+@forensic_command
+def duplicates(store_url: str | None, fmt: str, filters: dict[str, Any]) -> None:
     """Keys that ran more than once, with cause and outcome (harmful or absorbed)."""
     from queries import duplicates as find_duplicates
 
     store = open_store_or_exit(store_url, existing=True)
-    frame = find_duplicates(store, **_filters(job_type, queue, since, until))
+    frame = find_duplicates(store, **filters)
     if fmt == "table" and not frame.empty:
         frame = frame.assign(
             job_ids=frame["job_ids"].map(", ".join), causes=frame["causes"].map(", ".join)
@@ -66,24 +79,12 @@ def duplicates(
     emit(frame, fmt, empty=f"no duplicates in {store.describe()}")
 
 
-@click.command()
-@store_option
-@format_option
-@filter_options
-@click.option(
-    "--rules",
-    "rules_path",
-    type=click.Path(exists=True, dir_okay=False),
-    envvar="DUPESCOPE_ALERT_RULES",
-    help="TOML rules file laid over the defaults (see alerts/default_rules.toml).",
-)
+@forensic_command
+@rules_option
 def alerts(
     store_url: str | None,
     fmt: str,
-    job_type: str | None,
-    queue: str | None,
-    since: datetime | None,
-    until: datetime | None,
+    filters: dict[str, Any],
     rules_path: str | None,
 ) -> None:
     """Evaluate the alert rules once (the same rules `watch` fires on); records nothing.
@@ -99,14 +100,11 @@ def alerts(
     except RulesError as exc:
         raise click.ClickException(str(exc)) from exc
     store = open_store_or_exit(store_url, existing=True)
-    frame = to_frame(evaluate(store, rules, **_filters(job_type, queue, since, until)))
+    frame = to_frame(evaluate(store, rules, **filters))
     emit(frame, fmt, empty=f"no alerts in {store.describe()}")
 
 
-@click.command()
-@store_option
-@format_option
-@filter_options
+@forensic_command
 @click.option(
     "--item",
     type=click.Choice(
@@ -127,10 +125,7 @@ def alerts(
 def stats(
     store_url: str | None,
     fmt: str,
-    job_type: str | None,
-    queue: str | None,
-    since: datetime | None,
-    until: datetime | None,
+    filters: dict[str, Any],
     item: str | None,
 ) -> None:
     """The duplicate-safety checklist: contention, redeliveries, idempotency hits, outbox
@@ -141,7 +136,6 @@ def stats(
     from queries import checklist, durations
 
     store = open_store_or_exit(store_url, existing=True)
-    filters = _filters(job_type, queue, since, until)
     items = checklist(store, **filters)
     items["durations"] = durations(store, **filters)
     chosen = {item: items[item]} if item else items
@@ -157,21 +151,11 @@ def stats(
     emit(combined, fmt)
 
 
-@click.command()
-@store_option
-@format_option
-@filter_options
-def lint(
-    store_url: str | None,
-    fmt: str,
-    job_type: str | None,
-    queue: str | None,
-    since: datetime | None,
-    until: datetime | None,
-) -> None:
+@forensic_command
+def lint(store_url: str | None, fmt: str, filters: dict[str, Any]) -> None:
     """Name unsafe settings from observed durations, redeliveries and lock releases."""
     from queries import lint as lint_store
 
     store = open_store_or_exit(store_url, existing=True)
-    frame = lint_store(store, **_filters(job_type, queue, since, until))
+    frame = lint_store(store, **filters)
     emit(frame, fmt, empty="no unsafe settings found")

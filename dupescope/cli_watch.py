@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import click
 
-from dupescope.options import open_store_or_exit, store_option
+from dupescope.options import open_store_or_exit, rules_option, store_option
 
 
 @click.command()
@@ -36,13 +36,7 @@ from dupescope.options import open_store_or_exit, store_option
     envvar="DUPESCOPE_DASHBOARD_URL",
     help="Base of the timeline links in alerts (<url>/timeline?key=...).",
 )
-@click.option(
-    "--rules",
-    "rules_path",
-    type=click.Path(exists=True, dir_okay=False),
-    envvar="DUPESCOPE_ALERT_RULES",
-    help="TOML rules file laid over the defaults (see alerts/default_rules.toml).",
-)
+@rules_option
 @click.option(
     "--metrics-port",
     type=click.IntRange(0, 65535),

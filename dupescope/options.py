@@ -67,6 +67,59 @@ def format_option(command):  # type: ignore[no-untyped-def]
     )(command)
 
 
+def rules_option(command):  # type: ignore[no-untyped-def]
+    """--rules: the alert rules `alerts` evaluates once and `watch` fires on."""
+    return click.option(
+        "--rules",
+        "rules_path",
+        type=click.Path(exists=True, dir_okay=False),
+        envvar="DUPESCOPE_ALERT_RULES",
+        help="TOML rules file laid over the defaults (see alerts/default_rules.toml).",
+    )(command)
+
+
+def mapping_option(command):  # type: ignore[no-untyped-def]
+    """--mapping: the field names of the events a loader reads (`ingest`, `collect`)."""
+    return click.option(
+        "--mapping",
+        type=click.Path(exists=True, dir_okay=False),
+        default=None,
+        help="TOML file naming your fields for the canonical ones.",
+    )(command)
+
+
+def field_mapping_or_exit(path: str | None):  # type: ignore[no-untyped-def]
+    """The --mapping file's FieldMapping (the built-in one without it), or its error in words."""
+    from collectors.mapping import DEFAULT_MAPPING, FieldMapping, MappingError
+
+    try:
+        return FieldMapping.load(path) if path else DEFAULT_MAPPING
+    except MappingError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+#: Streamlit's own default port.
+DASHBOARD_PORT = 8501
+
+
+def port_option(command):  # type: ignore[no-untyped-def]
+    """--port: where the dashboard serves (`dashboard`, and `demo` which starts it)."""
+    return click.option(
+        "--port", type=click.IntRange(1, 65535), default=DASHBOARD_PORT, show_default=True
+    )(command)
+
+
+def no_browser_option(command):  # type: ignore[no-untyped-def]
+    """--no-browser (alias --headless): serve the dashboard without opening a window."""
+    return click.option(
+        "--no-browser",
+        "--headless",
+        "no_browser",
+        is_flag=True,
+        help="Do not open a browser (servers, containers, CI).",
+    )(command)
+
+
 def open_store_or_exit(url: str | None, *, existing: bool = False, writable: bool = False):  # type: ignore[no-untyped-def]
     """Open the store; a query needs one that `existing`, a loader one that is `writable`.
 

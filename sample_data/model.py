@@ -528,10 +528,7 @@ class Model:
                 self.sim.spawn(self._heartbeat(ex, g))
         yield self._u(1 * MS, 10 * MS)
         if jt.guard == "idem" and job.key in self.idem_done:
-            self.emit(ex.worker_id, "idempotency_hit", ex)
-            yield self._u(1 * MS, 5 * MS)
-            self._release(ex)
-            self._ack(ex, msg)
+            yield from self._absorbed(ex, msg, "idempotency_hit")
             return
         if ex.plan in ("visibility_timeout",):
             # the body outlives the visibility timeout by a clear margin
@@ -546,10 +543,7 @@ class Model:
             self._fail(ex, msg)
             return
         if jt.guard == "occ" and job.key in self.rows_done:
-            self.emit(ex.worker_id, "occ_conflict", ex)
-            yield self._u(1 * MS, 5 * MS)
-            self._release(ex)
-            self._ack(ex, msg)
+            yield from self._absorbed(ex, msg, "occ_conflict")
             return
         self.emit(ex.worker_id, "side_effect", ex, msg=jt.effect)
         ex.side_effect = True
@@ -608,6 +602,13 @@ class Model:
             return
         self.idle.append(w)
         self._dispatch()
+
+    def _absorbed(self, ex: Execution, msg: Message, guard_event: str) -> ExecGen:
+        """The job's guard caught a repeat: it says so, and the run ends without the effect."""
+        self.emit(ex.worker_id, guard_event, ex)
+        yield self._u(1 * MS, 5 * MS)
+        self._release(ex)
+        self._ack(ex, msg)
 
     def _ack(self, ex: Execution, msg: Message) -> None:
         self.emit(ex.worker_id, "ack", ex)

@@ -35,6 +35,31 @@ def make_table() -> Callable[[list[dict]], pa.Table]:
     return events_to_table
 
 
+@pytest.fixture
+def serve_events(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[list[dict]], str]:
+    """Contract events -> an embedded store named in DUPESCOPE_STORE, where the dashboard
+    looks for it; returns the store's folder."""
+
+    def serve(records: list[dict]) -> str:
+        opened = EmbeddedStore(tmp_path / "store")
+        opened.write(events_to_table(records))
+        monkeypatch.setenv("DUPESCOPE_STORE", str(opened.root))
+        return str(opened.root)
+
+    return serve
+
+
+@pytest.fixture(scope="module")
+def stories(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedStore]:
+    """The dashboard's inline stories (tests/dashboard_cases.py), stored once a module."""
+    from dashboard_cases import dashboard_events
+
+    opened = EmbeddedStore(tmp_path_factory.mktemp("stories") / "store")
+    opened.write(events_to_table(dashboard_events()))
+    yield opened
+    opened.close()
+
+
 @pytest.fixture(params=["embedded", "chdb"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     """The same behaviour suite runs on the embedded store and on chDB."""

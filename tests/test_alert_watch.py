@@ -9,6 +9,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from alert_receiver import Receiver, make_watcher
 from forensics_cases import locked
 
@@ -36,9 +37,16 @@ def test_re_ingesting_the_same_events_fires_nothing_new(embedded, make_table) ->
     assert [key for key, _ in sink.received] == [HEADLINE_ID]
 
 
-def test_a_restarted_watch_fires_nothing_it_fired_before(tmp_path, make_table) -> None:
+@pytest.fixture
+def overrun_folder(tmp_path, make_table) -> Path:
+    """An embedded store's folder holding the headline overrun, for watches that reopen it."""
     folder = tmp_path / "store"
     EmbeddedStore(folder).write(make_table(OVERRUN))
+    return folder
+
+
+def test_a_restarted_watch_fires_nothing_it_fired_before(overrun_folder) -> None:
+    folder = overrun_folder
     first, second = MemorySink(), MemorySink()
     assert len(make_watcher(EmbeddedStore(folder), [first]).tick()) == 1
     assert make_watcher(EmbeddedStore(folder), [second]).tick() == []
@@ -101,9 +109,8 @@ def _watch_once(folder: Path, url: str, fault: str | None = None) -> subprocess.
     )
 
 
-def test_killed_after_the_outbox_write_delivers_after_restart(tmp_path, make_table) -> None:
-    folder = tmp_path / "store"
-    EmbeddedStore(folder).write(make_table(OVERRUN))
+def test_killed_after_the_outbox_write_delivers_after_restart(overrun_folder) -> None:
+    folder = overrun_folder
     with Receiver() as receiver:
         crashed = _watch_once(folder, receiver.url, fault="after_outbox")
         assert crashed.returncode == -signal.SIGKILL, crashed.stderr
@@ -114,9 +121,8 @@ def test_killed_after_the_outbox_write_delivers_after_restart(tmp_path, make_tab
     assert receiver.keys() == [HEADLINE_ID]
 
 
-def test_killed_after_sending_repeats_with_the_same_id(tmp_path, make_table) -> None:
-    folder = tmp_path / "store"
-    EmbeddedStore(folder).write(make_table(OVERRUN))
+def test_killed_after_sending_repeats_with_the_same_id(overrun_folder) -> None:
+    folder = overrun_folder
     with Receiver() as receiver:
         crashed = _watch_once(folder, receiver.url, fault="after_send")
         assert crashed.returncode == -signal.SIGKILL, crashed.stderr

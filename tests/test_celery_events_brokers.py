@@ -148,6 +148,12 @@ def test_a_task_is_its_enqueue_deliver_and_ack_named_and_placed(
     assert receiving.duplicates() == []
 
 
+def only_duplicate(receiving: Receiving) -> tuple[str, int, str]:
+    """The one duplicate in the receiving store: its key, executions and cause."""
+    [duplicate] = receiving.duplicates()
+    return duplicate["key"], duplicate["executions"], duplicate["cause"]
+
+
 def test_a_retry_is_a_nack_then_a_second_execution(
     broker: Broker, receiving: Receiving, worker: Worker
 ) -> None:
@@ -167,9 +173,7 @@ def test_a_message_delivered_again_after_its_ack_is_a_broker_redelivery(
     wait_for(lambda: "ack" in receiving.events(job.id), 20, "the first ack")
     app.send_task("tests.double", args=(1,), task_id=job.id)  # the same message again
     wait_for(lambda: receiving.events(job.id).count("ack") == 2, 20, "the second ack")
-    [duplicate] = receiving.duplicates()
-    assert (duplicate["key"], duplicate["executions"]) == (job.id, 2)
-    assert duplicate["cause"] == "broker_redelivery"
+    assert only_duplicate(receiving) == (job.id, 2, "broker_redelivery")
 
 
 def test_an_order_sent_twice_as_two_tasks_is_a_producer_retry(
@@ -206,9 +210,7 @@ def test_a_worker_killed_mid_task_is_settled_as_lost_and_its_redelivery_a_worker
                  f"the redelivered run's ack\n{second.output()}")
     finally:
         second.stop()
-    [duplicate] = receiving.duplicates()
-    assert (duplicate["key"], duplicate["executions"]) == (job.id, 2)
-    assert duplicate["cause"] == "worker_crash"
+    assert only_duplicate(receiving) == (job.id, 2, "worker_crash")
 
 
 def test_a_task_outliving_the_redis_visibility_timeout_is_a_visibility_timeout(
@@ -225,9 +227,7 @@ def test_a_task_outliving_the_redis_visibility_timeout_is_a_visibility_timeout(
                  f"both runs' acks: {receiving.events(job.id)}")
     finally:
         second.stop()
-    [duplicate] = receiving.duplicates()
-    assert (duplicate["key"], duplicate["executions"]) == (job.id, 2)
-    assert duplicate["cause"] == "visibility_timeout"
+    assert only_duplicate(receiving) == (job.id, 2, "visibility_timeout")
 
 
 def test_a_dropped_connection_is_taken_up_again_and_no_event_counted_twice(

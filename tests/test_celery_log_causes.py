@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from test_celery_log import ADD, BROKEN, CRASH, FLAKY, SLOW, UNACKED
 
 from collectors.files import ingest_files
@@ -41,42 +42,27 @@ def _causes(store: Store, tmp_path: Path, log: bytes) -> dict[str, str]:
     return dict(zip(found["key"], found["cause"], strict=True))
 
 
-def test_received_again_after_a_retry_is_a_retry_after_failure(store, tmp_path) -> None:
-    assert _causes(store, tmp_path, FLAKY) == {
-        "02c60c39-035e-4872-844c-979a12590d03": "retry_after_failure"
-    }
+#: Each excerpt's one task received twice, and the cause the queries must name.
+RECEIVED_TWICE = {
+    "after_a_retry_is_a_retry_after_failure": (
+        FLAKY, "02c60c39-035e-4872-844c-979a12590d03", "retry_after_failure"),
+    "after_a_lost_pool_process_is_a_worker_crash": (
+        CRASH, "8dc57862-bcda-4bc8-be09-1953ad01680a", "worker_crash"),
+    "after_a_crash_noticed_after_the_redelivery_is_still_a_worker_crash": (
+        CRASH_NOTICED_LATE, "d6baadfa-38fa-4d82-ac1d-e0937d28c5be", "worker_crash"),
+    "while_still_running_is_a_visibility_timeout": (
+        SLOW, "e27357db-7b20-4c35-a15d-83cc27c7092e", "visibility_timeout"),
+    "after_it_succeeded_is_a_broker_redelivery": (
+        UNACKED, "9a8a596f-6c12-4e6d-8500-d83485e202a7", "broker_redelivery"),
+    "after_the_worker_died_silently_is_a_worker_crash": (
+        RUNNING, "03690bf1-4b25-4134-9bfb-cf9297824c0d", "worker_crash"),
+}
 
 
-def test_received_again_after_a_lost_pool_process_is_a_worker_crash(store, tmp_path) -> None:
-    assert _causes(store, tmp_path, CRASH) == {
-        "8dc57862-bcda-4bc8-be09-1953ad01680a": "worker_crash"
-    }
-
-
-def test_a_crash_noticed_after_the_redelivery_is_still_a_worker_crash(store, tmp_path) -> None:
-    assert _causes(store, tmp_path, CRASH_NOTICED_LATE) == {
-        "d6baadfa-38fa-4d82-ac1d-e0937d28c5be": "worker_crash"
-    }
-
-
-def test_received_again_while_still_running_is_a_visibility_timeout(store, tmp_path) -> None:
-    assert _causes(store, tmp_path, SLOW) == {
-        "e27357db-7b20-4c35-a15d-83cc27c7092e": "visibility_timeout"
-    }
-
-
-def test_received_again_after_it_succeeded_is_a_broker_redelivery(store, tmp_path) -> None:
-    assert _causes(store, tmp_path, UNACKED) == {
-        "9a8a596f-6c12-4e6d-8500-d83485e202a7": "broker_redelivery"
-    }
-
-
-def test_received_again_after_the_worker_died_silently_is_a_worker_crash(
-    store, tmp_path
-) -> None:
-    assert _causes(store, tmp_path, RUNNING) == {
-        "03690bf1-4b25-4134-9bfb-cf9297824c0d": "worker_crash"
-    }
+@pytest.mark.parametrize(("log", "task_id", "cause"), RECEIVED_TWICE.values(),
+                         ids=RECEIVED_TWICE.keys())
+def test_a_task_received_again(store, tmp_path, log: bytes, task_id: str, cause: str) -> None:
+    assert _causes(store, tmp_path, log) == {task_id: cause}
 
 
 def test_tasks_that_ran_once_are_no_duplicates(store, tmp_path) -> None:

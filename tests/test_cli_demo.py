@@ -42,3 +42,11 @@ def test_demo_generates_a_fresh_workload_on_request(tmp_path) -> None:
     assert result.exit_code == 0, result.output
     assert "Duplicate executions by cause" in result.stdout
     assert any(store.glob("events/day=*/*.parquet"))
+
+
+def test_demo_takes_the_dashboards_port_option_and_refuses_a_port_out_of_range(tmp_path) -> None:
+    store = tmp_path / "store"
+    result = CliRunner().invoke(main, ["demo", "--store", str(store), "--port", "70000"])
+    assert result.exit_code == 2
+    assert "'--port'" in result.output
+    assert not store.exists()  # refused before anything was loaded

@@ -5,25 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 
 import pandas as pd
-import pytest
-from dashboard_cases import ABSORBED_KEY, HARMFUL_KEY, dashboard_events
+from dashboard_cases import ABSORBED_KEY, HARMFUL_KEY
 
 from dashboard import charts
 from dashboard.filters import Filters, window_bounds
 from dashboard.swimlane import swimlane_figure
 from queries.key_executions import summarise
-
-
-@pytest.fixture(scope="module")
-def stored(tmp_path_factory):
-    from conftest import events_to_table
-
-    from store.embedded import EmbeddedStore
-
-    store = EmbeddedStore(tmp_path_factory.mktemp("charts") / "store")
-    store.write(events_to_table(dashboard_events()))
-    yield store
-    store.close()
 
 
 def _timeline(store, key: str) -> pd.DataFrame:
@@ -32,8 +19,8 @@ def _timeline(store, key: str) -> pd.DataFrame:
     return queries.timeline(store, key)
 
 
-def test_swimlanes_draw_one_lane_per_execution_with_lock_and_window(stored) -> None:
-    frame = _timeline(stored, HARMFUL_KEY)
+def test_swimlanes_draw_one_lane_per_execution_with_lock_and_window(stories) -> None:
+    frame = _timeline(stories, HARMFUL_KEY)
     figure = swimlane_figure(frame, summarise(frame))
     assert list(figure.layout.yaxis.ticktext) == [
         "producer", "#1 w1:101 · attempt 1", "#2 w2:202 · attempt 2"
@@ -44,8 +31,8 @@ def test_swimlanes_draw_one_lane_per_execution_with_lock_and_window(stored) -> N
     assert not figure.layout.shapes, "these two runs never overlapped"
 
 
-def test_swimlanes_shade_the_overlap(stored) -> None:
-    frame = _timeline(stored, ABSORBED_KEY)
+def test_swimlanes_shade_the_overlap(stories) -> None:
+    frame = _timeline(stories, ABSORBED_KEY)
     figure = swimlane_figure(frame, summarise(frame))
     (shade,) = figure.layout.shapes
     assert shade.fillcolor == "#d62728"
@@ -73,10 +60,10 @@ def test_over_time_names_the_busiest_job_types_and_sums_the_rest() -> None:
     assert {t.name for t in figure.data} == {"a", charts.OTHER}
 
 
-def test_causes_split_harmful_and_absorbed(stored) -> None:
+def test_causes_split_harmful_and_absorbed(stories) -> None:
     import queries
 
-    figure = charts.causes_figure(queries.duplicates(stored))
+    figure = charts.causes_figure(queries.duplicates(stories))
     assert {t.name for t in figure.data} == {"harmful", "absorbed"}
 
 
@@ -99,10 +86,10 @@ def test_ratio_chart_keeps_the_highest_rows() -> None:
     assert figure.layout.title.text == "Ratio (top 2 of 6)"
 
 
-def test_job_type_table_ranks_harm_first(stored) -> None:
+def test_job_type_table_ranks_harm_first(stories) -> None:
     import queries
 
-    table = charts.job_type_table(queries.duplicates(stored))
+    table = charts.job_type_table(queries.duplicates(stories))
     first = table.iloc[0]
     assert (first["job_type"], first["duplicates"], first["harmful"], first["absorbed"]) == (
         "billing.charge", 2, 1, 1

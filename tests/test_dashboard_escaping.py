@@ -28,13 +28,8 @@ MARKUP = re.compile(r"(?<!\\)\]\((?!\\)|(?<!\\)<[a-zA-Z/]")
 
 
 @pytest.fixture
-def hostile(tmp_path, monkeypatch, make_table) -> str:
-    from store.embedded import EmbeddedStore
-
-    store = EmbeddedStore(tmp_path / "store")
-    store.write(make_table(hostile_events()))
-    monkeypatch.setenv("DUPESCOPE_STORE", str(store.root))
-    return str(store.root)
+def hostile(serve_events) -> str:
+    return serve_events(hostile_events())
 
 
 def _markdown_of(app) -> list[str]:  # type: ignore[no-untyped-def]

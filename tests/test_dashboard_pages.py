@@ -8,13 +8,8 @@ from dashboard_cases import ABSORBED_KEY, HARMFUL_KEY, dashboard_events
 
 
 @pytest.fixture
-def filled(tmp_path, monkeypatch, make_table) -> str:
-    from store.embedded import EmbeddedStore
-
-    store = EmbeddedStore(tmp_path / "store")
-    store.write(make_table(dashboard_events()))
-    monkeypatch.setenv("DUPESCOPE_STORE", str(store.root))
-    return str(store.root)
+def filled(serve_events) -> str:
+    return serve_events(dashboard_events())
 
 
 def test_overview_counts_duplicates_and_lists_the_worst_keys(filled) -> None:
@@ -85,6 +80,36 @@ def test_an_empty_store_gets_a_helpful_message(page, tmp_path, monkeypatch) -> N
     assert texts(app.info), "an empty store explains itself"
     if page != "timeline":
         assert "holds no events yet" in texts(app.info)[0]
+
+
+@pytest.mark.parametrize(
+    ("page", "question"),
+    [("overview", "duplicates"), ("durations", "durations"), ("alerts", "lock_overruns"),
+     ("checklist", "checklist")],
+)
+def test_a_page_whose_question_this_build_lacks_says_so(page, question, filled,
+                                                       monkeypatch) -> None:
+    import queries
+
+    monkeypatch.delattr(queries, question)
+    app = open_page(page)
+    assert not app.exception
+    assert f"queries.{question}" in texts(app.info)[0]
+
+
+@pytest.mark.parametrize(
+    ("page", "all_clear"),
+    [("alerts", "No lock expired while its execution was still running."),
+     ("durations", "No unsafe setting found in what was observed.")],
+)
+def test_a_clean_store_gets_the_all_clear(page, all_clear, serve_events) -> None:
+    from forensics_cases import locked
+
+    serve_events(locked("j1", 1, "w1", "o1", "00:00", 30_000,
+                        [("00:02", "side_effect"), ("00:03", "lock_release"), ("00:03", "ack")]))
+    app = open_page(page)
+    assert not app.exception
+    assert all_clear in texts(app.success)
 
 
 def test_the_pages_work_on_the_clickhouse_dialect(tmp_path, monkeypatch, make_table) -> None:

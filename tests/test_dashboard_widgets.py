@@ -8,13 +8,8 @@ from dashboard_cases import HARMFUL_KEY, dashboard_events
 
 
 @pytest.fixture
-def filled(tmp_path, monkeypatch, make_table) -> str:
-    from store.embedded import EmbeddedStore
-
-    store = EmbeddedStore(tmp_path / "store")
-    store.write(make_table(dashboard_events()))
-    monkeypatch.setenv("DUPESCOPE_STORE", str(store.root))
-    return str(store.root)
+def filled(serve_events) -> str:
+    return serve_events(dashboard_events())
 
 
 def test_a_lock_owner_prefix_suggests_its_key_and_picking_opens_it(filled) -> None:

@@ -22,7 +22,7 @@ from collectors.jsonlines import decode_lines
 from collectors.normalise import Normaliser
 from collectors.otlp import decode_traces
 from dupescope import instrument
-from store.schema import EVENT_KINDS
+from store.schema import EVENT_KINDS, INT_FIELDS, STRING_FIELDS
 
 JOB = {
     "job_id": "msg-1",
@@ -33,21 +33,8 @@ JOB = {
     "visibility_timeout_ms": 30_000,
     "resource_key": "account-7",
 }
-CANONICAL = (
-    "event",
-    "job_id",
-    "job_type",
-    "idempotency_key",
-    "resource_key",
-    "queue",
-    "delivery_attempt",
-    "worker_id",
-    "lock_key",
-    "lock_owner",
-    "lock_ttl_ms",
-    "visibility_timeout_ms",
-    "service_version",
-)
+#: The contract's fields an emitter sets (trace_id and span_id come from the span).
+CANONICAL = ("event", *(f for f in STRING_FIELDS + INT_FIELDS if f not in ("trace_id", "span_id")))
 
 
 class Boom(RuntimeError):

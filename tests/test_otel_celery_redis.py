@@ -155,25 +155,36 @@ def stored(tmp_path: Path, collector: Subprocess, producer: TracerProvider):
         store.close()
 
 
-def test_a_worker_killed_mid_task_is_a_worker_crash_from_the_redelivery_alone(
-    tmp_path: Path, prefix: str, collector: Subprocess, producer: TracerProvider
-) -> None:
-    # SIGKILL after the side effect, before the ack: the killed worker's spans are lost,
-    # as in production. Redis restores the message, flagged redelivered, to another worker.
+def run_on_two_workers(prefix: str, collector: Subprocess, key: str, kill_the_first: bool) -> str:
+    """Send a task that outlives the visibility timeout to a first worker (killed once it
+    runs, or left running) and wait for a second worker to run it again: its task id."""
     app = make_app(REDIS_URL, prefix, VISIBILITY_TIMEOUT_S)
     traces = f"{collector.url}/v1/traces"
     first = Worker(REDIS_URL, prefix, traces, "billing@a", VISIBILITY_TIMEOUT_S)
     second = None
     try:
-        task_id = send(app, "hang-1")
-        wait_for(prefix, "hang-1", 1)
-        first.kill()
+        task_id = send(app, key)
+        wait_for(prefix, key, 1)
+        if kill_the_first:
+            first.kill()
         second = Worker(REDIS_URL, prefix, traces, "billing@b", VISIBILITY_TIMEOUT_S)
-        wait_for(prefix, "hang-1", 2)
+        wait_for(prefix, key, 2)
     finally:
-        first.kill()
+        if kill_the_first:
+            first.kill()
+        else:
+            first.stop()
         if second is not None:
             second.stop()
+    return task_id
+
+
+def test_a_worker_killed_mid_task_is_a_worker_crash_from_the_redelivery_alone(
+    tmp_path: Path, prefix: str, collector: Subprocess, producer: TracerProvider
+) -> None:
+    # SIGKILL after the side effect, before the ack: the killed worker's spans are lost,
+    # as in production. Redis restores the message, flagged redelivered, to another worker.
+    task_id = run_on_two_workers(prefix, collector, "hang-1", kill_the_first=True)
     found, delivered = stored(tmp_path, collector, producer)
     assert delivered.values.tolist() == [[task_id, 2]]
     row = found.iloc[0]
@@ -185,19 +196,7 @@ def test_a_task_that_outlives_the_visibility_timeout_is_a_visibility_timeout(
     tmp_path: Path, prefix: str, collector: Subprocess, producer: TracerProvider
 ) -> None:
     # Both runs' spans arrive: the first was still running when the second began.
-    app = make_app(REDIS_URL, prefix, VISIBILITY_TIMEOUT_S)
-    traces = f"{collector.url}/v1/traces"
-    first = Worker(REDIS_URL, prefix, traces, "billing@a", VISIBILITY_TIMEOUT_S)
-    second = None
-    try:
-        task_id = send(app, "slow-1")
-        wait_for(prefix, "slow-1", 1)
-        second = Worker(REDIS_URL, prefix, traces, "billing@b", VISIBILITY_TIMEOUT_S)
-        wait_for(prefix, "slow-1", 2)
-    finally:
-        first.stop()
-        if second is not None:
-            second.stop()
+    task_id = run_on_two_workers(prefix, collector, "slow-1", kill_the_first=False)
     found, delivered = stored(tmp_path, collector, producer)
     assert delivered.values.tolist() == [[task_id, 1], [task_id, 2]]
     row = found.iloc[0]

@@ -266,18 +266,23 @@ def _log_request() -> ExportLogsServiceRequest:
     return request
 
 
+def _derived(folder: Path, sql: str) -> pd.DataFrame:
+    """`sql` over the events a store derives from the exporter's tables in `folder`."""
+    store = OtelChdbStore(str(folder), OtelSource("otel"))
+    try:
+        store.refresh()
+        return store.execute(sql)
+    finally:
+        store.close()
+
+
 @pytest.mark.parametrize("layout", ["current", "timestamp_time", "json"])
 def test_log_records_give_the_otlp_decoders_rows(layout: str, tmp_path: Path) -> None:
     request = _log_request()
     expected = to_frame(rows_to_table(decode_logs(request, Normaliser(), "otlp").rows))
     folder = exporter_tables(tmp_path / "otel", json_attrs=layout == "json", logs=layout,
                              logs_rows=log_rows([request], json=layout == "json"))
-    store = OtelChdbStore(str(folder), OtelSource("otel"))
-    try:
-        store.refresh()
-        got = store.execute("SELECT * FROM events")
-    finally:
-        store.close()
+    got = _derived(folder, "SELECT * FROM events")
     assert len(got) == 6
     assert canonical(got) == canonical(expected)
     assert set(got["delivery_attempt"].dropna()) == {1, 2}  # arrived as '1' and '2'
@@ -312,13 +317,7 @@ def _span(name: str, kind: str, attrs: dict, *, start: str = "2025-11-30 12:00:0
 
 def _events_of(tmp_path: Path, spans: list[dict]) -> list[dict]:
     folder = exporter_tables(tmp_path / "otel", json_attrs=False, logs="current", spans=spans)
-    store = OtelChdbStore(str(folder), OtelSource("otel"))
-    try:
-        store.refresh()
-        frame = store.execute("SELECT * FROM events ORDER BY ts, event")
-    finally:
-        store.close()
-    return frame.to_dict("records")
+    return _derived(folder, "SELECT * FROM events ORDER BY ts, event").to_dict("records")
 
 
 def test_a_producer_span_naming_a_job_is_its_enqueue(tmp_path: Path) -> None:

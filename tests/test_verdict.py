@@ -7,23 +7,10 @@ store (tests/dashboard_cases.py) holds one story per key.
 from __future__ import annotations
 
 import pandas as pd
-import pytest
-from dashboard_cases import ABSORBED_KEY, HARMFUL_KEY, SINGLE_KEY, dashboard_events
+from dashboard_cases import ABSORBED_KEY, HARMFUL_KEY, SINGLE_KEY
 
 from queries.key_executions import overlaps, summarise
 from queries.verdict import verdict
-
-
-@pytest.fixture(scope="module")
-def stored(tmp_path_factory):
-    from conftest import events_to_table
-
-    from store.embedded import EmbeddedStore
-
-    store = EmbeddedStore(tmp_path_factory.mktemp("verdict") / "store")
-    store.write(events_to_table(dashboard_events()))
-    yield store
-    store.close()
 
 
 def _timeline(store, key: str) -> pd.DataFrame:
@@ -39,24 +26,24 @@ def _row(store, key: str) -> dict:
     return found[found["key"] == key].iloc[0].to_dict()
 
 
-def test_summary_says_how_each_execution_ended(stored) -> None:
-    runs = summarise(_timeline(stored, HARMFUL_KEY))
+def test_summary_says_how_each_execution_ended(stories) -> None:
+    runs = summarise(_timeline(stories, HARMFUL_KEY))
     assert runs["outcome"].tolist() == ["silent", "ack"]
     assert runs["side_effect"].tolist() == [True, True]
     assert runs["worker_id"].tolist() == ["w1:101", "w2:202"]
     assert runs["lock_valid_until"].iloc[0] == pd.Timestamp("2025-11-30T12:00:11.2Z")
 
 
-def test_overlap_is_found_only_where_runs_share_time(stored) -> None:
-    assert overlaps(summarise(_timeline(stored, HARMFUL_KEY))) == []
-    (begin, finish, one, other), = overlaps(summarise(_timeline(stored, ABSORBED_KEY)))
+def test_overlap_is_found_only_where_runs_share_time(stories) -> None:
+    assert overlaps(summarise(_timeline(stories, HARMFUL_KEY))) == []
+    (begin, finish, one, other), = overlaps(summarise(_timeline(stories, ABSORBED_KEY)))
     assert (one, other) == (1, 2)
     assert begin == pd.Timestamp("2025-11-30T12:01:31Z")
     assert finish == pd.Timestamp("2025-11-30T12:01:32Z")
 
 
-def test_verdict_for_a_harmful_worker_crash(stored) -> None:
-    said = verdict(summarise(_timeline(stored, HARMFUL_KEY)), _row(stored, HARMFUL_KEY))
+def test_verdict_for_a_harmful_worker_crash(stories) -> None:
+    said = verdict(summarise(_timeline(stories, HARMFUL_KEY)), _row(stories, HARMFUL_KEY))
     assert said.harmful is True and said.cause == "worker_crash"
     assert said.text == (
         "Delivered twice because the first worker (w1:101) went silent after its side effect; "
@@ -64,8 +51,8 @@ def test_verdict_for_a_harmful_worker_crash(stored) -> None:
     )
 
 
-def test_verdict_for_an_absorbed_visibility_timeout(stored) -> None:
-    said = verdict(summarise(_timeline(stored, ABSORBED_KEY)), _row(stored, ABSORBED_KEY))
+def test_verdict_for_an_absorbed_visibility_timeout(stories) -> None:
+    said = verdict(summarise(_timeline(stories, ABSORBED_KEY)), _row(stories, ABSORBED_KEY))
     assert said.harmful is False
     assert said.text == (
         "Delivered twice because the visibility timeout (30 s) ran out while the first "
@@ -74,11 +61,11 @@ def test_verdict_for_an_absorbed_visibility_timeout(stored) -> None:
     )
 
 
-def test_verdict_for_a_single_run_and_for_no_forensic_answer(stored) -> None:
-    assert verdict(summarise(_timeline(stored, SINGLE_KEY))).text == (
+def test_verdict_for_a_single_run_and_for_no_forensic_answer(stories) -> None:
+    assert verdict(summarise(_timeline(stories, SINGLE_KEY))).text == (
         "Ran once and ran its side effect: not a duplicate."
     )
-    unclassified = verdict(summarise(_timeline(stored, HARMFUL_KEY)), None)
+    unclassified = verdict(summarise(_timeline(stories, HARMFUL_KEY)), None)
     assert unclassified.harmful is True
     assert unclassified.text.startswith("Ran twice for a reason the events do not show")
     assert "no forensic answer" in unclassified.text

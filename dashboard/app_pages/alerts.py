@@ -10,9 +10,8 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, loaders, ui
-from dashboard.escape import md
-from dashboard.filters import Filters, current
-from dashboard.source import snapshot, store_url
+from dashboard.filters import Filters
+from dashboard.source import store_url
 
 KEY_LINK = st.column_config.LinkColumn("key", display_text=r"key=(.*)$")
 
@@ -25,14 +24,9 @@ def with_links(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
 
 def show_overruns(url: str, snap: str, chosen: Filters) -> None:
     st.subheader("Locks that expired while running")
-    found = ui.answer(
-        "lock overruns", lambda: loaders.forensic(url, snap, "lock_overruns", chosen.as_kwargs())
-    )
+    found = ui.findings("lock overruns", url, snap, "lock_overruns", chosen.as_kwargs(),
+                        "No lock expired while its execution was still running.")
     if found is None:
-        return
-    if found.empty:
-        st.success("No lock expired while its execution was still running.",
-                   icon=":material/check:")
         return
     overlapped = found["overlapped_by"].notna()
     columns = st.columns(3)
@@ -59,7 +53,7 @@ def show_other_lock_findings(url: str, snap: str, chosen: Filters) -> None:
     ):
         if loaders.forensic_function(name) is None:
             continue
-        found = ui.answer(name, lambda n=name: loaders.forensic(url, snap, n, chosen.as_kwargs()))
+        found = ui.forensic(name, url, snap, name, chosen.as_kwargs())
         if found is None or found.empty:
             continue
         st.subheader(title)
@@ -90,16 +84,11 @@ def show_history(url: str) -> None:
 
 
 def alerts_page() -> None:
-    url, chosen = store_url(), current()
-    snap = snapshot(url)
-    if not loaders.store_summary(url, snap).get("events"):
-        ui.nothing(ui.EMPTY_STORE.format(where=md(loaders.describe_store(url))))
-    elif loaders.forensic_function("lock_overruns") is None:
-        ui.missing("lock_overruns")
-    else:
-        show_overruns(url, snap, chosen)
-        show_other_lock_findings(url, snap, chosen)
-    show_history(url)
+    opened = ui.store_page("lock_overruns")
+    if opened is not None:
+        show_overruns(*opened)
+        show_other_lock_findings(*opened)
+    show_history(store_url())
 
 
 st.title("Alerts")

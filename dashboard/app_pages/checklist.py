@@ -14,10 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from dashboard import charts, loaders, ui
-from dashboard.escape import md
-from dashboard.filters import current
-from dashboard.source import snapshot, store_url
+from dashboard import charts, ui
 from queries.defaults import SKEW_TOLERANCE_MS
 
 
@@ -154,7 +151,7 @@ def show_item(item: Item, frame: pd.DataFrame | None) -> None:
     if frame is None:
         ui.missing(f"checklist()['{item.name}']")
     elif quiet(item, frame):
-        st.success(item.all_clear, icon=":material/check:")
+        ui.all_clear(item.all_clear)
     else:
         ui.plot(item.title, lambda: item.figure(frame), f"checklist_{item.name}")
     if frame is not None and not frame.empty:
@@ -163,22 +160,10 @@ def show_item(item: Item, frame: pd.DataFrame | None) -> None:
 
 
 def checklist_page() -> None:
-    url, chosen = store_url(), current()
-    snap = snapshot(url)
-    if not loaders.store_summary(url, snap).get("events"):
-        ui.nothing(ui.EMPTY_STORE.format(where=md(loaders.describe_store(url))))
+    opened = ui.page_answer("checklist", skew_tolerance_ms=SKEW_TOLERANCE_MS)
+    if opened is None:
         return
-    if loaders.forensic_function("checklist") is None:
-        ui.missing("checklist")
-        return
-    answers = ui.answer(
-        "checklist",
-        lambda: loaders.forensic(
-            url, snap, "checklist", {**chosen.as_kwargs(), "skew_tolerance_ms": SKEW_TOLERANCE_MS}
-        ),
-    )
-    if answers is None:
-        return
+    *_, answers = opened
     for left, right in zip(ITEMS[::2], ITEMS[1::2], strict=True):
         columns = st.columns(2)
         for column, item in ((columns[0], left), (columns[1], right)):

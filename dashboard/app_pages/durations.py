@@ -9,10 +9,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, loaders, ui
+from dashboard import charts, ui
 from dashboard.escape import md
-from dashboard.filters import Filters, current
-from dashboard.source import snapshot, store_url
+from dashboard.filters import Filters
 
 SUMMARY_COLUMNS = [
     "job_type", "executions", "p50_ms", "p95_ms", "p99_ms", "max_ms", "lock_ttl_ms",
@@ -37,9 +36,7 @@ def whole_ms(frame: pd.DataFrame) -> pd.DataFrame:
 def show_distribution(url: str, snap: str, chosen: Filters, ranked: pd.DataFrame) -> None:
     job_type = st.selectbox("Job type", ranked["job_type"].tolist(), key="duration_job_type")
     narrowed = {**chosen.as_kwargs(), "job_type": job_type}
-    samples = ui.answer(
-        "duration samples", lambda: loaders.forensic(url, snap, "duration_samples", narrowed)
-    )
+    samples = ui.forensic("duration samples", url, snap, "duration_samples", narrowed)
     if samples is None or samples.empty:
         ui.nothing(f"No finished executions of {md(job_type)} to draw.")
         return
@@ -49,31 +46,18 @@ def show_distribution(url: str, snap: str, chosen: Filters, ranked: pd.DataFrame
 
 def show_lint(url: str, snap: str, chosen: Filters) -> None:
     st.subheader("Settings to change")
-    findings = ui.answer(
-        "settings lint", lambda: loaders.forensic(url, snap, "lint", chosen.as_kwargs())
-    )
+    findings = ui.findings("settings lint", url, snap, "lint", chosen.as_kwargs(),
+                           "No unsafe setting found in what was observed.")
     if findings is None:
-        return
-    if findings.empty:
-        st.success("No unsafe setting found in what was observed.", icon=":material/check:")
         return
     st.dataframe(findings, hide_index=True)
 
 
 def durations() -> None:
-    url, chosen = store_url(), current()
-    snap = snapshot(url)
-    if not loaders.store_summary(url, snap).get("events"):
-        ui.nothing(ui.EMPTY_STORE.format(where=md(loaders.describe_store(url))))
+    opened = ui.page_answer("durations")
+    if opened is None:
         return
-    if loaders.forensic_function("durations") is None:
-        ui.missing("durations")
-        return
-    timing = ui.answer(
-        "durations", lambda: loaders.forensic(url, snap, "durations", chosen.as_kwargs())
-    )
-    if timing is None:
-        return
+    url, snap, chosen, timing = opened
     if timing.empty:
         ui.nothing(f"No executions to time ({md(chosen.describe())}).")
         return

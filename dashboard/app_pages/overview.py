@@ -11,8 +11,7 @@ import streamlit as st
 
 from dashboard import charts, loaders, ui
 from dashboard.escape import md
-from dashboard.filters import Filters, current
-from dashboard.source import snapshot, store_url
+from dashboard.filters import Filters
 
 
 def show_totals(found: pd.DataFrame) -> None:
@@ -28,11 +27,12 @@ def show_totals(found: pd.DataFrame) -> None:
 def show_over_time(url: str, snap: str, chosen: Filters, found: pd.DataFrame) -> None:
     span = found["last_ts"].max() - found["first_ts"].min()
     width = charts.bucket_for(span)
-    over_time = ui.answer(
+    over_time = ui.forensic(
         "duplicates over time",
-        lambda: loaders.forensic(
-            url, snap, "duplicates_over_time", {**chosen.as_kwargs(), "bucket": width}
-        ),
+        url,
+        snap,
+        "duplicates_over_time",
+        {**chosen.as_kwargs(), "bucket": width},
     )
     if over_time is not None and not over_time.empty:
         ui.plot(
@@ -85,19 +85,10 @@ def show_causes_and_job_types(found: pd.DataFrame) -> None:
 
 
 def overview() -> None:
-    url, chosen = store_url(), current()
-    snap = snapshot(url)
-    if not loaders.store_summary(url, snap).get("events"):
-        ui.nothing(ui.EMPTY_STORE.format(where=md(loaders.describe_store(url))))
+    opened = ui.page_answer("duplicates")
+    if opened is None:
         return
-    if loaders.forensic_function("duplicates") is None:
-        ui.missing("duplicates")
-        return
-    found = ui.answer(
-        "duplicates", lambda: loaders.forensic(url, snap, "duplicates", chosen.as_kwargs())
-    )
-    if found is None:
-        return
+    url, snap, chosen, found = opened
     ui.ignored(loaders.ignored_filters("duplicates", chosen.as_kwargs()))
     if found.empty:
         ui.nothing(f"No key ran more than once ({md(chosen.describe())}).")
