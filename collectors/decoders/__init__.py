@@ -10,6 +10,7 @@ from collectors.decoders.base import (
     MEDIA,
     SIGNALS,
     Decoder,
+    GivesViews,
     Output,
     Refused,
     Registry,
@@ -20,7 +21,7 @@ from collectors.decoders.otlp_logs import LogsReference
 from collectors.decoders.otlp_traces import TracesColumns, TracesNative, TracesReference
 
 __all__ = [
-    "MEDIA", "REGISTRY", "SIGNALS", "Decoder", "Output", "Refused", "Registry",
+    "MEDIA", "REGISTRY", "SIGNALS", "Decoder", "GivesViews", "Output", "Refused", "Registry",
     "UnknownSource",
 ]
 

@@ -11,7 +11,7 @@ source's corpus. The receivers ask the registry which decoder serves a body.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import pyarrow as pa
 
@@ -28,12 +28,15 @@ class Refused(ValueError):
 
 @dataclass
 class Output:
-    """What one body gave: rows (EVENTS_SCHEMA, or RUNS_SCHEMA from the native decoder),
-    the records refused with where and why, and the records that are no job events."""
+    """What one body gave: rows (EVENTS_SCHEMA, RUNS_SCHEMA from the native decoder, or
+    VIEW_SCHEMA from a bulk decoder giving views), the records refused with where and why,
+    the records that are no job events, and the lines read where the body is lines (file
+    ingest reports them, and counting them again would cost a pass over the block)."""
 
     table: pa.Table
     rejected: list[Rejected] = field(default_factory=list)
     ignored: int = 0
+    lines: int = 0
 
 
 class Decoder(Protocol):
@@ -62,6 +65,14 @@ class Decoder(Protocol):
         """The rows of `body` under `normaliser`'s mapping; Refused for a body that is
         not one of this source's."""
         ...
+
+
+@runtime_checkable
+class GivesViews(Protocol):
+    """A bulk decoder that can give its rows' text as views into the body (VIEW_SCHEMA),
+    for a store that writes them as they are (the embedded store's segments): no copy."""
+
+    def with_views(self) -> Decoder: ...
 
 
 class UnknownSource(LookupError):
