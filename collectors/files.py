@@ -3,7 +3,8 @@
 The format is detected from content (an OTLP line holds resourceSpans/resourceLogs; a
 Celery log starts with its banner or `[time: LEVEL/process]` lines), so a folder of mixed
 files needs no flags. Lines are decoded by the registry's decoder for `lines` in `ndjson`
-(collectors/decoders): its bulk accelerator where one runs here, else the reference. Rows
+(collectors/decoders): its bulk accelerator where one runs here, else the reference; a
+Celery log by the reader of its decoder (`celery-log` in `text`). Rows
 are written in bulk batches; a bad line is reported with file, line number and reason, and
 the rest is kept.
 """
@@ -36,6 +37,7 @@ from collectors.celery_log import (
     looks_like_celery_log,
 )
 from collectors.decoders import REGISTRY, Decoder, GivesViews, Output
+from collectors.decoders.celery_log import CeleryLogText
 from collectors.jsonlines import Decoded, Rejected, decode_lines
 from collectors.mapping import FieldMapping
 from collectors.normalise import Normaliser
@@ -130,6 +132,16 @@ def lines_decoder(*, views: bool = False) -> Decoder:
     the reference; one giving text as views (no copy) for a store that writes them."""
     decoder = REGISTRY.serving("lines", "ndjson", bulk=True)
     return decoder.with_views() if views and isinstance(decoder, GivesViews) else decoder
+
+
+def celery_log_reader(
+    normaliser: Normaliser, options: CeleryLogOptions | None, source: str
+) -> CeleryLogReader:
+    """The registered Celery-log decoder's reader, for one log read block after block: a
+    line may end the run an earlier block began, so one reader reads them all, in order."""
+    decoder = REGISTRY.reference(CELERY_LOG, "text")
+    assert isinstance(decoder, CeleryLogText), decoder
+    return decoder.configured(options).reader(normaliser, source)
 
 
 def _result(output: Output) -> BlockResult:
@@ -307,7 +319,7 @@ def ingest_files(
             try:
                 sniffed = fmt == "auto" and looks_like_celery_log(_head(stream), celery)
                 if fmt == CELERY_LOG or sniffed:
-                    reader = CeleryLogReader(normaliser, celery, name=source)
+                    reader = celery_log_reader(normaliser, celery, source)
                     _read_celery_log(stream, reader, source, path, record)
                     continue
                 if large and path != "-" and _workers() > 1:

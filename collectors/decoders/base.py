@@ -1,9 +1,9 @@
 """The Decoder protocol, and the registry of sources by signal and media type.
 
-A source is a signal (`traces`, `logs`, `lines`) in a media type (`protobuf`, `json`,
-`ndjson`). Its reference decoder is the specification: the plainest code that turns a body
-into the contract's rows. An accelerator gives the same rows faster, and registers
-against the reference it must equal; one parametrised suite
+A source is a signal (`traces`, `logs`, `lines`, `celery-log`) in a media type
+(`protobuf`, `json`, `ndjson`, `text`). Its reference decoder is the specification: the
+plainest code that turns a body into the contract's rows. An accelerator gives the same
+rows faster, and registers against the reference it must equal; one parametrised suite
 (tests/test_decoder_equivalence.py) holds every accelerator to its reference over that
 source's corpus. The receivers ask the registry which decoder serves a body.
 """
@@ -18,8 +18,8 @@ import pyarrow as pa
 from collectors.jsonlines import Rejected
 from collectors.normalise import Normaliser
 
-SIGNALS = ("traces", "logs", "lines")
-MEDIA = ("protobuf", "json", "ndjson")
+SIGNALS = ("traces", "logs", "lines", "celery-log")
+MEDIA = ("protobuf", "json", "ndjson", "text")
 
 
 class Refused(ValueError):
