@@ -6,6 +6,19 @@ plainest code that turns a body into the contract's rows. An accelerator gives t
 rows faster, and registers against the reference it must equal; one parametrised suite
 (tests/test_decoder_equivalence.py) holds every accelerator to its reference over that
 source's corpus. The receivers ask the registry which decoder serves a body.
+
+Body decoders and stream sources. A source is registered here when a body can be decoded
+on its own: an OTLP request (traces, logs; the HTTP and gRPC receivers), a block of JSON
+lines (`dupescope ingest`, a tailed file), a Celery worker log (`celery-log` in `text`).
+Its rows depend on the body and the mapping only, which is what lets an accelerator be
+held to its reference body by body and a body be decoded in any worker process. Celery's
+event stream (collectors/celery_events.py, consumed live by
+collectors/service/celery_source.py) is a stream source, not a body decoder: an event is
+a message on a broker, and its row depends on what earlier events said (which worker holds
+which task, which delivery a success ends, which tasks a worker that went away held), so
+it is mapped in order by one stateful consumer per broker and is not registered here. A
+Celery log read in pieces shares that need, which is why its decoder also gives the
+stateful reader that `ingest` and the tail read pieces with.
 """
 
 from __future__ import annotations
