@@ -45,6 +45,10 @@ Timestamps are Celery's local time without an offset: UTC unless a zone is given
 
 Each event's uid is the XXH3 hash of its line (`uids.py`), as for JSON lines: reading a
 file again, or a tail reading it again, stores nothing twice.
+
+This reader is the source's decoder (`celery-log` in `text`, collectors/decoders/
+celery_log.py): `ingest` reads a log block after block with one reader, and the tail keeps
+one per path across its reads.
 """
 
 from __future__ import annotations

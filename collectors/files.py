@@ -2,8 +2,11 @@
 
 The format is detected from content (an OTLP line holds resourceSpans/resourceLogs; a
 Celery log starts with its banner or `[time: LEVEL/process]` lines), so a folder of mixed
-files needs no flags. Rows are written in bulk batches; a bad line is
-reported with file, line number and reason, and the rest is kept.
+files needs no flags. Lines are decoded by the registry's decoder for `lines` in `ndjson`
+(collectors/decoders): its bulk accelerator where one runs here, else the reference; a
+Celery log by the reader of its decoder (`celery-log` in `text`). Rows
+are written in bulk batches; a bad line is reported with file, line number and reason, and
+the rest is kept.
 """
 
 from __future__ import annotations
@@ -26,13 +29,15 @@ import pyarrow as pa
 import pyarrow.ipc
 
 from collectors.arrow_batch import rows_to_table
-from collectors.blocks import BlockDecoder, BlockResult
+from collectors.blocks import BlockResult
 from collectors.celery_log import (
     CELERY_LOG,
     CeleryLogOptions,
     CeleryLogReader,
     looks_like_celery_log,
 )
+from collectors.decoders import REGISTRY, Decoder, GivesViews, Output
+from collectors.decoders.celery_log import CeleryLogText
 from collectors.jsonlines import Decoded, Rejected, decode_lines
 from collectors.mapping import FieldMapping
 from collectors.normalise import Normaliser
@@ -122,6 +127,27 @@ def _spans(stream: BinaryIO, size: int, total: int) -> Iterator[tuple[int, int]]
         offset = end
 
 
+def lines_decoder(*, views: bool = False) -> Decoder:
+    """The registry's decoder for blocks of lines: the bulk accelerator that runs here, else
+    the reference; one giving text as views (no copy) for a store that writes them."""
+    decoder = REGISTRY.serving("lines", "ndjson", bulk=True)
+    return decoder.with_views() if views and isinstance(decoder, GivesViews) else decoder
+
+
+def celery_log_reader(
+    normaliser: Normaliser, options: CeleryLogOptions | None, source: str
+) -> CeleryLogReader:
+    """The registered Celery-log decoder's reader, for one log read block after block: a
+    line may end the run an earlier block began, so one reader reads them all, in order."""
+    decoder = REGISTRY.reference(CELERY_LOG, "text")
+    assert isinstance(decoder, CeleryLogText), decoder
+    return decoder.configured(options).reader(normaliser, source)
+
+
+def _result(output: Output) -> BlockResult:
+    return BlockResult(output.table, output.rejected, output.ignored, output.lines)
+
+
 def _line_count(block: bytes) -> int:
     return block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
 
@@ -149,13 +175,15 @@ class _Spooled:
     stored: int = 0
 
 
-_worker: BlockDecoder | None = None
+_worker: tuple[Decoder, Normaliser] | None = None
 _writer: SegmentWriter | None = None
 
 
-def _start_worker(mapping: FieldMapping, writer: SegmentWriter | None = None) -> None:
+def _start_worker(
+    decoder: Decoder, mapping: FieldMapping, writer: SegmentWriter | None = None
+) -> None:
     global _worker, _writer
-    _worker = BlockDecoder(mapping, views=writer is not None)
+    _worker = (decoder, Normaliser(mapping))
     _writer = writer
 
 
@@ -190,8 +218,9 @@ def _decode_in_worker(
 ) -> _Spooled:
     """Read one block of a file, decode it and store or spool its rows (in a worker)."""
     assert _worker is not None
+    decoder, normaliser = _worker
     block = _read_block(path, offset, length)
-    result = _worker.decode(block, 1, source)
+    result = _result(decoder.decode(block, normaliser, source))
     del block  # so the next block's read can take the buffer back
     table, result.table = result.table, EVENTS_SCHEMA.empty_table()
     if _writer is not None:
@@ -211,6 +240,14 @@ def _unspool(spooled: _Spooled, first_line: int, source: str) -> BlockResult:
         with pa.memory_map(spooled.rows_file) as source_file:
             result.table = pa.ipc.open_file(source_file).read_all()
         os.unlink(spooled.rows_file)  # the mapping keeps the pages until the table goes
+    return _numbered_from(result, first_line, source)
+
+
+def _numbered_from(result: BlockResult, first_line: int, source: str) -> BlockResult:
+    """A block's result with its line numbers (counted from the block's start, 1) made
+    absolute: a body is decoded on its own, and only the file knows where it starts."""
+    if first_line == 1:
+        return result
     prefix = f"{source}:"
     result.rejected = [
         Rejected(f"{prefix}{int(r.where.removeprefix(prefix)) + first_line - 1}", r.reason)
@@ -257,10 +294,11 @@ def ingest_files(
     segments; otherwise this process writes them while the workers decode the next ones.
     Other inputs (stdin, small files) are decoded here, block by block.
     """
-    mapping = (normaliser or Normaliser()).mapping
+    normaliser = normaliser or Normaliser()
+    mapping = normaliser.mapping
     # A store that writes segments itself takes rows as string views (no copy of the text).
     segmented = store.segmented()
-    decoder = BlockDecoder(mapping, views=segmented is not None)
+    decoder = lines_decoder(views=segmented is not None)
     report = IngestReport()
     pool: ProcessPoolExecutor | None = None
     spool: str | None = None
@@ -281,7 +319,7 @@ def ingest_files(
             try:
                 sniffed = fmt == "auto" and looks_like_celery_log(_head(stream), celery)
                 if fmt == CELERY_LOG or sniffed:
-                    reader = CeleryLogReader(normaliser, celery, name=source)
+                    reader = celery_log_reader(normaliser, celery, source)
                     _read_celery_log(stream, reader, source, path, record)
                     continue
                 if large and path != "-" and _workers() > 1:
@@ -299,7 +337,9 @@ def ingest_files(
                             mp_context=multiprocessing.get_context("spawn"),
                             initializer=_start_worker,
                             initargs=(
-                                mapping, segmented.segment_writer() if segmented else None
+                                decoder,
+                                mapping,
+                                segmented.segment_writer() if segmented else None,
                             ),
                         )
                         spool = _spool_dir(_workers())
@@ -313,8 +353,9 @@ def ingest_files(
                 position = _position_reader(stream, path)
                 first_line = 1
                 for block in _blocks(stream, BLOCK_BYTES):
-                    record(decoder.decode(block, first_line, source), position())
-                    first_line += _line_count(block)
+                    result = _result(decoder.decode(block, normaliser, source))
+                    record(_numbered_from(result, first_line, source), position())
+                    first_line += result.lines
             finally:
                 if stream is not sys.stdin.buffer:
                     stream.close()

@@ -15,8 +15,8 @@ import plotly.graph_objects as go
 
 from dashboard.escape import html
 from queries.key_executions import attrs_of, overlaps
+from store.contract import PRODUCER_KINDS
 
-PRODUCER_EVENTS = ("outbox_write", "enqueue", "enqueue_deduped")
 #: Event kind -> (marker symbol, colour). Effects and endings stand out; plumbing is grey.
 MARKERS: dict[str, tuple[str, str]] = {
     "outbox_write": ("square", "#7f7f7f"),
@@ -88,7 +88,7 @@ def swimlane_figure(timeline: pd.DataFrame, executions: pd.DataFrame) -> go.Figu
     fig = go.Figure()
     lanes: dict[int, float] = {}
     labels: list[str] = []
-    producer = timeline[timeline["event"].isin(PRODUCER_EVENTS)]
+    producer = timeline[timeline["event"].isin(PRODUCER_KINDS)]
     if not producer.empty:
         labels.append("producer")
     for _, row in executions.iterrows():

@@ -23,8 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
-# The producer's events belong to no execution (timeline.sql's CASE).
-PRODUCER_EVENTS = frozenset({"outbox_write", "enqueue", "enqueue_deduped"})
+from store.contract import PRODUCER_KINDS
 
 #: The columns of timeline.sql's answer, in its order (execution_uid is computed).
 COLUMNS: tuple[str, ...] = (
@@ -116,7 +115,7 @@ def _execution_uids(columns: dict[str, list[Any]], matched: list[int]) -> dict[i
         starts[where] = [start for start, _, _ in found]
     executions: dict[int, str | None] = {}
     for i in matched:
-        if events[i] in PRODUCER_EVENTS:
+        if events[i] in PRODUCER_KINDS:  # the producer's: in no execution (timeline.sql)
             executions[i] = None
         elif spans[i] is not None:
             executions[i] = spans[i]

@@ -14,6 +14,7 @@ from google.protobuf import json_format
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from test_block_ingest import corpus as lines_corpus
+from test_celery_log import ADD, BANNER, BROKEN, CRASH, FLAKY, SLOW, UNACKED
 from test_collect_decode import _kv, _mixed_request
 from test_collect_native import T, _job, _job_span
 
@@ -63,7 +64,7 @@ def _json(messages: list) -> list[Body]:
     return [(name, json_format.MessageToJson(message).encode()) for name, message in messages]
 
 
-_NOT_A_BODY = {"protobuf": b"\xff\xff\xff", "json": b"{not json", "ndjson": b""}
+_NOT_A_BODY = {"protobuf": b"\xff\xff\xff", "json": b"{not json", "ndjson": b"", "text": b""}
 
 
 def _lines() -> list[Body]:
@@ -74,12 +75,27 @@ def _lines() -> list[Body]:
     ]
 
 
+def _celery_log() -> list[Body]:
+    unreadable = (
+        b"[2026-12-01 20:26:40,000: INFO/MainProcess] Task celery_log_app.add[e752fc26 received\n"
+        b"[2026-12-01 25:26:40,000: INFO/MainProcess] Task celery_log_app.add[e7] received\n"
+    )
+    return [
+        ("worker", BANNER + ADD + FLAKY + BROKEN),
+        ("lost-process", CRASH),
+        ("redelivered", SLOW + UNACKED),
+        ("unreadable-lines", ADD + unreadable),
+        ("empty", _NOT_A_BODY["text"]),
+    ]
+
+
 CORPUS: dict[tuple[str, str], Callable[[], list[Body]]] = {
     ("traces", "protobuf"): lambda: _protobuf(_traces()) + [("bad", _NOT_A_BODY["protobuf"])],
     ("traces", "json"): lambda: _json(_traces()) + [("bad", _NOT_A_BODY["json"])],
     ("logs", "protobuf"): lambda: _protobuf(_logs()) + [("bad", _NOT_A_BODY["protobuf"])],
     ("logs", "json"): lambda: _json(_logs()) + [("bad", _NOT_A_BODY["json"])],
     ("lines", "ndjson"): _lines,
+    ("celery-log", "text"): _celery_log,
 }
 
 

@@ -4,11 +4,18 @@ and the flags for what such a log does not say."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from click.testing import CliRunner
 from test_celery_log import ADD, BANNER, FLAKY
 
+from collectors import files
+from collectors.celery_log import CeleryLogReader
+from collectors.decoders import Registry
+from collectors.decoders.celery_log import CeleryLogText
+from collectors.decoders.json_lines import LinesReference
+from collectors.normalise import Normaliser
 from dupescope.cli import main
 
 
@@ -67,3 +74,28 @@ def test_an_unknown_celery_timezone_is_a_usage_error(tmp_path: Path) -> None:
     code, _, err = _run("ingest", "--store", str(tmp_path / "store"), "--celery-timezone",
                         "Mars/Olympus", str(log))
     assert code == 2 and "unknown time zone 'Mars/Olympus'" in err
+
+
+@dataclass(frozen=True)
+class NotedCeleryLog(CeleryLogText):
+    """The registered Celery-log decoder, noting each log it gives a reader for."""
+
+    logs: list[str] = field(default_factory=list)
+
+    def reader(self, normaliser: Normaliser, source: str) -> CeleryLogReader:
+        self.logs.append(source)
+        return super().reader(normaliser, source)
+
+
+def test_ingest_reads_a_celery_log_with_the_registrys_decoder(
+    tmp_path: Path, monkeypatch
+) -> None:
+    decoder, registry = NotedCeleryLog(), Registry()
+    registry.register(LinesReference())
+    registry.register(decoder)
+    monkeypatch.setattr(files, "REGISTRY", registry)
+    log, store = tmp_path / "worker.log", tmp_path / "store"
+    log.write_bytes(ADD)
+    code, _, err = _run("ingest", "--store", str(store), "--format", "celery-log", str(log))
+    assert code == 0, err
+    assert decoder.logs == [str(log)] and "2 events stored" in err

@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 from collectors import otlp_native
+from collectors.celery_log import CeleryLogOptions
 from collectors.decoders import REGISTRY, Output, Registry, UnknownSource
 from collectors.normalise import Normaliser
 from store.schema import EVENTS_SCHEMA
@@ -68,3 +69,28 @@ def test_protobuf_traces_are_served_natively_where_the_extension_is_built() -> N
     served = REGISTRY.serving("traces", "protobuf")
     assert served.name == ("otlp_native" if otlp_native.available() else "otlp_columns")
     assert isinstance(served.decode(b"", Normaliser(), "s").table, pa.Table)
+
+
+def test_a_celery_log_is_read_by_its_registered_decoder() -> None:
+    log = (
+        b"[2026-12-01 20:26:39,561: INFO/MainProcess] Task app.add[e752fc26] received\n"
+        b"[2026-12-01 20:26:39,572: INFO/ForkPoolWorker-1] Task app.add[e752fc26] "
+        b"succeeded in 0.001s: 3\n"
+        b"[2026-12-01 20:26:39,600: INFO/MainProcess] Connected to redis://h:6379/0\n"
+    )
+    output = REGISTRY.serving("celery-log", "text").decode(log, Normaliser(), "worker.log")
+    columns = ["event", "job_id", "job_type", "worker_id"]
+    rows = list(zip(*(output.table[name].to_pylist() for name in columns), strict=True))
+    assert rows == [
+        ("deliver", "e752fc26", "app.add", "worker.log"),  # the log's name, as none is given
+        ("ack", "e752fc26", "app.add", "worker.log"),
+    ]
+    assert (output.ignored, output.lines, output.rejected) == (1, 3, [])
+
+
+def test_a_celery_log_decoder_takes_what_the_log_does_not_say() -> None:
+    decoder = REGISTRY.reference("celery-log", "text")
+    log = b"[2026-12-01 20:26:39,561: INFO/MainProcess] Task app.add[e752fc26] received\n"
+    named = decoder.configured(CeleryLogOptions(hostname="celery@web-1"))  # type: ignore[attr-defined]
+    output = named.decode(log, Normaliser(), "worker.log")
+    assert output.table["worker_id"].to_pylist() == ["celery@web-1"]

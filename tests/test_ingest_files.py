@@ -1,6 +1,7 @@
 """`dupescope ingest`: JSON-lines and OTLP JSON Lines files, gzip, bad lines, the CLI."""
 
 import gzip
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
@@ -13,7 +14,11 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from collectors import files
+from collectors.decoders import Output, Registry
+from collectors.decoders.json_lines import LinesReference
 from collectors.files import ingest_files
+from collectors.normalise import Normaliser
 from dupescope.cli import main
 from queries import timeline
 
@@ -222,3 +227,32 @@ def test_host_and_pid_name_the_worker_when_the_span_does_not() -> None:
     )
     rows = decode_traces(request, Normaliser(), "t").rows
     assert {r["worker_id"] for r in rows} == {"h:1"}
+
+
+def test_ingest_reads_lines_with_the_registrys_bulk_decoder() -> None:
+    assert files.lines_decoder().name == "blocks.BlockDecoder"
+    assert files.lines_decoder(views=True).views
+
+
+@dataclass(frozen=True)
+class NotedReference(LinesReference):
+    """The line-by-line reference, noting each body it decodes."""
+
+    bodies: list[str] = field(default_factory=list)
+
+    def decode(self, body: bytes, normaliser: Normaliser, source: str) -> Output:
+        self.bodies.append(source)
+        return super().decode(body, normaliser, source)
+
+
+def test_without_a_bulk_decoder_ingest_reads_lines_with_the_reference(
+    tmp_path, embedded, monkeypatch
+) -> None:
+    reference, only_reference = NotedReference(), Registry()
+    only_reference.register(reference)
+    monkeypatch.setattr(files, "REGISTRY", only_reference)
+    path = write_jsonl(tmp_path / "a.jsonl", LINES[:2], [b"{not json"])
+    report = ingest_files([str(path)], embedded)
+    assert reference.bodies == [str(path)]
+    assert (report.rows, report.lines) == (2, 3)
+    assert [r.where for r in report.rejected] == [f"{path}:3"]

@@ -10,17 +10,19 @@ from collectors.decoders.base import (
     MEDIA,
     SIGNALS,
     Decoder,
+    GivesViews,
     Output,
     Refused,
     Registry,
     UnknownSource,
 )
+from collectors.decoders.celery_log import CeleryLogText
 from collectors.decoders.json_lines import LinesBlocks, LinesReference
 from collectors.decoders.otlp_logs import LogsReference
 from collectors.decoders.otlp_traces import TracesColumns, TracesNative, TracesReference
 
 __all__ = [
-    "MEDIA", "REGISTRY", "SIGNALS", "Decoder", "Output", "Refused", "Registry",
+    "MEDIA", "REGISTRY", "SIGNALS", "Decoder", "GivesViews", "Output", "Refused", "Registry",
     "UnknownSource",
 ]
 
@@ -35,3 +37,4 @@ for _media in ("protobuf", "json"):
 
 _lines = REGISTRY.register(LinesReference())
 REGISTRY.register(LinesBlocks(), accelerates=_lines)
+REGISTRY.register(CeleryLogText())

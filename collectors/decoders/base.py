@@ -1,25 +1,38 @@
 """The Decoder protocol, and the registry of sources by signal and media type.
 
-A source is a signal (`traces`, `logs`, `lines`) in a media type (`protobuf`, `json`,
-`ndjson`). Its reference decoder is the specification: the plainest code that turns a body
-into the contract's rows. An accelerator gives the same rows faster, and registers
-against the reference it must equal; one parametrised suite
+A source is a signal (`traces`, `logs`, `lines`, `celery-log`) in a media type
+(`protobuf`, `json`, `ndjson`, `text`). Its reference decoder is the specification: the
+plainest code that turns a body into the contract's rows. An accelerator gives the same
+rows faster, and registers against the reference it must equal; one parametrised suite
 (tests/test_decoder_equivalence.py) holds every accelerator to its reference over that
 source's corpus. The receivers ask the registry which decoder serves a body.
+
+Body decoders and stream sources. A source is registered here when a body can be decoded
+on its own: an OTLP request (traces, logs; the HTTP and gRPC receivers), a block of JSON
+lines (`dupescope ingest`, a tailed file), a Celery worker log (`celery-log` in `text`).
+Its rows depend on the body and the mapping only, which is what lets an accelerator be
+held to its reference body by body and a body be decoded in any worker process. Celery's
+event stream (collectors/celery_events.py, consumed live by
+collectors/service/celery_source.py) is a stream source, not a body decoder: an event is
+a message on a broker, and its row depends on what earlier events said (which worker holds
+which task, which delivery a success ends, which tasks a worker that went away held), so
+it is mapped in order by one stateful consumer per broker and is not registered here. A
+Celery log read in pieces shares that need, which is why its decoder also gives the
+stateful reader that `ingest` and the tail read pieces with.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import pyarrow as pa
 
 from collectors.jsonlines import Rejected
 from collectors.normalise import Normaliser
 
-SIGNALS = ("traces", "logs", "lines")
-MEDIA = ("protobuf", "json", "ndjson")
+SIGNALS = ("traces", "logs", "lines", "celery-log")
+MEDIA = ("protobuf", "json", "ndjson", "text")
 
 
 class Refused(ValueError):
@@ -28,12 +41,15 @@ class Refused(ValueError):
 
 @dataclass
 class Output:
-    """What one body gave: rows (EVENTS_SCHEMA, or RUNS_SCHEMA from the native decoder),
-    the records refused with where and why, and the records that are no job events."""
+    """What one body gave: rows (EVENTS_SCHEMA, RUNS_SCHEMA from the native decoder, or
+    VIEW_SCHEMA from a bulk decoder giving views), the records refused with where and why,
+    the records that are no job events, and the lines read where the body is lines (file
+    ingest reports them, and counting them again would cost a pass over the block)."""
 
     table: pa.Table
     rejected: list[Rejected] = field(default_factory=list)
     ignored: int = 0
+    lines: int = 0
 
 
 class Decoder(Protocol):
@@ -62,6 +78,14 @@ class Decoder(Protocol):
         """The rows of `body` under `normaliser`'s mapping; Refused for a body that is
         not one of this source's."""
         ...
+
+
+@runtime_checkable
+class GivesViews(Protocol):
+    """A bulk decoder that can give its rows' text as views into the body (VIEW_SCHEMA),
+    for a store that writes them as they are (the embedded store's segments): no copy."""
+
+    def with_views(self) -> Decoder: ...
 
 
 class UnknownSource(LookupError):
