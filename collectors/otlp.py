@@ -22,7 +22,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from collectors import celery_spans
 from collectors.jsonlines import Decoded, Rejected
-from collectors.normalise import Normaliser, RecordError
+from collectors.normalise import Normaliser, RecordError, Row
 from collectors.timestamps import Nanos
 from store.contract import (
     ATTEMPT_KEYS,
@@ -214,12 +214,7 @@ def _decode_span(
     if own_event is None:
         out.ignored += 1
         return
-    if own_event in WORKER_STEPS and span.parent_span_id:
-        execution_id = span.parent_span_id.hex()
-    elif steps or own_event == "deliver":
-        execution_id = span_id
-    else:
-        execution_id = None
+    execution_id = execution_of(span, own_event, span_id, bool(steps))
 
     records: list[tuple[int, int, dict[str, Any], str]] = []
     # A `deliver` span event is the execution's delivery: the span's start is not another.
@@ -244,21 +239,41 @@ def _decode_span(
         records.append((SETTLE_INDEX, span.end_time_unix_nano, attrs, f"{where} end"))
 
     for index, time_ns, attrs, place in records:
-        attrs.pop("job.event", None)
-        attrs["ts"] = Nanos(time_ns)
-        attrs.setdefault("trace_id", trace_id)
-        attrs.setdefault("span_id", span_id)
-        if execution_id is not None:
-            attrs.setdefault("execution_id", execution_id)
+        uid = content_uid(trace_id, span_id, index)
         try:
-            row = normaliser.normalise(
-                attrs, uid=content_uid(trace_id, span_id, index), source=source
-            )
+            row = record_row(attrs, time_ns, trace_id, span_id, execution_id, uid,
+                             normaliser, source)
         except RecordError as exc:
             out.rejected.append(Rejected(place, str(exc)))
             continue
-        row["execution_id"] = attrs.get("execution_id", execution_id)
         out.rows.append(row)
+
+
+def execution_of(span: Any, own_event: str, span_id: str, has_steps: bool) -> str | None:
+    """The execution a span's rows belong to: a worker step's is its parent span; a span
+    with lifecycle events, or a delivery, is an execution itself; others belong to none."""
+    if own_event in WORKER_STEPS and span.parent_span_id:
+        return str(span.parent_span_id.hex())
+    if has_steps or own_event == "deliver":
+        return span_id
+    return None
+
+
+def record_row(
+    attrs: dict[str, Any], time_ns: int, trace_id: str, span_id: str,
+    execution_id: str | None, uid: str, normaliser: Normaliser, source: str,
+) -> Row:
+    """The row of one of a span's records (`attrs`, consumed): its time, and the span's ids
+    where the record names none. Raises RecordError."""
+    attrs.pop("job.event", None)
+    attrs["ts"] = Nanos(time_ns)
+    attrs.setdefault("trace_id", trace_id)
+    attrs.setdefault("span_id", span_id)
+    if execution_id is not None:
+        attrs.setdefault("execution_id", execution_id)
+    row = normaliser.normalise(attrs, uid=uid, source=source)
+    row["execution_id"] = attrs.get("execution_id", execution_id)
+    return row
 
 
 def decode_logs(request: ExportLogsServiceRequest, normaliser: Normaliser, source: str) -> Decoded:

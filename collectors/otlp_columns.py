@@ -22,18 +22,18 @@ from collectors.otlp import (
     PRODUCER_EVENTS,
     SETTLE_INDEX,
     SPAN_INDEX,
-    WORKER_STEPS,
     attributes,
     end_settle,
+    execution_of,
     first_deliver,
     looks_like_execution,
     producer_attrs,
+    record_row,
     span_attrs_of,
     span_event,
     step_parents,
     worker_identity,
 )
-from collectors.timestamps import Nanos
 from store.contract import EVENT_KINDS, UID_DIGEST_SIZE, UID_SEPARATOR
 from store.schema import EVENTS_SCHEMA
 
@@ -161,7 +161,6 @@ def decode_traces_rows(
     rows: list[Row] = []
     rejected: list[Rejected] = []
     ignored = 0
-    normalise = normaliser.normalise
     kinds = _KINDS
     reserved = _reserved(normaliser)
     executions = step_parents(request)
@@ -188,13 +187,7 @@ def decode_traces_rows(
                         continue
                     own_event = "deliver"
                 trace_id, span_id = span.trace_id.hex(), span.span_id.hex()
-                parent = span.parent_span_id
-                if own_event in WORKER_STEPS and parent:
-                    execution_id: str | None = parent.hex()
-                elif steps or own_event == "deliver":
-                    execution_id = span_id
-                else:
-                    execution_id = None
+                execution_id = execution_of(span, own_event, span_id, bool(steps))
                 where = (
                     f"{source}: resource_spans[{r_index}].scope_spans[{s_index}].spans[{p_index}]"
                 )
@@ -242,18 +235,12 @@ def decode_traces_rows(
                             rows.append(row)
                             continue
                     attrs = {**row_attrs, **extra, "event": event}
-                    attrs.pop("job.event", None)
-                    attrs["ts"] = Nanos(time_ns)
-                    attrs.setdefault("trace_id", trace_id)
-                    attrs.setdefault("span_id", span_id)
-                    if execution_id is not None:
-                        attrs.setdefault("execution_id", execution_id)
                     try:
-                        row = normalise(attrs, uid=uid, source=source)
+                        row = record_row(attrs, time_ns, trace_id, span_id, execution_id, uid,
+                                         normaliser, source)
                     except RecordError as exc:
                         rejected.append(Rejected(place, str(exc)))
                         continue
-                    row["execution_id"] = attrs.get("execution_id", execution_id)
                     rows.append(row)
     return rows, rejected, ignored
 
