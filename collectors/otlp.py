@@ -13,6 +13,7 @@ second one at the span's start. Celery-instrumented spans: collectors/celery_spa
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -181,16 +182,28 @@ def decode_traces(
 ) -> Decoded:
     out = Decoded()
     executions = step_parents(request)
+    for at, base, span in spans(request):
+        _decode_span(span, base, normaliser, source, span_place(source, at), out, executions)
+    return out
+
+
+def spans(
+    request: ExportTraceServiceRequest,
+    read: Callable[[Any], dict[str, Any]] = attributes,
+) -> Iterator[tuple[tuple[int, int, int], dict[str, Any], Any]]:
+    """Each span with its (resource, scope, span) indices and `base`, its resource's
+    attributes (read by `read`) with the worker identity they give."""
     for r_index, resource_spans in enumerate(request.resource_spans):
-        resource = attributes(resource_spans.resource.attributes)
+        resource = read(resource_spans.resource.attributes)
         base = {**resource, **worker_identity(resource)}
         for s_index, scope_spans in enumerate(resource_spans.scope_spans):
             for p_index, span in enumerate(scope_spans.spans):
-                where = (
-                    f"{source}: resource_spans[{r_index}].scope_spans[{s_index}].spans[{p_index}]"
-                )
-                _decode_span(span, base, normaliser, source, where, out, executions)
-    return out
+                yield (r_index, s_index, p_index), base, span
+
+
+def span_place(source: str, at: tuple[int, int, int]) -> str:
+    """Where a span stands in its request, as a rejected record names it."""
+    return f"{source}: resource_spans[{at[0]}].scope_spans[{at[1]}].spans[{at[2]}]"
 
 
 def _decode_span(
