@@ -8,6 +8,7 @@ same transaction, and only then sent. A `watch` killed at any point resumes from
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -54,6 +55,23 @@ def history_frame(rows: list[dict]) -> pd.DataFrame:
     for column in ("incident_ts", "detected_at"):
         frame[column] = pd.to_datetime(frame[column], utc=True, format="ISO8601")
     return frame
+
+
+def alert_params(
+    alert: Alert, document: str, detected_at: Any, time: Callable[[datetime], Any]
+) -> dict[str, Any]:
+    """The parameters of `alert_insert` for one alert (its stored `document`), in each
+    engine's own form of a time: `time` converts the incident's, `detected_at` is one."""
+    return {
+        "id": alert.id,
+        "rule": alert.rule,
+        "severity": alert.severity,
+        "key": alert.key,
+        "job_type": alert.job_type,
+        "incident_ts": time(alert.incident_ts) if alert.incident_ts else None,
+        "detected_at": detected_at,
+        "document": document,
+    }
 
 
 class AlertState(Protocol):

@@ -18,7 +18,7 @@ import orjson
 import pandas as pd
 
 from alerts.model import Alert, document
-from alerts.state_base import Delivery, history_frame
+from alerts.state_base import Delivery, alert_params, history_frame
 from store.base import Store
 from store.sql_files import read
 
@@ -80,19 +80,7 @@ class TableState:
                     last_error=None,
                     updated_at=stamp,
                 )
-            self._command(
-                _sql("alert_insert"),
-                {
-                    "id": alert.id,
-                    "rule": alert.rule,
-                    "severity": alert.severity,
-                    "key": alert.key,
-                    "job_type": alert.job_type,
-                    "incident_ts": _naive_utc(alert.incident_ts) if alert.incident_ts else None,
-                    "detected_at": stamp,
-                    "document": text,
-                },
-            )
+            self._command(_sql("alert_insert"), alert_params(alert, text, stamp, _naive_utc))
         return new
 
     def due(self, now: datetime, limit: int = 100) -> list[Delivery]:

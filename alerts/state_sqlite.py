@@ -17,7 +17,7 @@ import orjson
 import pandas as pd
 
 from alerts.model import Alert, document
-from alerts.state_base import Delivery, history_frame
+from alerts.state_base import Delivery, alert_params, history_frame
 from store.sql_files import read
 
 _SQL = Path(__file__).parent / "sql"
@@ -63,18 +63,9 @@ class SqliteState:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 for alert in alerts:
+                    text = orjson.dumps(document(alert)).decode()
                     inserted = self._db.execute(
-                        _sql("alert_insert"),
-                        {
-                            "id": alert.id,
-                            "rule": alert.rule,
-                            "severity": alert.severity,
-                            "key": alert.key,
-                            "job_type": alert.job_type,
-                            "incident_ts": _text(alert.incident_ts) if alert.incident_ts else None,
-                            "detected_at": stamp,
-                            "document": orjson.dumps(document(alert)).decode(),
-                        },
+                        _sql("alert_insert"), alert_params(alert, text, stamp, _text)
                     ).rowcount
                     if not inserted:
                         continue

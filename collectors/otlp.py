@@ -13,6 +13,7 @@ second one at the span's start. Celery-instrumented spans: collectors/celery_spa
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -22,7 +23,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from collectors import celery_spans
 from collectors.jsonlines import Decoded, Rejected
-from collectors.normalise import Normaliser, RecordError
+from collectors.normalise import Normaliser, RecordError, Row
 from collectors.timestamps import Nanos
 from store.contract import (
     ATTEMPT_KEYS,
@@ -181,16 +182,28 @@ def decode_traces(
 ) -> Decoded:
     out = Decoded()
     executions = step_parents(request)
+    for at, base, span in spans(request):
+        _decode_span(span, base, normaliser, source, span_place(source, at), out, executions)
+    return out
+
+
+def spans(
+    request: ExportTraceServiceRequest,
+    read: Callable[[Any], dict[str, Any]] = attributes,
+) -> Iterator[tuple[tuple[int, int, int], dict[str, Any], Any]]:
+    """Each span with its (resource, scope, span) indices and `base`, its resource's
+    attributes (read by `read`) with the worker identity they give."""
     for r_index, resource_spans in enumerate(request.resource_spans):
-        resource = attributes(resource_spans.resource.attributes)
+        resource = read(resource_spans.resource.attributes)
         base = {**resource, **worker_identity(resource)}
         for s_index, scope_spans in enumerate(resource_spans.scope_spans):
             for p_index, span in enumerate(scope_spans.spans):
-                where = (
-                    f"{source}: resource_spans[{r_index}].scope_spans[{s_index}].spans[{p_index}]"
-                )
-                _decode_span(span, base, normaliser, source, where, out, executions)
-    return out
+                yield (r_index, s_index, p_index), base, span
+
+
+def span_place(source: str, at: tuple[int, int, int]) -> str:
+    """Where a span stands in its request, as a rejected record names it."""
+    return f"{source}: resource_spans[{at[0]}].scope_spans[{at[1]}].spans[{at[2]}]"
 
 
 def _decode_span(
@@ -214,12 +227,7 @@ def _decode_span(
     if own_event is None:
         out.ignored += 1
         return
-    if own_event in WORKER_STEPS and span.parent_span_id:
-        execution_id = span.parent_span_id.hex()
-    elif steps or own_event == "deliver":
-        execution_id = span_id
-    else:
-        execution_id = None
+    execution_id = execution_of(span, own_event, span_id, bool(steps))
 
     records: list[tuple[int, int, dict[str, Any], str]] = []
     # A `deliver` span event is the execution's delivery: the span's start is not another.
@@ -244,21 +252,41 @@ def _decode_span(
         records.append((SETTLE_INDEX, span.end_time_unix_nano, attrs, f"{where} end"))
 
     for index, time_ns, attrs, place in records:
-        attrs.pop("job.event", None)
-        attrs["ts"] = Nanos(time_ns)
-        attrs.setdefault("trace_id", trace_id)
-        attrs.setdefault("span_id", span_id)
-        if execution_id is not None:
-            attrs.setdefault("execution_id", execution_id)
+        uid = content_uid(trace_id, span_id, index)
         try:
-            row = normaliser.normalise(
-                attrs, uid=content_uid(trace_id, span_id, index), source=source
-            )
+            row = record_row(attrs, time_ns, trace_id, span_id, execution_id, uid,
+                             normaliser, source)
         except RecordError as exc:
             out.rejected.append(Rejected(place, str(exc)))
             continue
-        row["execution_id"] = attrs.get("execution_id", execution_id)
         out.rows.append(row)
+
+
+def execution_of(span: Any, own_event: str, span_id: str, has_steps: bool) -> str | None:
+    """The execution a span's rows belong to: a worker step's is its parent span; a span
+    with lifecycle events, or a delivery, is an execution itself; others belong to none."""
+    if own_event in WORKER_STEPS and span.parent_span_id:
+        return str(span.parent_span_id.hex())
+    if has_steps or own_event == "deliver":
+        return span_id
+    return None
+
+
+def record_row(
+    attrs: dict[str, Any], time_ns: int, trace_id: str, span_id: str,
+    execution_id: str | None, uid: str, normaliser: Normaliser, source: str,
+) -> Row:
+    """The row of one of a span's records (`attrs`, consumed): its time, and the span's ids
+    where the record names none. Raises RecordError."""
+    attrs.pop("job.event", None)
+    attrs["ts"] = Nanos(time_ns)
+    attrs.setdefault("trace_id", trace_id)
+    attrs.setdefault("span_id", span_id)
+    if execution_id is not None:
+        attrs.setdefault("execution_id", execution_id)
+    row = normaliser.normalise(attrs, uid=uid, source=source)
+    row["execution_id"] = attrs.get("execution_id", execution_id)
+    return row
 
 
 def decode_logs(request: ExportLogsServiceRequest, normaliser: Normaliser, source: str) -> Decoded:

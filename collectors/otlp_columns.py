@@ -22,18 +22,19 @@ from collectors.otlp import (
     PRODUCER_EVENTS,
     SETTLE_INDEX,
     SPAN_INDEX,
-    WORKER_STEPS,
     attributes,
     end_settle,
+    execution_of,
     first_deliver,
     looks_like_execution,
     producer_attrs,
+    record_row,
     span_attrs_of,
     span_event,
+    span_place,
+    spans,
     step_parents,
-    worker_identity,
 )
-from collectors.timestamps import Nanos
 from store.contract import EVENT_KINDS, UID_DIGEST_SIZE, UID_SEPARATOR
 from store.schema import EVENTS_SCHEMA
 
@@ -161,100 +162,81 @@ def decode_traces_rows(
     rows: list[Row] = []
     rejected: list[Rejected] = []
     ignored = 0
-    normalise = normaliser.normalise
     kinds = _KINDS
     reserved = _reserved(normaliser)
     executions = step_parents(request)
-    for r_index, resource_spans in enumerate(request.resource_spans):
-        resource = fast_attributes(resource_spans.resource.attributes)
-        base = {**resource, **worker_identity(resource)}
-        for s_index, scope_spans in enumerate(resource_spans.scope_spans):
-            for p_index, span in enumerate(scope_spans.spans):
-                if only is not None and (r_index, s_index, p_index) not in only:
-                    continue
-                own_attrs = fast_attributes(span.attributes)
-                span_attrs = span_attrs_of(base, own_attrs)
-                name = span.name
-                own_event = span_event(name, span_attrs, span.kind)
-                events = span.events
-                steps = [(i, e) for i, e in enumerate(events) if e.name in kinds] if events else []
-                if own_event is None:
-                    if not (
-                        steps
-                        or span.span_id in executions
-                        or looks_like_execution(span_attrs)
-                    ):
-                        ignored += 1
-                        continue
-                    own_event = "deliver"
-                trace_id, span_id = span.trace_id.hex(), span.span_id.hex()
-                parent = span.parent_span_id
-                if own_event in WORKER_STEPS and parent:
-                    execution_id: str | None = parent.hex()
-                elif steps or own_event == "deliver":
-                    execution_id = span_id
-                else:
-                    execution_id = None
-                where = (
-                    f"{source}: resource_spans[{r_index}].scope_spans[{s_index}].spans[{p_index}]"
-                )
-                prefix = _uid_prefix(trace_id, span_id)
-                # Sharing pays off from two rows on; a lone span row takes the plain path.
-                shared = (
-                    _share(span_attrs, trace_id, span_id, normaliser, reserved) if steps else None
-                )
+    for at, base, span in spans(request, fast_attributes):
+        if only is not None and at not in only:
+            continue
+        own_attrs = fast_attributes(span.attributes)
+        span_attrs = span_attrs_of(base, own_attrs)
+        name = span.name
+        own_event = span_event(name, span_attrs, span.kind)
+        events = span.events
+        steps = [(i, e) for i, e in enumerate(events) if e.name in kinds] if events else []
+        if own_event is None:
+            if not (
+                steps
+                or span.span_id in executions
+                or looks_like_execution(span_attrs)
+            ):
+                ignored += 1
+                continue
+            own_event = "deliver"
+        trace_id, span_id = span.trace_id.hex(), span.span_id.hex()
+        execution_id = execution_of(span, own_event, span_id, bool(steps))
+        where = span_place(source, at)
+        prefix = _uid_prefix(trace_id, span_id)
+        # Sharing pays off from two rows on; a lone span row takes the plain path.
+        shared = (
+            _share(span_attrs, trace_id, span_id, normaliser, reserved) if steps else None
+        )
 
-                own_extra: dict[str, Any] = {"span.name": name}
-                if own_event == "deliver":
-                    own_extra["span.end_us"] = span.end_time_unix_nano // 1_000
-                # As in otlp._decode_span: a `deliver` span event is the delivery.
-                delivered_at = first_deliver(steps) if own_event == "deliver" else None
-                records: list[tuple[int, int, str, Any, str]] = []
-                if delivered_at is None:
-                    records.append(
-                        (SPAN_INDEX, span.start_time_unix_nano, own_event, own_extra, where)
-                    )
-                for index, step in steps:
-                    records.append(
-                        (index, step.time_unix_nano, step.name, step, f"{where} event {index}")
-                    )
-                settled = (
-                    end_settle(span, own_attrs, span_attrs, steps)
-                    if own_event == "deliver" else None
-                )
-                if settled is not None:
-                    records.append((SETTLE_INDEX, span.end_time_unix_nano, settled[0],
-                                    settled[1], f"{where} end"))
+        own_extra: dict[str, Any] = {"span.name": name}
+        if own_event == "deliver":
+            own_extra["span.end_us"] = span.end_time_unix_nano // 1_000
+        # As in otlp._decode_span: a `deliver` span event is the delivery.
+        delivered_at = first_deliver(steps) if own_event == "deliver" else None
+        records: list[tuple[int, int, str, Any, str]] = []
+        if delivered_at is None:
+            records.append(
+                (SPAN_INDEX, span.start_time_unix_nano, own_event, own_extra, where)
+            )
+        for index, step in steps:
+            records.append(
+                (index, step.time_unix_nano, step.name, step, f"{where} event {index}")
+            )
+        settled = (
+            end_settle(span, own_attrs, span_attrs, steps)
+            if own_event == "deliver" else None
+        )
+        if settled is not None:
+            records.append((SETTLE_INDEX, span.end_time_unix_nano, settled[0],
+                            settled[1], f"{where} end"))
 
-                for index, time_ns, event, extra, place in records:
-                    uid = _uid(prefix, index)
-                    row_attrs = span_attrs
-                    if index >= 0:
-                        extra = fast_attributes(extra.attributes) if extra.attributes else {}
-                        if index == delivered_at:
-                            extra = {**extra, **own_extra}
-                    elif index == SPAN_INDEX and own_event in PRODUCER_EVENTS:
-                        row_attrs = producer_attrs(span_attrs, base, own_attrs, normaliser)
-                    if shared is not None and row_attrs is span_attrs:
-                        row = _shared_row(shared, dict(extra), event, time_ns, uid, source,
-                                          execution_id, normaliser, reserved)
-                        if row is not None:
-                            rows.append(row)
-                            continue
-                    attrs = {**row_attrs, **extra, "event": event}
-                    attrs.pop("job.event", None)
-                    attrs["ts"] = Nanos(time_ns)
-                    attrs.setdefault("trace_id", trace_id)
-                    attrs.setdefault("span_id", span_id)
-                    if execution_id is not None:
-                        attrs.setdefault("execution_id", execution_id)
-                    try:
-                        row = normalise(attrs, uid=uid, source=source)
-                    except RecordError as exc:
-                        rejected.append(Rejected(place, str(exc)))
-                        continue
-                    row["execution_id"] = attrs.get("execution_id", execution_id)
+        for index, time_ns, event, extra, place in records:
+            uid = _uid(prefix, index)
+            row_attrs = span_attrs
+            if index >= 0:
+                extra = fast_attributes(extra.attributes) if extra.attributes else {}
+                if index == delivered_at:
+                    extra = {**extra, **own_extra}
+            elif index == SPAN_INDEX and own_event in PRODUCER_EVENTS:
+                row_attrs = producer_attrs(span_attrs, base, own_attrs, normaliser)
+            if shared is not None and row_attrs is span_attrs:
+                row = _shared_row(shared, dict(extra), event, time_ns, uid, source,
+                                  execution_id, normaliser, reserved)
+                if row is not None:
                     rows.append(row)
+                    continue
+            attrs = {**row_attrs, **extra, "event": event}
+            try:
+                row = record_row(attrs, time_ns, trace_id, span_id, execution_id, uid,
+                                 normaliser, source)
+            except RecordError as exc:
+                rejected.append(Rejected(place, str(exc)))
+                continue
+            rows.append(row)
     return rows, rejected, ignored
 
 

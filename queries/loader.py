@@ -5,6 +5,12 @@ ClickHouse really differs, `queries/sql/clickhouse/<name>.sql` wins for that dia
 most specific file wins). Placeholders become `$name` for DuckDB and `{name:Type}` for
 ClickHouse, the type taken from a `-- param name: Type` line in the file or from the value.
 
+A condition several questions share (the execution filters, say) is written once, in
+`queries/sql/fragments/<name>.sql`, and a query takes it in with a line of its own,
+`-- include: <name>`, which `sql_text` replaces with the fragment's text (indented as the
+line is, the fragment found per dialect like any file) before placeholders are looked for;
+a fragment declares the parameters it uses and includes nothing itself.
+
 Finding a file is store/sql_files.py's, shared with the store's and the alert state's own
 statements (store/sql/, alerts/sql/), which are written in their engine's own syntax; that
 docstring says where each kind of SQL lives.
@@ -23,15 +29,29 @@ from store.base import Store
 from store.sql_files import SqlNotFound, read
 
 SQL_DIR = Path(__file__).parent / "sql"
+FRAGMENTS = SQL_DIR / "fragments"
 _PLACEHOLDER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
-_DECLARED = re.compile(r"^--\s*param\s+(\w+)\s*:\s*(.+?)\s*$", re.MULTILINE)
+_DECLARED = re.compile(r"^[ \t]*--\s*param\s+(\w+)\s*:\s*(.+?)\s*$", re.MULTILINE)
+_INCLUDE = re.compile(r"^([ \t]*)--\s*include:\s*(\w+)\s*$", re.MULTILINE)
 
 
 QueryNotFound = SqlNotFound
 
 
 def sql_text(name: str, dialect: str) -> str:
-    return read(SQL_DIR, name, dialect)
+    """The text of query `name` in `dialect`, its `-- include:` lines filled in."""
+    return with_includes(read(SQL_DIR, name, dialect), dialect)
+
+
+def with_includes(sql: str, dialect: str) -> str:
+    """`sql` with each `-- include: <name>` line replaced by that fragment's text."""
+
+    def fragment(match: re.Match[str]) -> str:
+        indent, name = match.groups()
+        text = read(FRAGMENTS, name, dialect).rstrip("\n")
+        return "\n".join(indent + line if line else line for line in text.splitlines())
+
+    return _INCLUDE.sub(fragment, sql)
 
 
 def query_names() -> list[str]:

@@ -92,10 +92,29 @@ def param_text(value: Any, *, nested: bool = False) -> str:
     return f"'{_escape(text)}'" if nested else _escape(text)
 
 
-class ChdbStore(Store):
-    """chDB: the ClickHouse engine in-process, on a folder (or in memory with no path)."""
+class ClickHouseEngine(Store):
+    """What chDB and a ClickHouse server answer alike: the dialect, frames from Arrow, and
+    no snapshot id, key index or segments of their own (the engine keeps those)."""
 
     dialect = "clickhouse"
+
+    def execute(self, sql: str, params: dict[str, Any] | None = None) -> pd.DataFrame:
+        return to_frame(self.arrow(sql, params))
+
+    def snapshot_id(self) -> str | None:
+        """None: the fingerprint is a query over `events` (queries/derived.py)."""
+        return None
+
+    def key_rows(self, key: str) -> pa.Table | None:
+        """None: timeline.sql finds the key by the table's sort key and bloom filter."""
+        return None
+
+    def segmented(self) -> SegmentedStore | None:
+        return None
+
+
+class ChdbStore(ClickHouseEngine):
+    """chDB: the ClickHouse engine in-process, on a folder (or in memory with no path)."""
 
     def __init__(self, path: str | None = None, database: str = "dupescope") -> None:
         from chdb import session
@@ -114,9 +133,6 @@ class ChdbStore(Store):
         self._session.query(f"INSERT INTO {self.database}.events SELECT * FROM Python(batch)")
         return int(table.num_rows)
 
-    def execute(self, sql: str, params: dict[str, Any] | None = None) -> pd.DataFrame:
-        return to_frame(self.arrow(sql, params))
-
     def arrow(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:
         text_params = {k: param_text(v) for k, v in (params or {}).items()}
         try:
@@ -132,17 +148,6 @@ class ChdbStore(Store):
         except Exception as exc:
             raise StoreError(f"statement failed on {self.describe()}: {exc}") from exc
 
-    def snapshot_id(self) -> str | None:
-        """None: the fingerprint is a query over `events` (queries/derived.py)."""
-        return None
-
-    def key_rows(self, key: str) -> pa.Table | None:
-        """None: timeline.sql finds the key by the table's sort key and bloom filter."""
-        return None
-
-    def segmented(self) -> SegmentedStore | None:
-        return None
-
     def describe(self) -> str:
         return f"chDB at {self.path}" if self.path else "chDB in memory"
 
@@ -150,10 +155,8 @@ class ChdbStore(Store):
         self._session.close()
 
 
-class ClickHouseStore(Store):
+class ClickHouseStore(ClickHouseEngine):
     """A ClickHouse server (or cluster) through clickhouse-connect."""
-
-    dialect = "clickhouse"
 
     def __init__(
         self,
@@ -188,9 +191,6 @@ class ClickHouseStore(Store):
         self._client.insert_arrow("events", as_events(table), database=self.database)
         return int(table.num_rows)
 
-    def execute(self, sql: str, params: dict[str, Any] | None = None) -> pd.DataFrame:
-        return to_frame(self.arrow(sql, params))
-
     def arrow(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:
         try:
             return self._client.query_arrow(sql, parameters=params or {})
@@ -203,17 +203,6 @@ class ClickHouseStore(Store):
             self._client.command(sql, parameters=params or {})
         except Exception as exc:
             raise StoreError(f"statement failed on {self.describe()}: {exc}") from exc
-
-    def snapshot_id(self) -> str | None:
-        """None: the fingerprint is a query over `events` (queries/derived.py)."""
-        return None
-
-    def key_rows(self, key: str) -> pa.Table | None:
-        """None: timeline.sql finds the key by the table's sort key and bloom filter."""
-        return None
-
-    def segmented(self) -> SegmentedStore | None:
-        return None
 
     def describe(self) -> str:
         return self._where

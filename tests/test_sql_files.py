@@ -3,7 +3,9 @@
 A file `<folder>/<name>.sql` serves each dialect its folder's code runs on, unless
 `<folder>/<dialect>/<name>.sql` overrides it there; a file in a dialect subfolder serves
 that dialect (store/sql_files.py). Query files are parsed as the loader sends them, their
-`:name` placeholders rewritten for the dialect; the others are in their engine's syntax.
+`-- include:` lines filled in and `:name` placeholders rewritten for the dialect; the others
+are in their engine's syntax. A fragment (queries/sql/fragments/) is no statement of its
+own: it is parsed inside each query that includes it, and must be included by one.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from queries.loader import SQL_DIR, placeholders, render
-from store.sql_files import DIALECTS, with_identifiers
+from queries.loader import FRAGMENTS, SQL_DIR, placeholders, render, with_includes
+from store.sql_files import DIALECTS, SqlNotFound, with_identifiers
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,15 +44,20 @@ def claims() -> list[tuple[Path, str]]:
     for folder, shared in FOLDERS.items():
         for path in sorted(folder.glob("*.sql")):
             found += [(path, d) for d in shared if not (folder / d / path.name).exists()]
-        for sub in sorted(p for p in folder.iterdir() if p.is_dir() and p.name != "__pycache__"):
+        for sub in sorted(p for p in folder.iterdir() if _dialect_folder(p)):
             found += [(path, sub.name) for path in sorted(sub.glob("*.sql"))]
     return found
+
+
+def _dialect_folder(path: Path) -> bool:
+    return path.is_dir() and path.name != "__pycache__" and path != FRAGMENTS
 
 
 def sent_text(path: Path, dialect: str) -> str:
     """The statement as its engine receives it (identifiers filled in with a stand-in)."""
     text = path.read_text()
     if path.is_relative_to(SQL_DIR):
+        text = with_includes(text, dialect)
         text = render(text, dialect, {name: None for name in placeholders(text)})
     return with_identifiers(text, **{name: "some_name" for name in _identifiers(text)})
 
@@ -66,13 +73,32 @@ def test_every_sql_file_is_claimed_by_some_dialect():
     packages = ("collectors", "store", "queries", "alerts", "dashboard", "dupescope",
                 "sample_data")
     everywhere = {p for package in packages for p in (ROOT / package).rglob("*.sql")}
-    assert everywhere == {path for path, _ in CLAIMS}
+    fragments = set(FRAGMENTS.rglob("*.sql"))
+    assert everywhere - fragments == {path for path, _ in CLAIMS}
+
+
+def test_every_fragment_is_included_by_some_query():
+    included = {
+        name for path, _ in CLAIMS if path.is_relative_to(SQL_DIR)
+        for name in re.findall(r"^\s*--\s*include:\s*(\w+)\s*$", path.read_text(), re.M)
+    }
+    assert {path.stem for path in FRAGMENTS.rglob("*.sql")} == included
+
+
+def test_an_include_fills_in_the_fragment_at_the_line_s_indent():
+    sent = with_includes("WHERE\n    -- include: execution_filters\n", "duckdb")
+    assert "    (:job_type IS NULL OR job_type = :job_type)\n    AND (:queue" in sent
+    assert not re.search(r"^\s*-- include:", sent, re.M)
+
+
+def test_an_include_of_no_fragment_fails():
+    with pytest.raises(SqlNotFound):
+        with_includes("SELECT 1 WHERE\n-- include: no_such_fragment\n", "duckdb")
 
 
 def test_dialect_folders_are_known_dialects():
     subfolders = {
-        sub.name for folder in FOLDERS for sub in folder.iterdir()
-        if sub.is_dir() and sub.name != "__pycache__"
+        sub.name for folder in FOLDERS for sub in folder.iterdir() if _dialect_folder(sub)
     }
     assert subfolders <= set(DIALECTS)
 

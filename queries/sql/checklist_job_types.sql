@@ -1,10 +1,6 @@
 -- Per job type, the checklist's execution-level ratios: lock contention and time spent
 -- waiting (wait_ms), redeliveries per message, idempotency hits against executions that
 -- ran the effect, and optimistic-concurrency conflicts.
--- param job_type: String
--- param queue: String
--- param since_us: Int64
--- param until_us: Int64
 SELECT
     job_type,
     count(*) AS executions,
@@ -22,9 +18,7 @@ SELECT
     countIf(occ_conflict) AS occ_conflicts,
     countIf(occ_conflict) / count(*) AS occ_conflict_ratio
 FROM derived_executions
-WHERE (:job_type IS NULL OR job_type = :job_type)
-      AND (:queue IS NULL OR queue = :queue)
-      AND (:since_us IS NULL OR start_us >= :since_us)
-      AND (:until_us IS NULL OR start_us < :until_us)
+WHERE
+    -- include: execution_filters
 GROUP BY job_type
 ORDER BY job_type

@@ -2,10 +2,6 @@
 -- (windows are fixed buckets of window_us), with how many of them ran the effect.
 -- param window_us: Int64
 -- param min_executions: Int64
--- param job_type: String
--- param queue: String
--- param since_us: Int64
--- param until_us: Int64
 SELECT
     resource_key,
     CAST(floor(start_us / :window_us) AS BIGINT) * :window_us AS window_start_us,
@@ -14,11 +10,9 @@ SELECT
     count(DISTINCT key) AS keys,
     countIf(had_side_effect) AS side_effects
 FROM derived_executions
-WHERE resource_key IS NOT NULL
-  AND (:job_type IS NULL OR job_type = :job_type)
-      AND (:queue IS NULL OR queue = :queue)
-      AND (:since_us IS NULL OR start_us >= :since_us)
-      AND (:until_us IS NULL OR start_us < :until_us)
+WHERE
+    -- include: execution_filters
+    AND resource_key IS NOT NULL
 GROUP BY resource_key, window_start_us
 HAVING count(*) >= :min_executions
 ORDER BY window_start_us, resource_key

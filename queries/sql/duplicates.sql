@@ -4,17 +4,11 @@
 -- Filters select executions; a key is a duplicate when it has more than one selected run.
 -- An attempt number that arrives with earlier attempts missing counts them as runs too.
 -- Reads `derived_duplicate_runs` (the runs of keys that are duplicates unfiltered).
--- param job_type: String
--- param queue: String
--- param since_us: Int64
--- param until_us: Int64
 WITH selected AS (
     SELECT *
     FROM derived_duplicate_runs
-    WHERE (:job_type IS NULL OR job_type = :job_type)
-      AND (:queue IS NULL OR queue = :queue)
-      AND (:since_us IS NULL OR start_us >= :since_us)
-      AND (:until_us IS NULL OR start_us < :until_us)
+    WHERE
+        -- include: execution_filters
 )
 SELECT
     d.key AS key,

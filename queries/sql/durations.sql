@@ -1,16 +1,10 @@
 -- How long each job type runs (p50/p95/p99/max) against the lock TTL and visibility
 -- timeout in force (the values of its latest execution): the headroom left, and the share
 -- of executions that ran longer than their own lock TTL or visibility timeout.
--- param job_type: String
--- param queue: String
--- param since_us: Int64
--- param until_us: Int64
 SELECT
     job_type,
     count(*) AS executions,
-    quantile_cont(duration_ms, 0.5) AS p50_ms,
-    quantile_cont(duration_ms, 0.95) AS p95_ms,
-    quantile_cont(duration_ms, 0.99) AS p99_ms,
+    -- include: duration_quantiles
     max(duration_ms) AS max_ms,
     max_by(lock_ttl_ms, start_us) FILTER (WHERE lock_ttl_ms IS NOT NULL) AS lock_ttl_ms,
     max_by(visibility_timeout_ms, start_us) FILTER (WHERE visibility_timeout_ms IS NOT NULL)
@@ -21,9 +15,7 @@ SELECT
     countIf(duration_ms > visibility_timeout_ms)
         / greatest(countIf(visibility_timeout_ms IS NOT NULL), 1) AS share_over_visibility
 FROM derived_executions
-WHERE (:job_type IS NULL OR job_type = :job_type)
-      AND (:queue IS NULL OR queue = :queue)
-      AND (:since_us IS NULL OR start_us >= :since_us)
-      AND (:until_us IS NULL OR start_us < :until_us)
+WHERE
+    -- include: execution_filters
 GROUP BY job_type
 ORDER BY job_type

@@ -37,20 +37,7 @@ SELECT
     e.event_uid AS event_uid,
     e.ts AS ts,
     toUnixTimestamp64Micro(e.ts) AS ts_us,
-    e.event AS event,
-    e.job_id AS job_id,
-    e.key AS key,
-    e.job_type AS job_type,
-    e.idempotency_key AS idempotency_key,
-    e.resource_key AS resource_key,
-    e.queue AS queue,
-    e.delivery_attempt AS delivery_attempt,
-    e.worker_id AS worker_id,
-    e.lock_key AS lock_key,
-    e.lock_owner AS lock_owner,
-    e.lock_ttl_ms AS lock_ttl_ms,
-    e.visibility_timeout_ms AS visibility_timeout_ms,
-    e.service_version AS service_version,
+    -- include: event_fact_columns
     CASE
         WHEN e.event IN ('outbox_write', 'enqueue', 'enqueue_deduped',
                          'worker_start', 'worker_stop') THEN NULL
