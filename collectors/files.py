@@ -38,10 +38,9 @@ from collectors.celery_log import (
 )
 from collectors.decoders import REGISTRY, Decoder, GivesViews, Output
 from collectors.decoders.celery_log import CeleryLogText
-from collectors.jsonlines import Decoded, Rejected, decode_lines
+from collectors.jsonlines import Rejected
 from collectors.mapping import FieldMapping
 from collectors.normalise import Normaliser
-from collectors.otlp_lines import decode_otlp_lines, is_otlp_line
 from store.base import Store
 from store.schema import EVENTS_SCHEMA
 
@@ -84,20 +83,6 @@ def _open(path: str) -> tuple[BinaryIO, int | None]:
         return gzip.GzipFile(fileobj=handle), size  # type: ignore[return-value]
     handle.seek(0)
     return handle, size
-
-
-def decode_batch(lines: list[tuple[int, bytes]], normaliser: Normaliser, source: str) -> Decoded:
-    """Lines of either format, told apart line by line (the per-record reference path)."""
-    otlp = [(n, line) for n, line in lines if is_otlp_line(line)]
-    if not otlp:
-        return decode_lines(lines, normaliser, source)
-    plain = [(n, line) for n, line in lines if not is_otlp_line(line)]
-    out = decode_otlp_lines(otlp, normaliser, source)
-    rest = decode_lines(plain, normaliser, source)
-    out.rows.extend(rest.rows)
-    out.rejected.extend(rest.rejected)
-    out.rejected.sort(key=lambda r: r.where)
-    return out
 
 
 def _blocks(stream: BinaryIO, size: int) -> Iterator[bytes]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 
-from collectors.jsonlines import Decoded, Rejected
+from collectors.jsonlines import Decoded, Rejected, decode_lines
 from collectors.normalise import Normaliser
 from collectors.otlp import decode_logs, decode_traces
 from collectors.otlp_json import OtlpJsonError, kind_of, parse_request
@@ -38,4 +38,18 @@ def decode_otlp_lines(
         out.rows.extend(part.rows)
         out.rejected.extend(part.rejected)
         out.ignored += part.ignored
+    return out
+
+
+def decode_batch(lines: list[tuple[int, bytes]], normaliser: Normaliser, source: str) -> Decoded:
+    """Lines of either format, told apart line by line (the per-record reference path)."""
+    otlp = [(n, line) for n, line in lines if is_otlp_line(line)]
+    if not otlp:
+        return decode_lines(lines, normaliser, source)
+    plain = [(n, line) for n, line in lines if not is_otlp_line(line)]
+    out = decode_otlp_lines(otlp, normaliser, source)
+    rest = decode_lines(plain, normaliser, source)
+    out.rows.extend(rest.rows)
+    out.rejected.extend(rest.rejected)
+    out.rejected.sort(key=lambda r: r.where)
     return out

@@ -1,9 +1,9 @@
 """JSON lines (plain logs, or OTLP JSON Lines, told apart line by line).
 
-The reference reads line by line (`files.decode_batch`). The block decoder (`blocks`)
+The reference reads line by line (`otlp_lines.decode_batch`). The block decoder (`blocks`)
 reads a block's lines a column at a time where that is exact, for files of many MB.
-Both import polars, which a collector that only takes OTLP never needs: here, not with
-the module.
+The block decoder imports polars, which a collector that only takes OTLP never needs:
+when it decodes, not with the module.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from collectors.arrow_batch import rows_to_table
 from collectors.decoders.base import Output
 from collectors.normalise import Normaliser
+from collectors.otlp_lines import decode_batch
 
 
 @dataclass(frozen=True)
@@ -21,15 +22,13 @@ class LinesReference:
 
     media: str = "ndjson"
     signal: str = "lines"
-    name: str = "files.decode_batch"
+    name: str = "otlp_lines.decode_batch"
     bulk: bool = False
 
     def available(self) -> bool:
         return True
 
     def decode(self, body: bytes, normaliser: Normaliser, source: str) -> Output:
-        from collectors.files import decode_batch
-
         lines = list(enumerate(bytes(body).splitlines(), start=1))  # bytes, not bytearray
         decoded = decode_batch(lines, normaliser, source)
         return Output(rows_to_table(decoded.rows), decoded.rejected, decoded.ignored, len(lines))
