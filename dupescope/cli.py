@@ -191,6 +191,25 @@ def compact(store_url: str | None, older_than_days: int | None) -> None:
     click.echo(f"compacted {replaced} segment(s)", err=True)
 
 
+@main.command()
+@store_option
+def rebuild(store_url: str | None) -> None:
+    """Build the derived tables and kept answers from nothing (a first load, or a repair).
+
+    The forensic questions read tables derived from the events, built once per snapshot
+    of the store and kept beside it; `rebuild` trusts none of that and builds them again.
+    """
+    import time
+
+    from queries.derived import rebuild as rebuild_derived
+
+    store = open_store_or_exit(store_url, existing=True)
+    click.echo(f"rebuilding the derived tables of {store.describe()} ...", err=True)
+    started = time.perf_counter()
+    rebuild_derived(store)
+    click.echo(f"rebuilt in {time.perf_counter() - started:.1f} s", err=True)
+
+
 for command in (
     cli_forensics.duplicates,
     cli_forensics.alerts,

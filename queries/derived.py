@@ -88,12 +88,38 @@ def ensure(store: Store) -> None:
         current = fingerprint(store)
         if _BUILT.get(store) == current:
             return
-        _create(store, "event_facts", sql_text("event_facts", store.dialect), view=True)
-        for table, name in DERIVED_TABLES:
-            _create(store, table, sql_text(name, store.dialect), view=False)
-        store.command("DROP TABLE IF EXISTS derived_outcomes")
-        answers.build(store, lambda table, select: _create(store, table, select, view=False))
+        _build_clickhouse(store)
         _BUILT[store] = current
+
+
+def rebuild(store: Store) -> None:
+    """Build the derived relations from nothing, whatever was built or kept before.
+
+    What a first load does, and the repair for a kept build that is suspect (a file
+    damaged on disk, an upgrade that changed a query): `dupescope rebuild`. On an embedded
+    store the segments' repeat checks are made again too, and the new build replaces the
+    kept files (each renamed into place, so a reader sees the old file or the new one).
+    """
+    with _lock_for(store):
+        _BUILT.pop(store, None)
+        segmented = store.segmented()
+        if segmented is None:
+            current = fingerprint(store)
+            _build_clickhouse(store)
+            _BUILT[store] = current
+            return
+        materialised.forget_checks(segmented)
+        con, current = segmented.pinned_connection()
+        _build_embedded(segmented, con, current)
+        _BUILT[store] = current
+
+
+def _build_clickhouse(store: Store) -> None:
+    _create(store, "event_facts", sql_text("event_facts", store.dialect), view=True)
+    for table, name in DERIVED_TABLES:
+        _create(store, table, sql_text(name, store.dialect), view=False)
+    store.command("DROP TABLE IF EXISTS derived_outcomes")
+    answers.build(store, lambda table, select: _create(store, table, select, view=False))
 
 
 def _ensure_embedded(store: SegmentedStore) -> None:
@@ -125,6 +151,7 @@ def _build_embedded(
     _create(store, "event_facts", sql_text("event_facts", store.dialect), view=True)
     for table, name in DERIVED_TABLES:
         _create(store, table, sql_text(name, store.dialect), view=False)
+        _retype_hugeints(con, table, "BIGINT")
     con.execute("DROP TABLE IF EXISTS derived_outcomes")
     answers.build(store, lambda table, select: _create_answer(store, con, table, select))
     started = time.perf_counter()
@@ -137,10 +164,19 @@ def _create_answer(store: Store, con: duckdb.DuckDBPyConnection, name: str, sele
     it sums integers into) as DOUBLE, so such columns are kept as DECIMAL(38, 0), which
     comes back as the same Decimal values a live query gives."""
     _create(store, name, select, view=False)
+    _retype_hugeints(con, name, "DECIMAL(38, 0)")
+
+
+def _retype_hugeints(con: duckdb.DuckDBPyConnection, name: str, kind: str) -> None:
+    """Give a built table's HUGEINT columns a type Parquet keeps, so that a process that
+    attaches the kept files reads what the building process reads (written as they are,
+    they came back as DOUBLE: `side_effect_events` 0 in one process, 0.0 in the next).
+    The derived tables' counts fit BIGINT; a kept answer keeps the Decimal its live
+    query gives."""
     columns = sql_text("hugeint_columns", "duckdb")
     wide = con.execute(render(columns, "duckdb", {"name": name}), {"name": name}).fetchall()
     for (column,) in wide:
-        con.execute(f'ALTER TABLE {name} ALTER "{column}" TYPE DECIMAL(38, 0)')
+        con.execute(f'ALTER TABLE {name} ALTER "{column}" TYPE {kind}')
 
 
 def _create(store: Store, name: str, select: str, *, view: bool) -> None:

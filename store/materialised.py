@@ -150,6 +150,13 @@ def _free_of_repeats(con: duckdb.DuckDBPyConnection, segment: Path) -> bool:
     return bool(row and row[0])
 
 
+def forget_checks(store: SegmentedStore) -> None:
+    """Check every segment for repeats again at the next build (a rebuild trusts nothing
+    it kept)."""
+    with contextlib.suppress(FileNotFoundError):
+        (folder(store) / _CHECKED).unlink()
+
+
 def _checked(store: SegmentedStore) -> set[str]:
     try:
         return set((folder(store) / _CHECKED).read_text().split())

@@ -187,3 +187,17 @@ def test_timeline_without_the_verdict_reads_the_key_alone(tmp_path, make_table) 
     assert not (Path(folder) / "derived").exists()  # no derived table was built
     rows = _json(["timeline", "inv-1", "--store", folder, "--no-verdict", "--format", "json"])
     assert "verdict" not in rows[0]
+
+
+def test_rebuild_builds_the_derived_tables_and_says_so(tmp_path, make_table) -> None:
+    folder = _store_with(tmp_path, make_table, HARMFUL)
+    result = CliRunner().invoke(main, ["rebuild", "--store", folder])
+    assert result.exit_code == 0, result.output
+    assert "rebuilt in" in result.output
+    assert list((Path(folder) / "derived").glob("derived_executions-*.parquet"))
+
+
+def test_rebuild_of_a_store_that_does_not_exist_is_an_error(tmp_path) -> None:
+    result = CliRunner().invoke(main, ["rebuild", "--store", str(tmp_path / "typo")])
+    assert result.exit_code != 0
+    assert "typo" in result.output
