@@ -1,0 +1,200 @@
+"""The derived state a live store keeps, batch after batch, equals a build from nothing.
+
+A live store takes batches while its readers answer (the collector writes, the dashboard
+and `watch` read), and its derived tables and kept answers follow its content: built,
+persisted, reattached by the next process, replaced when the content changes. Whatever
+order the workload model's events arrive in (late ones among them), resent, compacted
+or cut by retention in between, every derived table and kept answer must equal a build
+from nothing over the same events after every batch, and at the end the duplicates must
+be the model's truth.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import date, timedelta
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+
+import sample_data
+from collectors.files import ingest_files
+from collectors.normalise import Normaliser
+from queries import derived, duplicates
+from store.base import Store
+from store.clickhouse import ChdbStore
+from store.embedded import EmbeddedStore
+
+DUPLICATE_FIELDS = ("key", "executions", "side_effects", "harmful", "cause", "causes")
+#: A day long before the model's, whose events retention drops.
+OLD_DAY = "2026-10-01"
+
+
+def _plain(value: object) -> object:
+    """A value as compared: lists as sets, floats to 10 digits (a sum depends on the
+    order it adds in, which the engine chooses)."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return sorted(_plain(v) for v in value)
+    if isinstance(value, float):
+        return f"{value:.10g}"
+    return value
+
+
+def state(store: Store) -> dict[str, list[tuple[str, ...]]]:
+    """Every derived table and kept answer, as sorted rows of text (row order and the
+    numbering of a kept answer's rows aside: ties may be numbered either way)."""
+    derived.ensure(store)
+    tables = {}
+    for table in derived.BUILT_TABLES:
+        frame = store.execute(f"SELECT * FROM {table}")  # a name of the build's own
+        frame = frame.drop(columns=["answer_row"], errors="ignore")
+        tables[table] = sorted(
+            tuple(repr(_plain(v)) for v in row) for row in frame.itertuples(index=False)
+        )
+    return tables
+
+
+def model_lines(seed: int) -> tuple[list[bytes], dict]:
+    workload = sample_data.generate(seed=seed, target_events=1500, hours=0.5)
+    return workload.jsonl_bytes().splitlines(), workload.truth
+
+
+def old_day_lines(lines: list[bytes]) -> list[bytes]:
+    """Some of the model's lines again under keys of their own, on OLD_DAY: what
+    retention drops."""
+    old = []
+    for line in lines[:200]:
+        record = orjson.loads(line)
+        record["ts"] = OLD_DAY + record["ts"][10:]
+        for field in ("job_id", "idempotency_key"):
+            if record.get(field):
+                record[field] = "old-" + record[field]
+        old.append(orjson.dumps(record))
+    return old
+
+
+Step = tuple[str, list[bytes]]
+
+
+def deliveries(seed: int, *, retention: bool) -> tuple[list[Step], dict]:
+    """The model's lines in random batches and order, some batches sent twice, with
+    compaction and (`retention`) an old day that retention drops in between."""
+    lines, truth = model_lines(seed)
+    rng = random.Random(seed)
+    shuffled = lines[:]
+    rng.shuffle(shuffled)  # every batch holds events older than the last one's
+    cuts = sorted(rng.sample(range(1, len(shuffled)), 4))
+    batches = [shuffled[a:b] for a, b in zip([0, *cuts], [*cuts, len(shuffled)], strict=True)]
+    steps: list[Step] = [("batch", old_day_lines(lines))] if retention else []
+    for n, batch in enumerate(batches):
+        steps.append(("batch", batch))
+        if rng.random() < 0.5:
+            steps.append(("batch", rng.choice(batches[: n + 1])))  # a resend
+        if rng.random() < 0.5:
+            steps.append(("compact", []))
+        if n == 1 and retention:
+            steps.append(("retention", []))
+    return steps, truth
+
+
+def _write(store: Store, lines: list[bytes], folder: Path, n: int) -> None:
+    path = folder / f"batch-{n}.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    ingest_files([str(path)], store, Normaliser())
+
+
+def _duplicates_are_the_truth(store: Store, truth: dict) -> None:
+    found = duplicates(store).to_dict(orient="records")
+    rows = sorted(repr(tuple(_plain(r[f]) for f in DUPLICATE_FIELDS)) for r in found)
+    expected = sorted(
+        repr(tuple(_plain(d[f]) for f in DUPLICATE_FIELDS)) for d in truth["duplicates"]
+    )
+    assert rows == expected
+
+
+@pytest.fixture
+def batch_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "batches"
+    folder.mkdir()
+    return folder
+
+
+@contextmanager
+def _from_nothing(live: EmbeddedStore, into: Path) -> Iterator[EmbeddedStore]:
+    """A new store over a copy of the live one's events, with no derived state."""
+    shutil.copytree(live.root, into, ignore=shutil.ignore_patterns("derived"))
+    fresh = EmbeddedStore(into)
+    try:
+        yield fresh
+    finally:
+        fresh.close()
+
+
+@pytest.mark.parametrize("seed", [5, 21])
+def test_an_embedded_store_s_derived_state_equals_a_build_from_nothing_after_every_step(
+    seed: int, tmp_path: Path, batch_folder: Path
+) -> None:
+    steps, truth = deliveries(seed, retention=True)
+    live = EmbeddedStore(tmp_path / "live")
+    try:
+        for n, (kind, lines) in enumerate(steps):
+            if kind == "batch":
+                _write(live, lines, batch_folder, n)
+            elif kind == "compact":
+                live.compact()
+            else:
+                assert live.drop_days_before(date.fromisoformat(OLD_DAY) + timedelta(days=1))
+            kept = state(live)
+            with _from_nothing(live, tmp_path / f"fresh-{n}") as fresh:
+                assert kept == state(fresh), f"after step {n} ({kind})"
+            reread = EmbeddedStore(live.root)  # a second reader attaches the kept build
+            try:
+                assert state(reread) == kept, f"attached after step {n} ({kind})"
+            finally:
+                reread.close()
+        _duplicates_are_the_truth(live, truth)
+    finally:
+        live.close()
+
+
+def test_a_chdb_store_s_derived_state_equals_a_build_from_nothing_after_every_step(
+    tmp_path: Path, batch_folder: Path
+) -> None:
+    steps, truth = deliveries(9, retention=False)  # ClickHouse keeps days by its own TTL
+    live = ChdbStore(str(tmp_path / "chdb"))
+    try:
+        for n, (kind, lines) in enumerate(steps):
+            if kind == "batch":
+                _write(live, lines, batch_folder, n)
+            else:
+                live.command("OPTIMIZE TABLE events FINAL")
+            kept = state(live)
+            derived.rebuild(live)
+            assert kept == state(live), f"after step {n} ({kind})"
+        _duplicates_are_the_truth(live, truth)
+    finally:
+        live.close()
+
+
+def test_rebuild_repairs_a_damaged_kept_build(tmp_path: Path, batch_folder: Path) -> None:
+    lines, truth = model_lines(5)
+    store = EmbeddedStore(tmp_path / "store")
+    _write(store, lines, batch_folder, 0)
+    kept = state(store)
+    store.close()
+    executions = next((tmp_path / "store" / "derived").glob("derived_executions-*.parquet"))
+    executions.write_bytes(b"not parquet")
+    damaged = EmbeddedStore(tmp_path / "store")
+    try:
+        with pytest.raises(Exception, match="(?i)parquet"):
+            state(damaged)
+        derived.rebuild(damaged)
+        assert state(damaged) == kept
+        _duplicates_are_the_truth(damaged, truth)
+    finally:
+        damaged.close()
