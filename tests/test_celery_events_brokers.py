@@ -149,8 +149,15 @@ def test_a_task_is_its_enqueue_deliver_and_ack_named_and_placed(
 
 
 def only_duplicate(receiving: Receiving) -> tuple[str, int, str]:
-    """The one duplicate in the receiving store: its key, executions and cause."""
-    [duplicate] = receiving.duplicates()
+    """The one duplicate in the receiving store: its key, executions and cause. A new
+    reader's answer may trail the rows just read by a moment; what it lacks after
+    seconds is a fault, and the rows say which."""
+    try:
+        [duplicate] = wait_for(lambda: receiving.duplicates(), 10, "the duplicate")
+    except (AssertionError, ValueError) as failed:
+        rows = [(r["event"], r["job_id"], r["worker_id"]) for r in receiving.rows()]
+        raise AssertionError(f"{failed}; duplicates {receiving.duplicates()}; rows {rows}") \
+            from failed
     return duplicate["key"], duplicate["executions"], duplicate["cause"]
 
 
