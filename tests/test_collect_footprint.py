@@ -35,13 +35,18 @@ def test_a_collector_taking_only_otlp_never_loads_the_json_lines_parser(tmp_path
     assert done.stdout.split() == ["40", "False"]
 
 
-def _peak_rss_mb(pid: int) -> int:
-    """The process's peak RSS so far (VmHWM), in MB."""
+def _status_mb(pid: int, field: str) -> int:
+    """A memory figure of the process's /proc status, in MB."""
     with open(f"/proc/{pid}/status") as status:
         for line in status:
-            if line.startswith("VmHWM:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) // 1024
-    raise AssertionError("no VmHWM")
+    raise AssertionError(f"no {field}")
+
+
+def _peak_rss_mb(pid: int) -> int:
+    """The process's peak RSS so far (VmHWM), in MB."""
+    return _status_mb(pid, "VmHWM")
 
 
 def _large_lines_body(n: int) -> bytes:
@@ -118,14 +123,6 @@ def test_freed_memory_is_given_back_above_the_mark_and_not_again_at_once() -> No
     assert not MemoryTrimmer(above=resident_bytes() * 4).check()
 
 
-def _resident_mb(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) // 1024
-    raise AssertionError("no VmRSS")
-
-
 def test_large_bodies_one_after_another_leave_the_collector_no_larger(tmp_path: Path) -> None:
     # Each new size of large body used to leave its pages with the process: RSS went from
     # ~190 MB to over 1 GB over repeated valid bodies and never came down.
@@ -139,7 +136,7 @@ def test_large_bodies_one_after_another_leave_the_collector_no_larger(tmp_path: 
                 assert _send_until_taken(collector.url + url, body, kind) == 200
         peak = _peak_rss_mb(collector.process.pid)
         time.sleep(2)  # the trimmer looks twice a second
-        at_rest = _resident_mb(collector.process.pid)
+        at_rest = _status_mb(collector.process.pid, "VmRSS")
     finally:
         collector.stop()
     assert peak < 600, f"peak RSS {peak} MB"

@@ -28,7 +28,8 @@ from typing import Protocol, runtime_checkable
 
 import pyarrow as pa
 
-from collectors.jsonlines import Rejected
+from collectors.arrow_batch import rows_to_table
+from collectors.jsonlines import Decoded, Rejected
 from collectors.normalise import Normaliser
 
 SIGNALS = ("traces", "logs", "lines", "celery-log")
@@ -50,6 +51,21 @@ class Output:
     rejected: list[Rejected] = field(default_factory=list)
     ignored: int = 0
     lines: int = 0
+
+
+def rows_output(decoded: Decoded, lines: int = 0) -> Output:
+    """What a decoder that builds rows one by one gave, with its rows made a table."""
+    return Output(rows_to_table(decoded.rows), decoded.rejected, decoded.ignored, lines)
+
+
+class RunsAnywhere:
+    """What a decoder written in Python says of itself: it serves request bodies, not
+    only blocks of many MB, and runs wherever Python does."""
+
+    bulk = False
+
+    def available(self) -> bool:
+        return True
 
 
 class Decoder(Protocol):

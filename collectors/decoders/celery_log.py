@@ -17,24 +17,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from collectors.arrow_batch import rows_to_table
 from collectors.celery_log import CELERY_LOG, CeleryLogOptions, CeleryLogReader
-from collectors.decoders.base import Output
+from collectors.decoders.base import Output, RunsAnywhere, rows_output
 from collectors.normalise import Normaliser
 
 
 @dataclass(frozen=True)
-class CeleryLogText:
+class CeleryLogText(RunsAnywhere):
     """A Celery worker's log lines, each run's lines tied together by one reader."""
 
     options: CeleryLogOptions = field(default_factory=CeleryLogOptions)
     media: str = "text"
     signal: str = CELERY_LOG
     name: str = "celery_log.CeleryLogReader"
-    bulk: bool = False
-
-    def available(self) -> bool:
-        return True
 
     def configured(self, options: CeleryLogOptions | None) -> CeleryLogText:
         return replace(self, options=options or CeleryLogOptions())
@@ -48,4 +43,4 @@ class CeleryLogText:
         body = bytes(body)
         decoded = self.reader(normaliser, source).decode(body, 1, source)
         lines = body.count(b"\n") + (0 if body.endswith(b"\n") or not body else 1)
-        return Output(rows_to_table(decoded.rows), decoded.rejected, decoded.ignored, lines)
+        return rows_output(decoded, lines)

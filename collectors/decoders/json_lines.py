@@ -10,28 +10,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from collectors.arrow_batch import rows_to_table
-from collectors.decoders.base import Output
+from collectors.decoders.base import Output, RunsAnywhere, rows_output
 from collectors.normalise import Normaliser
 from collectors.otlp_lines import decode_batch
 
 
 @dataclass(frozen=True)
-class LinesReference:
+class LinesReference(RunsAnywhere):
     """Line by line: each line's number and reason where it is refused."""
 
     media: str = "ndjson"
     signal: str = "lines"
     name: str = "otlp_lines.decode_batch"
-    bulk: bool = False
-
-    def available(self) -> bool:
-        return True
 
     def decode(self, body: bytes, normaliser: Normaliser, source: str) -> Output:
         lines = list(enumerate(bytes(body).splitlines(), start=1))  # bytes, not bytearray
         decoded = decode_batch(lines, normaliser, source)
-        return Output(rows_to_table(decoded.rows), decoded.rejected, decoded.ignored, len(lines))
+        return rows_output(decoded, len(lines))
 
 
 @dataclass(frozen=True)

@@ -4,25 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from collectors.arrow_batch import rows_to_table
 from collectors.decoders import otlp_messages
-from collectors.decoders.base import Output
+from collectors.decoders.base import Output, RunsAnywhere, rows_output
 from collectors.normalise import Normaliser
 from collectors.otlp import decode_logs
 
 
 @dataclass(frozen=True)
-class LogsReference:
+class LogsReference(RunsAnywhere):
     """Each log record's row: its attributes plus a structured body."""
 
     media: str
     signal: str = "logs"
     name: str = "otlp.decode_logs"
-    bulk: bool = False
-
-    def available(self) -> bool:
-        return True
 
     def decode(self, body: bytes, normaliser: Normaliser, source: str) -> Output:
         decoded = decode_logs(otlp_messages.logs(body, self.media), normaliser, source)
-        return Output(rows_to_table(decoded.rows), decoded.rejected, decoded.ignored)
+        return rows_output(decoded)

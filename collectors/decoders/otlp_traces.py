@@ -10,42 +10,33 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from collectors import otlp_native
-from collectors.arrow_batch import rows_to_table
 from collectors.decoders import otlp_messages
-from collectors.decoders.base import Output
+from collectors.decoders.base import Output, RunsAnywhere, rows_output
 from collectors.normalise import Normaliser
 from collectors.otlp import decode_traces
 from collectors.otlp_columns import decode_traces_table
 
 
 @dataclass(frozen=True)
-class TracesReference:
+class TracesReference(RunsAnywhere):
     """The specification: each span's rows built by `otlp.decode_traces`."""
 
     media: str
     signal: str = "traces"
     name: str = "otlp.decode_traces"
-    bulk: bool = False
-
-    def available(self) -> bool:
-        return True
 
     def decode(self, body: bytes, normaliser: Normaliser, source: str) -> Output:
         decoded = decode_traces(otlp_messages.traces(body, self.media), normaliser, source)
-        return Output(rows_to_table(decoded.rows), decoded.rejected, decoded.ignored)
+        return rows_output(decoded)
 
 
 @dataclass(frozen=True)
-class TracesColumns:
+class TracesColumns(RunsAnywhere):
     """`otlp_columns`: a span's shared fields read and normalised once."""
 
     media: str
     signal: str = "traces"
     name: str = "otlp_columns"
-    bulk: bool = False
-
-    def available(self) -> bool:
-        return True
 
     def decode(self, body: bytes, normaliser: Normaliser, source: str) -> Output:
         request = otlp_messages.traces(body, self.media)
