@@ -56,16 +56,27 @@ def table_for(name: str, params: Mapping[str, Any]) -> str | None:
     return f"answer_{name}"
 
 
-def select(name: str, dialect: str) -> str:
-    """The query behind a kept answer, its parameters inlined, each row numbered in order."""
-    inner = literal(sql_text(name, dialect), KEPT[name])
+#: Kept answers an embedded store adds up from its per-segment counts (derived_segment_counts)
+#: instead of reading every event: query -> the file that adds them up.
+SEGMENT_COUNTED: dict[str, str] = {
+    "store_summary": "kept_store_summary",
+    "filter_values": "kept_filter_values",
+}
+
+
+def select(name: str, dialect: str, counted: bool = False) -> str:
+    """The query behind a kept answer, its parameters inlined, each row numbered in order
+    (`counted`: from the per-segment counts where the query has such a spelling)."""
+    source = SEGMENT_COUNTED.get(name, name) if counted else name
+    inner = literal(sql_text(source, dialect), KEPT[name])
     return f"SELECT row_number() OVER () AS answer_row, * FROM ({inner}) AS answer"
 
 
-def build(store: Store, create: Callable[[str, str], None]) -> None:
-    """Compute every kept answer with `create(table, select)` (the derived tables exist)."""
+def build(store: Store, create: Callable[[str, str], None], counted: bool = False) -> None:
+    """Compute every kept answer with `create(table, select)` (the derived tables exist;
+    with `counted`, the per-segment counts too)."""
     for name in KEPT:
-        create(f"answer_{name}", select(name, store.dialect))
+        create(f"answer_{name}", select(name, store.dialect, counted))
 
 
 def read_sql(table: str, dialect: str) -> str:

@@ -23,10 +23,12 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from queries import answers
+from queries import answers, incremental
 from queries.loader import placeholders, render, run, sql_text
-from store import materialised
+from store import derived_state, materialised
 from store.base import SegmentedStore, Store, to_frame
+from store.lineage import Changes, commits
+from store.lookup_index import segment_name
 
 log = logging.getLogger("dupescope.queries")
 
@@ -109,12 +111,22 @@ def rebuild(store: Store) -> None:
             _BUILT[store] = current
             return
         materialised.forget_checks(segmented)
+        read = _read_now(segmented)
         con, current = segmented.pinned_connection()
-        _build_embedded(segmented, con, current)
+        if not derived_state.writable(segmented):
+            _build_in_memory(segmented, con)
+        else:
+            with derived_state.exclusive(segmented):
+                state = _build_base(segmented, con, current, read)
+                derived_state.commit(segmented, state)
+                if not _attach(segmented, con, state):
+                    raise FileNotFoundError("a derived state just written is incomplete")
+                derived_state.remove_stale(segmented, state)
         _BUILT[store] = current
 
 
 def _build_clickhouse(store: Store) -> None:
+    _create(store, "unique_events", sql_text("unique_events", store.dialect), view=True)
     _create(store, "event_facts", sql_text("event_facts", store.dialect), view=True)
     for table, name in DERIVED_TABLES:
         _create(store, table, sql_text(name, store.dialect), view=False)
@@ -123,15 +135,19 @@ def _build_clickhouse(store: Store) -> None:
 
 
 def _ensure_embedded(store: SegmentedStore) -> None:
-    """Current derived tables on an embedded store: reuse a persisted build, else build."""
+    """Current derived tables on an embedded store: attach the kept state if it is
+    current, else derive what changed since it (or build from nothing) and keep that."""
     for attempt in range(2):
+        read = _read_now(store)
         con, current = store.pinned_connection()
         if _BUILT.get(store) == current:
             return
         try:
-            if not materialised.attach(store, con, BUILT_TABLES, current):
-                _build_embedded(store, con, current)
-        except duckdb.IOException:
+            if not derived_state.writable(store):
+                _build_in_memory(store, con)
+            else:
+                _derive_and_keep(store, con, current, read)
+        except (duckdb.IOException, FileNotFoundError):
             # A segment listed a moment ago was compacted away: list again, once.
             store.forget_snapshot()
             if attempt:
@@ -141,29 +157,146 @@ def _ensure_embedded(store: SegmentedStore) -> None:
         return
 
 
-def _build_embedded(
-    store: SegmentedStore, con: duckdb.DuckDBPyConnection, snapshot: str
+def _read_now(store: SegmentedStore) -> dict[str, int]:
+    """The segments and log frames there are now (listed before the reader's snapshot
+    is pinned, so that the snapshot holds at least these)."""
+    return {segment_name(p): commits(p) for p in store.segments()}
+
+
+def _derive_and_keep(
+    store: SegmentedStore, con: duckdb.DuckDBPyConnection, current: str, read: dict[str, int]
 ) -> None:
+    state = derived_state.load(store)
+    if state is not None and state.snapshot == current and _attach(store, con, state):
+        return
+    with derived_state.exclusive(store):
+        state = derived_state.load(store)  # another process may have made it meanwhile
+        if state is not None and state.snapshot == current and _attach(store, con, state):
+            return
+        changes = None
+        if state is not None and _attach(store, con, state):
+            changes = store.changes_since(state.read)
+        if state is None or changes is None:
+            state = _build_base(store, con, current, read)
+        else:
+            state = _absorb(store, con, state, changes, current)
+        derived_state.commit(store, state)
+        if not _attach(store, con, state):
+            raise FileNotFoundError("a derived state just written is incomplete")
+        derived_state.remove_stale(store, state)
+
+
+def _attach(store: SegmentedStore, con: duckdb.DuckDBPyConnection,
+            state: derived_state.State) -> bool:
+    return derived_state.attach(store, con, state, incremental.UNITS, answers.TABLES)
+
+
+def _absorb(
+    store: SegmentedStore,
+    con: duckdb.DuckDBPyConnection,
+    state: derived_state.State,
+    changes: Changes,
+    current: str,
+) -> derived_state.State:
+    """A new state: `state` and a layer of what `changes` touch, its answers again."""
     started = time.perf_counter()
-    deduplicated = materialised.unique_events(store, con)
-    log.debug("repeat check in %.2f s", time.perf_counter() - started)
-    con.execute(f"CREATE OR REPLACE TEMP VIEW unique_events AS {deduplicated}")
-    _create(store, "event_facts", sql_text("event_facts", store.dialect), view=True)
+    layer = derived_state.new_id()
+    sizes = incremental.derive(store, con, changes, layer, _create_on, _build_tables)
+    grown = derived_state.State(
+        snapshot=current,
+        read=changes.read,
+        layers=[*state.layers, layer],
+        answers=state.answers,
+        sizes={t: [*state.sizes.get(t, []), n] for t, n in sizes.items()},
+    )
+    if not _attach(store, con, grown):
+        raise FileNotFoundError("a derived layer just written is incomplete")
+    if derived_state.should_merge(grown):
+        grown = _merge_layers(store, con, grown)
+    grown.answers = _write_answers(store, con)
+    log.debug("absorbed %d new rows in %.2f s", changes.rows().num_rows,
+              time.perf_counter() - started)
+    return grown
+
+
+def _merge_layers(store: SegmentedStore, con: duckdb.DuckDBPyConnection,
+                  state: derived_state.State) -> derived_state.State:
+    """Fold every layer into a new base (each table written in its build's order)."""
+    layer = derived_state.new_id()
+    sizes = {}
+    for table in incremental.UNITS:
+        order = _ORDER.get(table, "")
+        sizes[table] = [derived_state.write(
+            con, f"SELECT * FROM {table}{order}", derived_state.rows_path(store, table, layer))]
+    merged = derived_state.State(state.snapshot, state.read, [layer], state.answers, sizes)
+    if not _attach(store, con, merged):
+        raise FileNotFoundError("a derived base just written is incomplete")
+    return merged
+
+
+#: The order a full build writes a table in, kept when layers are merged (min/max
+#: statistics then narrow a prefix search to a row group or two).
+_ORDER = {
+    "derived_lookup": " ORDER BY value, kind, key",
+    "derived_duplicate_runs": " ORDER BY key, start_us",
+}
+
+
+def _build_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """event_facts and every derived table on `con`, over its `unique_events`."""
+    _create_on(con, "event_facts", sql_text("event_facts", "duckdb"), view=True)
     for table, name in DERIVED_TABLES:
-        _create(store, table, sql_text(name, store.dialect), view=False)
+        _create_on(con, table, sql_text(name, "duckdb"))
         _retype_hugeints(con, table, "BIGINT")
     con.execute("DROP TABLE IF EXISTS derived_outcomes")
-    answers.build(store, lambda table, select: _create_answer(store, con, table, select))
+
+
+def _build_in_memory(store: SegmentedStore, con: duckdb.DuckDBPyConnection) -> None:
+    """Everything built on the reader's connection, kept nowhere (a read-only store)."""
+    deduplicated = materialised.unique_events(store, con)
+    con.execute(f"CREATE OR REPLACE TEMP VIEW unique_events AS {deduplicated}")
+    _build_tables(con)
+    incremental.count_segments(con, store.segments(), _create_on)
+    answers.build(store, lambda table, select: _create_answer(con, table, select),
+                  counted=True)
+
+
+def _build_base(
+    store: SegmentedStore, con: duckdb.DuckDBPyConnection, snapshot: str, read: dict[str, int]
+) -> derived_state.State:
+    """Everything from nothing, kept as a base layer and its answers."""
     started = time.perf_counter()
-    materialised.save(store, con, BUILT_TABLES, snapshot)
-    log.debug("derived tables saved in %.2f s", time.perf_counter() - started)
+    _build_in_memory(store, con)
+    log.debug("derived tables built in %.2f s", time.perf_counter() - started)
+    layer = derived_state.new_id()
+    sizes = {}
+    for table in incremental.UNITS:
+        sizes[table] = [derived_state.write(
+            con, f"SELECT * FROM {table}", derived_state.rows_path(store, table, layer))]
+    answers_id = _save_answers(store, con)
+    return derived_state.State(snapshot, read, [layer], answers_id, sizes)
 
 
-def _create_answer(store: Store, con: duckdb.DuckDBPyConnection, name: str, select: str) -> None:
+def _write_answers(store: SegmentedStore, con: duckdb.DuckDBPyConnection) -> str:
+    """The kept answers computed from the attached state, written as a new generation."""
+    answers.build(store, lambda table, select: _create_answer(con, table, select),
+                  counted=True)
+    return _save_answers(store, con)
+
+
+def _save_answers(store: SegmentedStore, con: duckdb.DuckDBPyConnection) -> str:
+    generation = derived_state.new_id()
+    for table in answers.TABLES:
+        derived_state.write(con, f"SELECT * FROM {table}",
+                            derived_state.rows_path(store, table, generation))
+    return generation
+
+
+def _create_answer(con: duckdb.DuckDBPyConnection, name: str, select: str) -> None:
     """A kept answer as a table whose types survive Parquet: DuckDB writes a HUGEINT (what
     it sums integers into) as DOUBLE, so such columns are kept as DECIMAL(38, 0), which
     comes back as the same Decimal values a live query gives."""
-    _create(store, name, select, view=False)
+    _create_on(con, name, select)
     _retype_hugeints(con, name, "DECIMAL(38, 0)")
 
 
@@ -180,21 +313,25 @@ def _retype_hugeints(con: duckdb.DuckDBPyConnection, name: str, kind: str) -> No
 
 
 def _create(store: Store, name: str, select: str, *, view: bool) -> None:
-    """CREATE OR REPLACE a derived view or table from a query file (no parameters)."""
+    """CREATE OR REPLACE a derived view or table (ClickHouse, chDB) from a query file."""
     started = time.perf_counter()
-    segmented = store.segmented()
-    if segmented is not None:
-        kind = "VIEW" if view else "TABLE"
-        con = segmented.connection()
-        materialised.drop(con, name)
-        con.execute(f"CREATE OR REPLACE TEMP {kind} {name} AS {select}")
-    elif view:
+    if view:
         store.command(f"CREATE OR REPLACE VIEW {name} AS {select}")
     else:
         store.command(
             f"CREATE OR REPLACE TABLE {name} ENGINE = MergeTree ORDER BY tuple() "
             f"AS {select}{_CLICKHOUSE_SETTINGS}"
         )
+    log.debug("derived %s in %.2f s", name, time.perf_counter() - started)
+
+
+def _create_on(
+    con: duckdb.DuckDBPyConnection, name: str, select: str, view: bool = False
+) -> None:
+    """CREATE OR REPLACE a temp view or table on an embedded store's DuckDB connection."""
+    started = time.perf_counter()
+    derived_state.drop(con, name)
+    con.execute(f"CREATE OR REPLACE TEMP {'VIEW' if view else 'TABLE'} {name} AS {select}")
     log.debug("derived %s in %.2f s", name, time.perf_counter() - started)
 
 

@@ -17,8 +17,9 @@ if TYPE_CHECKING:
     import duckdb
     import pandas as pd
 
-    from store.segments import SegmentWriter
+    from store.lineage import Changes
 
+from store.segments import SegmentWriter
 
 # Below this many rows, starting conversion threads costs more than it saves (a quarter of
 # a key timeline's conversion).
@@ -123,6 +124,16 @@ class SegmentedStore(Store, Protocol):
     def snapshot_id(self) -> str: ...
 
     def key_rows(self, key: str) -> pa.Table: ...
+
+    def rows_of(self, values: list[str]) -> pa.Table:
+        """Every row whose idempotency_key or job_id is one of `values` (and maybe more),
+        found through the lookup index: the cost follows the values, not the store."""
+        ...
+
+    def changes_since(self, read: dict[str, int]) -> Changes | None:
+        """What the segments gained and lost since a reader read `read` (None: cannot
+        tell, build from nothing)."""
+        ...
 
     def write_hot(self, table: pa.Table) -> int:
         """`write` for a small batch that compaction will soon rewrite (a collector's

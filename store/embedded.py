@@ -41,6 +41,7 @@ from store.durable import fsync_dir, place, temporary_for
 from store.hot_log import HotLogs, HotTables, frame_count, is_hot, is_log, is_open, read_hot, sizes
 from store.hot_segments import SpareFiles
 from store.key_lookup import KeyFinder
+from store.lineage import LINEAGE, Changes, inputs_of, since
 from store.lookup_index import covered_by, global_indexes, write_day_index, write_global_index
 from store.schema import EVENTS_SCHEMA
 from store.segments import SEGMENT_SUFFIXES, SegmentWriter, _segment_name, note_change
@@ -260,6 +261,19 @@ class EmbeddedStore(SegmentedStore):
                 self._finder = KeyFinder(self.events_dir, self.index_dir)
             return self._finder.rows(key)
 
+    def rows_of(self, values: list[str]) -> pa.Table:
+        """Every row whose idempotency_key or job_id is one of `values` (and maybe more),
+        read through the lookup index like `key_rows`."""
+        with self._lock:
+            if self._finder is None:
+                self._finder = KeyFinder(self.events_dir, self.index_dir)
+            return self._finder.rows_of(values)
+
+    def changes_since(self, read: dict[str, int]) -> Changes | None:
+        """What the segments gained and lost since a reader read `read`
+        (store/lineage.py); None if rows that retention dropped can no longer be read."""
+        return since(self.trash_dir, self.segments(), read)
+
     def describe(self) -> str:
         return f"embedded store at {self.root}"
 
@@ -455,6 +469,7 @@ class EmbeddedStore(SegmentedStore):
                 f"SELECT {columns} FROM read_parquet($files, union_by_name = true, "
                 f"hive_partitioning = false)"
             )
+        lineage = json.dumps(inputs_of(inputs)).replace("'", "''")
         con = duckdb.connect(config={
             "memory_limit": self.compaction_memory, "temp_directory": str(self._spill_dir),
             **({"threads": 1} if wide else {}),
@@ -473,7 +488,8 @@ class EmbeddedStore(SegmentedStore):
                 f"ORDER BY idempotency_key NULLS LAST, job_id, ts) "
                 f"TO '{target}' (FORMAT parquet, COMPRESSION zstd, "
                 f"ROW_GROUP_SIZE {COMPACTED_ROW_GROUP}, "
-                f"ROW_GROUP_SIZE_BYTES '{COMPACTED_ROW_GROUP_BYTES}')",
+                f"ROW_GROUP_SIZE_BYTES '{COMPACTED_ROW_GROUP_BYTES}', "
+                f"KV_METADATA {{'{LINEAGE}': '{lineage}'}})",
                 {"files": parquet} if parquet else {},
             )
             self._stop_if_interrupted()  # asked before the COPY began, which clears it

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -191,7 +192,8 @@ class KeyFinder:
         table = self._con.sql(
             f"SELECT {columns} FROM read_parquet($files, union_by_name = true, "
             f"hive_partitioning = false) "
-            f"WHERE list_contains($values, idempotency_key) OR list_contains($values, job_id)",
+            f"WHERE idempotency_key IN (SELECT unnest($values)) "
+            f"OR job_id IN (SELECT unnest($values))",
             params={"files": [str(self.events_dir / s) for s in segments], "values": values},
         ).to_arrow_table()
         return [*found, table.cast(EVENTS_SCHEMA)]
@@ -213,9 +215,18 @@ class KeyFinder:
 
     def rows(self, key: str) -> pa.Table:
         """A superset of the rows of `key`'s timeline: the key's, and its jobs' rows."""
+        return self._retrying(lambda: self._rows(key))
+
+    def rows_of(self, values: list[str]) -> pa.Table:
+        """Every row whose idempotency_key or job_id is one of `values` (one hop)."""
+        if not values:
+            return EVENTS_SCHEMA.empty_table()
+        return self._retrying(lambda: self._rows_of(values))
+
+    def _retrying(self, find: Callable[[], pa.Table]) -> pa.Table:
         for attempt in range(3):
             try:
-                return self._rows(key)
+                return find()
             except (FileNotFoundError, duckdb.IOException):
                 # A segment listed a moment ago was compacted away: list again.
                 self._close_files()
@@ -223,6 +234,12 @@ class KeyFinder:
                 if attempt == 2:
                     raise
         raise AssertionError("unreachable")
+
+    def _rows_of(self, values: list[str]) -> pa.Table:
+        segments = self.listing.segments()
+        index = self._current_index()
+        uncovered = [s for s in segments if index is None or s not in index.covers]
+        return self._hop(values, index, set(segments), uncovered)
 
     def _rows(self, key: str) -> pa.Table:
         segments = self.listing.segments()

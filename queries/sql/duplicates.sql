@@ -3,10 +3,25 @@
 -- causes apply (flags, in the contract's priority order; the caller names the first).
 -- Filters select executions; a key is a duplicate when it has more than one selected run.
 -- An attempt number that arrives with earlier attempts missing counts them as runs too.
--- Reads `derived_duplicate_runs` (the runs of keys that are duplicates unfiltered).
-WITH selected AS (
-    SELECT *
-    FROM derived_duplicate_runs
+-- Reads `derived_duplicate_runs` (the runs of keys that are duplicates unfiltered) and the
+-- lock incidents of those runs.
+WITH incidents AS (
+    SELECT
+        execution_uid,
+        countIf(rule = 'lock_expired_while_running') AS overruns,
+        countIf(rule = 'lock_expired_while_running' AND other_owner IS NOT NULL) AS overlaps,
+        countIf(rule = 'split_brain') AS split_brains
+    FROM derived_lock_incidents
+    GROUP BY execution_uid
+),
+selected AS (
+    SELECT
+        r.*,
+        coalesce(i.overruns, 0) > 0 AS lock_overrun,
+        coalesce(i.overlaps, 0) > 0 AS lock_overlapped,
+        coalesce(i.split_brains, 0) > 0 AS lock_split_brain
+    FROM derived_duplicate_runs AS r
+    LEFT JOIN incidents AS i ON i.execution_uid = r.execution_uid
     WHERE
         -- include: execution_filters
 )

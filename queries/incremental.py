@@ -1,0 +1,264 @@
+"""Deriving again only what new rows touch: their keys and job_ids, with full history.
+
+Every derived table is made of units that depend on a bounded part of the events:
+
+- an execution, a duplicate run, a key's runs and a lookup entry belong to a key (the
+  job's idempotency key, else its job_id), and depend on the events of the key's job_ids
+  and the enqueues of the key: unit `key`;
+- a job's outbox and enqueue times depend on its own events: unit `job_id`;
+- a lock incident depends on every hold of its lock_key: unit `execution_uid`, derived
+  again for every execution holding a lock_key a touched execution holds (or held);
+- a worker's start or stop is one event: unit `event_uid`;
+- a segment's counts depend on its own rows: unit `segment`.
+
+New (or retention-dropped) rows touch their job_ids J and keys; the keys touched are
+those, every idempotency key J's events carry (a job whose key changed leaves its old
+key) and J themselves (a job without a key is its own key). Two lookups through the
+lookup index (store `rows_of`) fetch every job of those keys with all its rows, over
+which the same query files as a full build run, in a connection of their own; the rows
+of touched units replace theirs in a new layer (store/derived_state.py). What a layer
+costs follows the rows touched and their keys' history, not the size of the store; the
+lock incidents are the exception, as a lock_key's holds are found by a filtered scan of
+the (small) executions table.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from queries.loader import sql_text
+from store import derived_state
+from store.base import SegmentedStore
+from store.hot_log import is_hot, read_hot
+from store.lineage import Changes
+from store.lookup_index import segment_name
+from store.schema import EVENTS_SCHEMA
+
+log = logging.getLogger("dupescope.queries")
+
+#: Each kept derived table's unit column: a layer replaces all rows of the units it names.
+UNITS: dict[str, str | None] = {
+    "derived_executions": "key",
+    "derived_lock_incidents": "execution_uid",
+    "derived_duplicate_runs": "key",
+    "derived_jobs": "job_id",
+    "derived_lifecycle": "event_uid",
+    "derived_key_runs": "key",
+    "derived_lookup": "key",
+    "derived_segment_counts": "segment",
+}
+
+#: Build a derived table `table` from query file `name` on a connection.
+Create = Callable[[duckdb.DuckDBPyConnection, str, str], None]
+
+
+@dataclass
+class Touched:
+    """What new rows touch, and the rows a derivation of it needs."""
+
+    keys: list[str]
+    jobs: list[str]
+    rows: pa.Table
+
+
+def _values(*columns: pa.ChunkedArray | pa.Array) -> set[str]:
+    found: set[str] = set()
+    for column in columns:
+        found.update(v for v in pc.unique(pc.drop_null(column)).to_pylist())
+    return found
+
+
+def touched(store: SegmentedStore, rows: pa.Table) -> Touched:
+    """The keys and job_ids `rows` touch, and every row of the jobs of those keys."""
+    jobs = _values(rows["job_id"])
+    own = store.rows_of(sorted(jobs))
+    of_jobs = own.filter(pc.is_in(own["job_id"], pa.array(sorted(jobs), pa.string())))
+    keys = jobs | _values(of_jobs["idempotency_key"], rows["idempotency_key"])
+    keyed = store.rows_of(sorted(keys - jobs))
+    rest = store.rows_of(sorted(_values(own["job_id"], keyed["job_id"]) - jobs - keys))
+    found = _once(pa.concat_tables([own, keyed, rest]).cast(EVENTS_SCHEMA))
+    return Touched(sorted(keys), sorted(_values(found["job_id"]) | jobs), found)
+
+
+def _once(rows: pa.Table) -> pa.Table:
+    """Rows without repeats of an event_uid (the same event found by two lookups, or a
+    batch resent)."""
+    if rows.num_rows == 0:
+        return rows
+    con = duckdb.connect()
+    try:
+        con.register("found", rows)
+        return con.sql("SELECT DISTINCT ON (event_uid) * FROM found").to_arrow_table()
+    finally:
+        con.close()
+
+
+def connection() -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET enable_progress_bar = false")
+    return con
+
+
+def _strings(con: duckdb.DuckDBPyConnection, name: str, values: Iterable[str]) -> None:
+    """A one-column table `name(unit)` of `values` on `con`."""
+    con.register(f"{name}_arrow", pa.table({"unit": pa.array(sorted(set(values)), pa.string())}))
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT unit FROM {name}_arrow")
+    con.unregister(f"{name}_arrow")
+
+
+def segment_rows(paths: list[Path]) -> tuple[list[str], pa.Table | None]:
+    """(Parquet files, hot rows) of segments, each row with its `segment` name."""
+    parquet = [str(p) for p in paths if not is_hot(p)]
+    hot = []
+    for path in (p for p in paths if is_hot(p)):
+        rows = read_hot(path)
+        hot.append(rows.append_column(
+            "segment", pa.array([segment_name(path)] * rows.num_rows, pa.string())))
+    return parquet, (pa.concat_tables(hot) if hot else None)
+
+
+def count_segments(con: duckdb.DuckDBPyConnection, paths: list[Path], create: Create) -> None:
+    """`derived_segment_counts` on `con` for the segments `paths`."""
+    parquet, hot = segment_rows(paths)
+    columns = ", ".join(EVENTS_SCHEMA.names)
+    parts = []
+    if parquet:
+        cold = con.read_parquet(parquet, filename=True, union_by_name=True,
+                                hive_partitioning=False)
+        cold.project(f"{columns}, parse_filename(parse_dirpath(filename)) || '/' "
+                     "|| parse_filename(filename) AS segment"
+                     ).create_view("cold_segment_rows", replace=True)
+        parts.append("SELECT * FROM cold_segment_rows")
+    if hot is not None:
+        con.register("hot_segment_rows", hot)
+        parts.append(f"SELECT {columns}, segment FROM hot_segment_rows")
+    if not parts:
+        none = EVENTS_SCHEMA.empty_table().append_column("segment", pa.array([], pa.string()))
+        con.register("hot_segment_rows", none)
+        parts.append(f"SELECT {columns}, segment FROM hot_segment_rows")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW segment_rows AS {' UNION ALL '.join(parts)}")
+    create(con, "derived_segment_counts", sql_text("derive_segment_counts", "duckdb"))
+
+
+def derive(
+    store: SegmentedStore,
+    con: duckdb.DuckDBPyConnection,
+    changes: Changes,
+    layer: str,
+    create: Create,
+    build_tables: Callable[[duckdb.DuckDBPyConnection], None],
+) -> dict[str, int]:
+    """Write layer `layer` of what `changes` touch (the state's tables are views on
+    `con`); returns its rows per table."""
+    work = connection()
+    try:
+        units: dict[str, set[str]] = {table: set() for table in UNITS}
+        rows = changes.rows()
+        if rows.num_rows:
+            started = time.perf_counter()
+            found = touched(store, rows)
+            log.debug("touched %d keys, %d jobs, %d rows in %.2f s", len(found.keys),
+                      len(found.jobs), found.rows.num_rows, time.perf_counter() - started)
+            added = pa.concat_tables([t.cast(EVENTS_SCHEMA) for t in changes.added]
+                                     or [EVENTS_SCHEMA.empty_table()])
+            _derive_units(con, work, found, rows, added, units, create, build_tables)
+        else:
+            for table in UNITS:
+                if table != "derived_segment_counts":
+                    _empty_like(con, work, table)
+        recount = changes.new_segments + [
+            p for p in store.segments() if segment_name(p) in {n for n, _ in changes.grown}
+        ]
+        count_segments(work, recount, create)
+        units["derived_segment_counts"] = {segment_name(p) for p in recount} | set(changes.gone)
+        sizes = {}
+        for table, unit in UNITS.items():
+            sizes[table] = derived_state.write(
+                work, f"SELECT * FROM {table}", derived_state.rows_path(store, table, layer))
+            if unit is not None:
+                _strings(work, "replaced_units", units[table])
+                derived_state.write(work, "SELECT unit FROM replaced_units",
+                                    derived_state.units_path(store, table, layer))
+        return sizes
+    finally:
+        work.close()
+
+
+def _empty_like(con: duckdb.DuckDBPyConnection, work: duckdb.DuckDBPyConnection,
+                table: str) -> None:
+    empty = con.sql(f"SELECT * FROM {table} LIMIT 0").to_arrow_table()
+    work.register(f"{table}_empty", empty)
+    work.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT * FROM {table}_empty")
+
+
+def _derive_units(
+    con: duckdb.DuckDBPyConnection,
+    work: duckdb.DuckDBPyConnection,
+    found: Touched,
+    rows: pa.Table,
+    added: pa.Table,
+    units: dict[str, set[str]],
+    create: Create,
+    build_tables: Callable[[duckdb.DuckDBPyConnection], None],
+) -> None:
+    """The touched units' rows as tables of `work`, their unit values in `units`."""
+    work.register("touched_rows", found.rows)
+    work.execute("CREATE OR REPLACE TEMP VIEW unique_events AS SELECT * FROM touched_rows")
+    work.execute("CREATE OR REPLACE TEMP VIEW events AS SELECT * FROM touched_rows")
+    build_tables(work)
+    _strings(work, "touched_keys", found.keys)
+    _strings(con, "touched_keys", found.keys)
+    _strings(work, "touched_jobs", found.jobs)
+    for table in ("derived_executions", "derived_duplicate_runs", "derived_key_runs",
+                  "derived_lookup"):
+        work.execute(f"DELETE FROM {table} "
+                     f"WHERE key IS NULL OR key NOT IN (SELECT unit FROM touched_keys)")
+        units[table] = set(found.keys)
+    work.execute("DELETE FROM derived_jobs "
+                 "WHERE job_id IS NULL OR job_id NOT IN (SELECT unit FROM touched_jobs)")
+    units["derived_jobs"] = set(found.jobs)
+    # Worker lifecycle events carry no job: the added rows' own, once each (and none of
+    # the rows retention dropped).
+    work.register("added_rows", added)
+    work.execute("CREATE OR REPLACE TEMP VIEW unique_events AS "
+                 "SELECT DISTINCT ON (event_uid) * FROM added_rows")
+    create(work, "derived_lifecycle", sql_text("derive_lifecycle", "duckdb"))
+    units["derived_lifecycle"] = _values(rows["event_uid"])
+    _relock(con, work, units)
+
+
+def _relock(con: duckdb.DuckDBPyConnection, work: duckdb.DuckDBPyConnection,
+            units: dict[str, set[str]]) -> None:
+    """Lock incidents again for every execution holding a lock_key the touched keys'
+    executions hold now or held before, from the new executions and the kept ones."""
+    new = work.sql("SELECT * FROM derived_executions").to_arrow_table()
+    before = con.sql(
+        "SELECT execution_uid, lock_key FROM derived_executions "
+        "WHERE key IN (SELECT unit FROM touched_keys)"
+    ).to_arrow_table()
+    locks = _values(new["lock_key"], before["lock_key"])
+    _strings(con, "touched_locks", locks)
+    others = con.sql(
+        "SELECT * FROM derived_executions WHERE lock_key IN (SELECT unit FROM touched_locks) "
+        "AND key NOT IN (SELECT unit FROM touched_keys)"
+    ).to_arrow_table()
+    holders = pa.concat_tables([new, others.select(new.schema.names).cast(new.schema)])
+    work.register("lock_holders", holders)
+    work.execute("CREATE OR REPLACE TEMP TABLE derived_executions_all AS "
+                 "SELECT * FROM lock_holders")
+    work.execute("ALTER TABLE derived_executions RENAME TO derived_executions_touched")
+    work.execute("ALTER TABLE derived_executions_all RENAME TO derived_executions")
+    work.execute(f"CREATE OR REPLACE TEMP TABLE derived_lock_incidents AS "
+                 f"{sql_text('derive_lock_incidents', 'duckdb')}")
+    work.execute("DROP TABLE derived_executions")
+    work.execute("ALTER TABLE derived_executions_touched RENAME TO derived_executions")
+    units["derived_lock_incidents"] = _values(holders["execution_uid"], before["execution_uid"])

@@ -1,0 +1,217 @@
+"""The embedded store's derived tables on disk, kept in layers so a batch costs a layer.
+
+`<store>/derived/state.json` names what the current state is made of:
+
+- `read`: the segments it was derived from (store/lineage.py), and `snapshot`, their id;
+- `layers`: a base layer (a build from nothing) and the layers batches added since. A
+  layer holds, per table, `<table>-<layer>.parquet` (rows) and `<table>-<layer>.units.parquet`
+  (the values of the table's unit column it replaces: `UNITS`). A table is read as every
+  layer's rows whose unit no later layer replaces;
+- `answers`: the generation of the kept answers, `answer_<query>-<answers>.parquet`.
+
+Every file is written under a temporary name, fsynced and renamed, and `state.json` last:
+a process killed at any point leaves the previous state whole, and the next one derives
+the batch again. Files no state names are removed after a grace period, so a reader still
+on an older state can finish. Once the layers above the base hold a quarter of its rows,
+or there are more than `MAX_LAYERS`, they are merged into a new base: each row is
+rewritten a bounded number of times, and reading stays one scan and one anti-join.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+
+from store.base import SegmentedStore
+from store.durable import place
+
+STATE = "state.json"
+STALE_GRACE_SECONDS = 300.0
+MAX_LAYERS = 8
+MERGE_SHARE = 0.25
+FORMAT = 2
+
+
+@dataclass
+class State:
+    """One derived state: what it read, its layers, its kept answers."""
+
+    snapshot: str
+    read: dict[str, int]
+    layers: list[str]
+    answers: str
+    #: Rows per table in each layer (the base's first), to know when to merge.
+    sizes: dict[str, list[int]] = field(default_factory=dict)
+
+    def as_json(self) -> bytes:
+        return json.dumps({
+            "format": FORMAT, "snapshot": self.snapshot, "read": self.read,
+            "layers": self.layers, "answers": self.answers, "sizes": self.sizes,
+        }, sort_keys=True).encode()
+
+
+def folder(store: SegmentedStore) -> Path:
+    return store.root / "derived"
+
+
+def new_id() -> str:
+    """A layer or answers generation name, ordered by time."""
+    return f"{time.time_ns():020d}{uuid.uuid4().hex[:6]}"
+
+
+def load(store: SegmentedStore) -> State | None:
+    """The current state, or None (none written, an older format, unreadable)."""
+    try:
+        raw = json.loads((folder(store) / STATE).read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(raw, dict) or raw.get("format") != FORMAT:
+        return None
+    return State(raw["snapshot"], raw["read"], raw["layers"], raw["answers"],
+                 raw.get("sizes", {}))
+
+
+def commit(store: SegmentedStore, state: State) -> None:
+    """Make `state` the current one (its files are in place already)."""
+    target = folder(store) / STATE
+    temporary = target.with_name(f".{STATE}.{uuid.uuid4().hex[:8]}.tmp")
+    with open(temporary, "wb") as handle:
+        handle.write(state.as_json())
+    place(temporary, target)
+
+
+@contextmanager
+def exclusive(store: SegmentedStore) -> Iterator[None]:
+    """One process at a time derives a new state (others wait, then find it made)."""
+    target = folder(store)
+    target.mkdir(parents=True, exist_ok=True)
+    with open(target / ".derive.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def writable(store: SegmentedStore) -> bool:
+    """Whether derived state can be kept on disk (a read-only store keeps it in memory)."""
+    target = folder(store)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        probe = target / f".probe-{uuid.uuid4().hex[:8]}"
+        probe.touch()
+        probe.unlink()
+    except OSError:
+        return False
+    return True
+
+
+def rows_path(store: SegmentedStore, table: str, layer: str) -> Path:
+    return folder(store) / f"{table}-{layer}.parquet"
+
+
+def units_path(store: SegmentedStore, table: str, layer: str) -> Path:
+    return folder(store) / f"{table}-{layer}.units.parquet"
+
+
+def _quoted(path: Path | str) -> str:
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+def write(con: duckdb.DuckDBPyConnection, relation: str, path: Path) -> int:
+    """COPY a table or query of `con` to `path` (temporary name, fsync, rename); rows."""
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    con.execute(f"COPY ({relation}) TO {_quoted(temporary)} (FORMAT parquet, "
+                f"COMPRESSION snappy)")
+    place(temporary, path)
+    return int(pq.read_metadata(path).num_rows)
+
+
+def layered_select(
+    store: SegmentedStore, table: str, unit: str | None, layers: list[str]
+) -> str:
+    """The rows of `table` now: each layer's rows whose unit no later layer replaces."""
+    parts = []
+    for i, layer in enumerate(layers):
+        rows = f"read_parquet({_quoted(rows_path(store, table, layer))})"
+        later = [units_path(store, table, later) for later in layers[i + 1:]]
+        if not later or unit is None:
+            parts.append(f"SELECT * FROM {rows}")
+            continue
+        units = "[" + ", ".join(_quoted(p) for p in later) + "]"
+        parts.append(
+            f"SELECT r.* FROM {rows} AS r ANTI JOIN read_parquet({units}) AS u "
+            f'ON r."{unit}" = u.unit'
+        )
+    return " UNION ALL BY NAME ".join(parts)
+
+
+def attach(
+    store: SegmentedStore,
+    con: duckdb.DuckDBPyConnection,
+    state: State,
+    units: dict[str, str | None],
+    answers: tuple[str, ...],
+) -> bool:
+    """Views of `state`'s tables and answers on `con`; False (nothing done) if a file of
+    it is missing (removed as stale under a reader that took very long)."""
+    needed = [rows_path(store, t, layer) for t in units for layer in state.layers]
+    needed += [units_path(store, t, layer) for t in units for layer in state.layers[1:]
+               if units[t] is not None]
+    needed += [rows_path(store, a, state.answers) for a in answers]
+    if not all(p.exists() for p in needed):
+        return False
+    for table, unit in units.items():
+        drop(con, table)
+        con.execute(f"CREATE TEMP VIEW {table} AS "
+                    f"{layered_select(store, table, unit, state.layers)}")
+    for answer in answers:
+        drop(con, answer)
+        path = rows_path(store, answer, state.answers)
+        con.execute(f"CREATE TEMP VIEW {answer} AS SELECT * FROM read_parquet({_quoted(path)})")
+    return True
+
+
+def drop(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """Drop a temp table or view of that name, whichever it is."""
+    for kind in ("VIEW", "TABLE"):
+        with contextlib.suppress(duckdb.CatalogException):
+            con.execute(f"DROP {kind} IF EXISTS {name}")
+
+
+def should_merge(state: State) -> bool:
+    """Whether the layers above the base are worth folding into a new base."""
+    if len(state.layers) > MAX_LAYERS:
+        return True
+    for counts in state.sizes.values():
+        if counts and sum(counts[1:]) > MERGE_SHARE * max(counts[0], 1000):
+            return True
+    return False
+
+
+def remove_stale(store: SegmentedStore, state: State) -> None:
+    """Remove files `state` does not name, once older than the grace period."""
+    target = folder(store)
+    keep = set(state.layers) | {state.answers}
+    cutoff = time.time() - STALE_GRACE_SECONDS
+    for entry in target.iterdir():
+        name = entry.name
+        if name.endswith(".parquet") and not name.startswith("."):
+            stem = name.removesuffix(".parquet").removesuffix(".units")
+            if stem.rpartition("-")[2] in keep:
+                continue
+        elif not name.endswith(".tmp"):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            if entry.stat().st_mtime < cutoff:
+                entry.unlink()
