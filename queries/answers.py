@@ -47,6 +47,11 @@ KEPT: dict[str, dict[str, Any]] = {
 
 TABLES: tuple[str, ...] = tuple(f"answer_{name}" for name in KEPT)
 
+#: Kept answers whose rows each belong to one key: an embedded store keeps them in layers
+#: like the derived tables (a batch replaces its keys' rows), numbered at read time in
+#: their query's order. Table -> that ORDER BY.
+LAYERED: dict[str, str] = {"answer_duplicates": "first_us, key"}
+
 
 def table_for(name: str, params: Mapping[str, Any]) -> str | None:
     """The kept table answering `name` with `params`, or None if that answer is not kept."""

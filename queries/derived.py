@@ -29,10 +29,12 @@ from store import derived_state, materialised
 from store.base import SegmentedStore, Store, to_frame
 from store.lineage import Changes, commits
 from store.lookup_index import segment_name
+from store.sql_files import with_identifiers
 
 log = logging.getLogger("dupescope.queries")
 
 _BUILT: weakref.WeakKeyDictionary[Store, str] = weakref.WeakKeyDictionary()
+_STATES: weakref.WeakKeyDictionary[Store, derived_state.State] = weakref.WeakKeyDictionary()
 _LOCKS: weakref.WeakKeyDictionary[Store, threading.Lock] = weakref.WeakKeyDictionary()
 _GUARD = threading.Lock()
 
@@ -188,7 +190,16 @@ def _derive_and_keep(
 
 def _attach(store: SegmentedStore, con: duckdb.DuckDBPyConnection,
             state: derived_state.State) -> bool:
-    return derived_state.attach(store, con, state, incremental.UNITS, answers.TABLES)
+    lazy = tuple(t for t in answers.TABLES if t not in answers.LAYERED)
+    if not derived_state.attach(store, con, state, _LAYERED, answers.LAYERED, lazy):
+        return False
+    _STATES[store] = state
+    return True
+
+
+#: Everything kept in layers: the derived tables and the kept answers of one key a row.
+_LAYERED: dict[str, str | None] = {**incremental.UNITS,
+                                   **{t: "key" for t in answers.LAYERED}}
 
 
 def _absorb(
@@ -201,19 +212,19 @@ def _absorb(
     """A new state: `state` and a layer of what `changes` touch, its answers again."""
     started = time.perf_counter()
     layer = derived_state.new_id()
-    sizes = incremental.derive(store, con, changes, layer, _create_on, _build_tables)
+    sizes = incremental.derive(store, con, changes, layer, _create_on, _build_tables,
+                               _layered_answers)
     grown = derived_state.State(
         snapshot=current,
         read=changes.read,
         layers=[*state.layers, layer],
-        answers=state.answers,
+        answers=derived_state.new_id(),  # computed when first asked for (_kept_answer)
         sizes={t: [*state.sizes.get(t, []), n] for t, n in sizes.items()},
     )
     if not _attach(store, con, grown):
         raise FileNotFoundError("a derived layer just written is incomplete")
     if derived_state.should_merge(grown):
         grown = _merge_layers(store, con, grown)
-    grown.answers = _write_answers(store, con)
     log.debug("absorbed %d new rows in %.2f s", changes.rows().num_rows,
               time.perf_counter() - started)
     return grown
@@ -224,7 +235,7 @@ def _merge_layers(store: SegmentedStore, con: duckdb.DuckDBPyConnection,
     """Fold every layer into a new base (each table written in its build's order)."""
     layer = derived_state.new_id()
     sizes = {}
-    for table in incremental.UNITS:
+    for table in _LAYERED:
         order = _ORDER.get(table, "")
         sizes[table] = [derived_state.write(
             con, f"SELECT * FROM {table}{order}", derived_state.rows_path(store, table, layer))]
@@ -251,45 +262,43 @@ def _build_tables(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("DROP TABLE IF EXISTS derived_outcomes")
 
 
-def _build_in_memory(store: SegmentedStore, con: duckdb.DuckDBPyConnection) -> None:
-    """Everything built on the reader's connection, kept nowhere (a read-only store)."""
+def _build_in_memory(
+    store: SegmentedStore, con: duckdb.DuckDBPyConnection, every_answer: bool = True
+) -> None:
+    """Everything built on the reader's connection (`every_answer`: every kept answer, as
+    a read-only store needs; else only those kept in layers)."""
     deduplicated = materialised.unique_events(store, con)
     con.execute(f"CREATE OR REPLACE TEMP VIEW unique_events AS {deduplicated}")
     _build_tables(con)
     incremental.count_segments(con, store.segments(), _create_on)
-    answers.build(store, lambda table, select: _create_answer(con, table, select),
-                  counted=True)
+    if every_answer:
+        answers.build(store, lambda table, select: _create_answer(con, table, select),
+                      counted=True)
+    else:
+        _layered_answers(con)
+
+
+def _layered_answers(con: duckdb.DuckDBPyConnection) -> None:
+    """The kept answers kept in layers, over the derived tables on `con`."""
+    for table in answers.LAYERED:
+        name = table.removeprefix("answer_")
+        _create_answer(con, table, answers.select(name, "duckdb", counted=True))
 
 
 def _build_base(
     store: SegmentedStore, con: duckdb.DuckDBPyConnection, snapshot: str, read: dict[str, int]
 ) -> derived_state.State:
-    """Everything from nothing, kept as a base layer and its answers."""
+    """Everything from nothing, kept as a base layer (the other kept answers are computed
+    when first asked for)."""
     started = time.perf_counter()
-    _build_in_memory(store, con)
+    _build_in_memory(store, con, every_answer=False)
     log.debug("derived tables built in %.2f s", time.perf_counter() - started)
     layer = derived_state.new_id()
     sizes = {}
-    for table in incremental.UNITS:
+    for table in _LAYERED:
         sizes[table] = [derived_state.write(
             con, f"SELECT * FROM {table}", derived_state.rows_path(store, table, layer))]
-    answers_id = _save_answers(store, con)
-    return derived_state.State(snapshot, read, [layer], answers_id, sizes)
-
-
-def _write_answers(store: SegmentedStore, con: duckdb.DuckDBPyConnection) -> str:
-    """The kept answers computed from the attached state, written as a new generation."""
-    answers.build(store, lambda table, select: _create_answer(con, table, select),
-                  counted=True)
-    return _save_answers(store, con)
-
-
-def _save_answers(store: SegmentedStore, con: duckdb.DuckDBPyConnection) -> str:
-    generation = derived_state.new_id()
-    for table in answers.TABLES:
-        derived_state.write(con, f"SELECT * FROM {table}",
-                            derived_state.rows_path(store, table, generation))
-    return generation
+    return derived_state.State(snapshot, read, [layer], derived_state.new_id(), sizes)
 
 
 def _create_answer(con: duckdb.DuckDBPyConnection, name: str, select: str) -> None:
@@ -339,9 +348,40 @@ def _kept_answer(store: Store, table: str) -> pa.Table:
     segmented = store.segmented()
     if segmented is not None:
         with _lock_for(store):
-            materialised.hold(segmented.connection(), table)
+            con = segmented.connection()
+            if not _exists(con, table):
+                _compute_answer(segmented, con, table)
+            materialised.hold(con, table)
     read = store.arrow(answers.read_sql(table, store.dialect))
     return read.drop_columns(["answer_row"])
+
+
+def _exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    found = con.execute(render(sql_text("relation_exists", "duckdb"), "duckdb", {"name": table}),
+                        {"name": table}).fetchall()
+    return bool(found[0][0])
+
+
+def _compute_answer(store: SegmentedStore, con: duckdb.DuckDBPyConnection, table: str) -> None:
+    """A kept answer first asked for in this state: computed from the derived tables and
+    kept beside them, so the next process reads it."""
+    started = time.perf_counter()
+    name = table.removeprefix("answer_")
+    _create_answer(con, table, answers.select(name, "duckdb", counted=True))
+    state = _STATES.get(store)
+    if state is not None:
+        derived_state.keep(con, table, store, state)
+    log.debug("kept answer %s computed in %.2f s", table, time.perf_counter() - started)
+
+
+def table(store: Store, name: str) -> pa.Table:
+    """A derived table or kept answer (`BUILT_TABLES`) of the current state, as it is
+    kept (a kept answer computed if it was not yet)."""
+    ensure(store)
+    if name in answers.TABLES:
+        if store.segmented() is not None:
+            _kept_answer(store, name)
+    return store.arrow(with_identifiers(sql_text("kept_table", store.dialect), table=name))
 
 
 def query(store: Store, name: str, **params: Any) -> pd.DataFrame:

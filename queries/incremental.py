@@ -34,6 +34,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from queries import answers
 from queries.loader import sql_text
 from store import derived_state
 from store.base import SegmentedStore
@@ -156,12 +157,14 @@ def derive(
     layer: str,
     create: Create,
     build_tables: Callable[[duckdb.DuckDBPyConnection], None],
+    layered_answers: Callable[[duckdb.DuckDBPyConnection], None],
 ) -> dict[str, int]:
     """Write layer `layer` of what `changes` touch (the state's tables are views on
-    `con`); returns its rows per table."""
+    `con`; `layered_answers` computes the kept answers of one key a row over tables of
+    touched keys); returns its rows per table."""
     work = connection()
     try:
-        units: dict[str, set[str]] = {table: set() for table in UNITS}
+        units: dict[str, set[str]] = {table: set() for table in [*UNITS, *answers.LAYERED]}
         rows = changes.rows()
         if rows.num_rows:
             started = time.perf_counter()
@@ -175,13 +178,16 @@ def derive(
             for table in UNITS:
                 if table != "derived_segment_counts":
                     _empty_like(con, work, table)
+        layered_answers(work)
+        for table in answers.LAYERED:
+            units[table] = units["derived_executions"]
         recount = changes.new_segments + [
             p for p in store.segments() if segment_name(p) in {n for n, _ in changes.grown}
         ]
         count_segments(work, recount, create)
         units["derived_segment_counts"] = {segment_name(p) for p in recount} | set(changes.gone)
         sizes = {}
-        for table, unit in UNITS.items():
+        for table, unit in {**UNITS, **dict.fromkeys(answers.LAYERED, "key")}.items():
             sizes[table] = derived_state.write(
                 work, f"SELECT * FROM {table}", derived_state.rows_path(store, table, layer))
             if unit is not None:
@@ -233,19 +239,23 @@ def _derive_units(
                  "SELECT DISTINCT ON (event_uid) * FROM added_rows")
     create(work, "derived_lifecycle", sql_text("derive_lifecycle", "duckdb"))
     units["derived_lifecycle"] = _values(rows["event_uid"])
-    _relock(con, work, units)
+    _relock(con, work, found, rows, units)
 
 
 def _relock(con: duckdb.DuckDBPyConnection, work: duckdb.DuckDBPyConnection,
-            units: dict[str, set[str]]) -> None:
+            found: Touched, rows: pa.Table, units: dict[str, set[str]]) -> None:
     """Lock incidents again for every execution holding a lock_key the touched keys'
-    executions hold now or held before, from the new executions and the kept ones."""
+    executions hold now or held before, from the new executions and the kept ones.
+
+    What the touched keys' executions held before is read from the events, not from the
+    kept executions: their jobs' rows are all in `found` (and those retention dropped in
+    `rows`), so every lock_key they named is among those rows' lock_keys, and every
+    execution of theirs that is gone was started by a dropped `deliver` (its uid, or its
+    execution_id)."""
     new = work.sql("SELECT * FROM derived_executions").to_arrow_table()
-    before = con.sql(
-        "SELECT execution_uid, lock_key FROM derived_executions "
-        "WHERE key IN (SELECT unit FROM touched_keys)"
-    ).to_arrow_table()
-    locks = _values(new["lock_key"], before["lock_key"])
+    locks = _values(new["lock_key"], found.rows["lock_key"], rows["lock_key"])
+    delivered = rows.filter(pc.equal(rows["event"], "deliver"))
+    gone = _values(delivered["event_uid"], rows["execution_id"])
     _strings(con, "touched_locks", locks)
     others = con.sql(
         "SELECT * FROM derived_executions WHERE lock_key IN (SELECT unit FROM touched_locks) "
@@ -261,4 +271,4 @@ def _relock(con: duckdb.DuckDBPyConnection, work: duckdb.DuckDBPyConnection,
                  f"{sql_text('derive_lock_incidents', 'duckdb')}")
     work.execute("DROP TABLE derived_executions")
     work.execute("ALTER TABLE derived_executions_touched RENAME TO derived_executions")
-    units["derived_lock_incidents"] = _values(holders["execution_uid"], before["execution_uid"])
+    units["derived_lock_incidents"] = _values(holders["execution_uid"]) | gone

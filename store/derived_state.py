@@ -161,25 +161,40 @@ def attach(
     con: duckdb.DuckDBPyConnection,
     state: State,
     units: dict[str, str | None],
+    numbered: dict[str, str],
     answers: tuple[str, ...],
 ) -> bool:
-    """Views of `state`'s tables and answers on `con`; False (nothing done) if a file of
-    it is missing (removed as stale under a reader that took very long)."""
+    """Views of `state`'s tables on `con`, and of those of its `answers` computed so far;
+    False (nothing done) if a file of it is missing (removed as stale under a reader
+    that took very long). A table in `numbered` (a kept answer kept in layers) has its
+    `answer_row` numbered again in that order."""
     needed = [rows_path(store, t, layer) for t in units for layer in state.layers]
     needed += [units_path(store, t, layer) for t in units for layer in state.layers[1:]
                if units[t] is not None]
-    needed += [rows_path(store, a, state.answers) for a in answers]
     if not all(p.exists() for p in needed):
         return False
     for table, unit in units.items():
         drop(con, table)
-        con.execute(f"CREATE TEMP VIEW {table} AS "
-                    f"{layered_select(store, table, unit, state.layers)}")
+        select = layered_select(store, table, unit, state.layers)
+        if table in numbered:
+            select = (f"SELECT row_number() OVER (ORDER BY {numbered[table]}) AS answer_row, "
+                      f"* EXCLUDE (answer_row) FROM ({select})")
+        con.execute(f"CREATE TEMP VIEW {table} AS {select}")
     for answer in answers:
         drop(con, answer)
         path = rows_path(store, answer, state.answers)
-        con.execute(f"CREATE TEMP VIEW {answer} AS SELECT * FROM read_parquet({_quoted(path)})")
+        if path.exists():
+            con.execute(
+                f"CREATE TEMP VIEW {answer} AS SELECT * FROM read_parquet({_quoted(path)})")
     return True
+
+
+def keep(con: duckdb.DuckDBPyConnection, table: str, store: SegmentedStore,
+         state: State) -> None:
+    """Keep a kept answer computed on demand with `state`'s files (best effort: a
+    read-only store just holds it in memory)."""
+    with contextlib.suppress(OSError):
+        write(con, f"SELECT * FROM {table}", rows_path(store, table, state.answers))
 
 
 def drop(con: duckdb.DuckDBPyConnection, name: str) -> None:

@@ -48,10 +48,9 @@ def _plain(value: object) -> object:
 def state(store: Store) -> dict[str, list[tuple[str, ...]]]:
     """Every derived table and kept answer, as sorted rows of text (row order and the
     numbering of a kept answer's rows aside: ties may be numbered either way)."""
-    derived.ensure(store)
     tables = {}
     for table in derived.BUILT_TABLES:
-        frame = store.execute(f"SELECT * FROM {table}")  # a name of the build's own
+        frame = derived.table(store, table).to_pandas()
         frame = frame.drop(columns=["answer_row"], errors="ignore")
         tables[table] = sorted(
             tuple(repr(_plain(v)) for v in row) for row in frame.itertuples(index=False)
