@@ -34,8 +34,10 @@ import pyarrow.parquet as pq
 
 from store.base import SegmentedStore
 from store.durable import place
+from store.sql_files import read, with_identifiers
 
 STATE = "state.json"
+_SQL = Path(__file__).parent / "sql"
 STALE_GRACE_SECONDS = 300.0
 MAX_LAYERS = 8
 MERGE_SHARE = 0.25
@@ -199,9 +201,9 @@ def keep(con: duckdb.DuckDBPyConnection, table: str, store: SegmentedStore,
 
 def drop(con: duckdb.DuckDBPyConnection, name: str) -> None:
     """Drop a temp table or view of that name, whichever it is."""
-    for kind in ("VIEW", "TABLE"):
+    for statement in ("derived_view_drop", "derived_table_drop"):
         with contextlib.suppress(duckdb.CatalogException):
-            con.execute(f"DROP {kind} IF EXISTS {name}")
+            con.execute(with_identifiers(read(_SQL, statement, "duckdb"), table=name))
 
 
 def should_merge(state: State) -> bool:

@@ -1,9 +1,6 @@
-"""The embedded store's derived tables kept as Parquet, so every process reuses one build.
+"""What a full derived build of the embedded store reads, and holding kept answers in memory.
 
-Files are `<store>/derived/<table>-<snapshot>.parquet`, written under a temporary name,
-fsynced and renamed, like segments; files of older snapshots are removed after a grace
-period, so a process still reading one a moment ago can finish. A reader whose snapshot
-already has every file attaches them as views and builds nothing.
+(The kept derived state itself, in layers, is store/derived_state.py's.)
 
 Repeats of an event_uid (a batch sent twice) are collapsed only where they can exist: a
 repeat has the same `ts`, so it lives in the same day folder, and a day held in one segment
@@ -15,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 import uuid
 from collections import defaultdict
 from pathlib import Path
@@ -23,49 +19,23 @@ from pathlib import Path
 import duckdb
 
 from store.base import SegmentedStore
-from store.durable import place
 from store.hot_log import is_hot
 from store.sql_files import read, with_identifiers
 
-STALE_GRACE_SECONDS = 300.0
 _CHECKED = "unique-segments.txt"
 _SQL = Path(__file__).parent / "sql"
-
-
-def _sql(name: str, **identifiers: str) -> str:
-    return with_identifiers(read(_SQL, name, "duckdb"), **identifiers)
 
 
 def folder(store: SegmentedStore) -> Path:
     return store.root / "derived"
 
 
-def _path(store: SegmentedStore, table: str, snapshot: str) -> Path:
-    return folder(store) / f"{table}-{snapshot}.parquet"
+def _sql(name: str, **identifiers: str) -> str:
+    return with_identifiers(read(_SQL, name, "duckdb"), **identifiers)
 
 
 def _quoted(path: Path | str) -> str:
     return "'" + str(path).replace("'", "''") + "'"
-
-
-def drop(con: duckdb.DuckDBPyConnection, name: str) -> None:
-    """Drop a temp table or view of that name, whichever it is."""
-    for statement in ("derived_view_drop", "derived_table_drop"):
-        with contextlib.suppress(duckdb.CatalogException):
-            con.execute(_sql(statement, table=name))
-
-
-def attach(
-    store: SegmentedStore, con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], snapshot: str
-) -> bool:
-    """Views over a persisted build of `snapshot`; False (and nothing done) if incomplete."""
-    paths = [_path(store, table, snapshot) for table in tables]
-    if not all(p.exists() for p in paths):
-        return False
-    for table, path in zip(tables, paths, strict=True):
-        drop(con, table)
-        con.execute(f"CREATE TEMP VIEW {table} AS SELECT * FROM read_parquet({_quoted(path)})")
-    return True
 
 
 def hold(con: duckdb.DuckDBPyConnection, table: str) -> None:
@@ -78,41 +48,6 @@ def hold(con: duckdb.DuckDBPyConnection, table: str) -> None:
     con.execute(_sql("derived_hold", held=held, table=table))
     con.execute(_sql("derived_view_drop", table=table))
     con.execute(_sql("derived_hold_rename", held=held, table=table))
-
-
-def save(
-    store: SegmentedStore, con: duckdb.DuckDBPyConnection, tables: tuple[str, ...], snapshot: str
-) -> None:
-    """Persist the built tables of `snapshot`; a read-only store just keeps them in memory."""
-    if not store.segments():
-        return  # an empty store: nothing worth keeping, and no folder made where none was
-    target = folder(store)
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-        for table in tables:
-            final = _path(store, table, snapshot)
-            temporary = final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}.tmp")
-            con.execute(
-                f"COPY {table} TO {_quoted(temporary)} (FORMAT parquet, COMPRESSION snappy)"
-            )
-            place(temporary, final)
-        _remove_stale(target, snapshot)
-    except OSError:
-        return
-
-
-def _remove_stale(target: Path, snapshot: str) -> None:
-    cutoff = time.time() - STALE_GRACE_SECONDS
-    for entry in target.glob("*.parquet"):
-        if entry.stem.endswith(f"-{snapshot}"):
-            continue
-        with contextlib.suppress(FileNotFoundError):
-            if entry.stat().st_mtime < cutoff:
-                entry.unlink()
-    for entry in target.glob(".*.tmp"):
-        with contextlib.suppress(FileNotFoundError):
-            if entry.stat().st_mtime < cutoff:
-                entry.unlink()
 
 
 def unique_events(store: SegmentedStore, con: duckdb.DuckDBPyConnection) -> str:

@@ -1,0 +1,201 @@
+"""A new batch costs a layer: what changed is told from the segments, and only the keys
+it touches are derived again, while the result stays that of a build from nothing."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+from datetime import date
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from forensics_cases import ev, locked, run
+from test_derived_state import state
+
+from queries import derived, duplicates, incremental
+from store import derived_state
+from store.embedded import EmbeddedStore
+from store.lineage import LINEAGE
+
+KEY = {"idempotency_key": "inv-1"}
+
+
+def acked(job: str, key: str) -> list[dict]:
+    return run(job, 1, "w1", "00:01", [("00:02", "side_effect"), ("00:03", "ack")],
+               idempotency_key=key)
+
+
+def old_day(events: list[dict]) -> list[dict]:
+    """`events` moved to a day long before the rest (what retention drops)."""
+    return [dict(e, ts="2025-10-01T" + e["ts"][11:]) for e in events]
+
+
+OLD_DAY_ENDS = date(2025, 10, 2)
+
+
+def read_now(store: EmbeddedStore) -> dict[str, int]:
+    derived.ensure(store)
+    kept = derived_state.load(store)
+    assert kept is not None
+    return kept.read
+
+
+def from_nothing(store: EmbeddedStore, into: Path) -> dict:
+    shutil.copytree(store.root, into, ignore=shutil.ignore_patterns("derived"))
+    fresh = EmbeddedStore(into)
+    try:
+        return state(fresh)
+    finally:
+        fresh.close()
+
+
+def test_a_merged_segment_names_the_segments_it_holds(embedded, make_table) -> None:
+    embedded.write(make_table(acked("j1", "a")))
+    embedded.write(make_table(acked("j2", "b")))
+    inputs = {f"{p.parent.name}/{p.name}" for p in embedded.segments()}
+    embedded.compact()
+    (merged,) = embedded.segments()
+    recorded = json.loads(pq.read_schema(merged).metadata[LINEAGE.encode()])
+    assert set(recorded) == inputs
+
+
+def test_a_compaction_brings_no_new_rows(embedded, make_table) -> None:
+    embedded.write(make_table(acked("j1", "a")))
+    embedded.write(make_table(acked("j2", "b")))
+    before = read_now(embedded)
+    embedded.compact()
+    changes = embedded.changes_since(before)
+    assert changes is not None
+    assert changes.rows().num_rows == 0
+    assert len(changes.new_segments) == 1 and len(changes.gone) == 2
+
+
+def test_a_hot_log_that_grew_brings_only_its_new_frames(embedded, make_table) -> None:
+    embedded.write_hot(make_table(acked("j1", "a")))
+    before = read_now(embedded)
+    embedded.write_hot(make_table(acked("j2", "b")))
+    changes = embedded.changes_since(before)
+    assert changes is not None
+    assert set(changes.rows()["job_id"].to_pylist()) == {"j2"}
+
+
+def test_rows_retention_dropped_are_read_back_from_the_trash(embedded, make_table) -> None:
+    embedded.write(make_table(old_day(acked("j-old", "old"))))
+    embedded.write(make_table(acked("j1", "a")))
+    before = read_now(embedded)
+    assert embedded.drop_days_before(OLD_DAY_ENDS) == ["2025-10-01"]
+    changes = embedded.changes_since(before)
+    assert changes is not None
+    assert set(changes.rows()["job_id"].to_pylist()) == {"j-old"}
+
+
+def test_rows_gone_from_the_trash_too_call_for_a_build_from_nothing(
+    embedded, make_table
+) -> None:
+    embedded.write(make_table(old_day(acked("j-old", "old"))))
+    embedded.write(make_table(acked("j1", "a")))
+    before = read_now(embedded)
+    assert embedded.drop_days_before(OLD_DAY_ENDS) == ["2025-10-01"]
+    shutil.rmtree(embedded.trash_dir)
+    assert embedded.changes_since(before) is None
+
+
+def test_a_batch_adds_a_layer_and_leaves_the_base_as_it_was(embedded, make_table) -> None:
+    embedded.write(make_table(acked("j1", "a")))
+    derived.ensure(embedded)
+    first = derived_state.load(embedded)
+    embedded.write(make_table(acked("j2", "b")))
+    derived.ensure(embedded)
+    then = derived_state.load(embedded)
+    assert first is not None and then is not None
+    assert then.layers[: len(first.layers)] == first.layers
+    assert len(then.layers) == len(first.layers) + 1
+    assert then.sizes["derived_executions"][-1] == 1  # j2's one execution, not j1's again
+
+
+def test_a_batch_derives_the_rows_of_its_keys_not_the_store(embedded, make_table) -> None:
+    for n in range(40):
+        embedded.write(make_table(acked(f"j{n}", f"k{n}")))
+    embedded.compact()
+    new = make_table(run("j7", 2, "w2", "00:20", [("00:21", "side_effect"), ("00:22", "ack")],
+                         idempotency_key="k7"))
+    embedded.write(new)
+    found = incremental.touched(embedded, new)
+    assert found.keys == ["j7", "k7"]
+    assert set(found.rows["job_id"].to_pylist()) == {"j7"}
+    assert found.rows.num_rows == 2 * new.num_rows  # both runs of j7, nothing else
+
+
+def test_a_late_redelivery_of_an_old_key_makes_it_a_duplicate(embedded, make_table) -> None:
+    embedded.write(make_table(acked("j1", "inv-1")))
+    assert duplicates(embedded).empty
+    late = run("j1", 2, "w2", "00:40", [("00:41", "side_effect"), ("00:42", "ack")], **KEY)
+    embedded.write(make_table(late))
+    row = duplicates(embedded).iloc[0]
+    assert (row["key"], row["executions"], row["harmful"]) == ("inv-1", 2, True)
+
+
+def test_a_job_whose_key_changes_leaves_its_old_key(embedded, make_table, tmp_path) -> None:
+    embedded.write(make_table(acked("j1", "a") + acked("j2", "a")))
+    assert list(duplicates(embedded)["key"]) == ["a"]
+    embedded.write(make_table([ev("00:05", "commit", "j2", idempotency_key="b")]))
+    assert duplicates(embedded).empty  # j2's key is now b: a and b ran once each
+    assert state(embedded) == from_nothing(embedded, tmp_path / "fresh")
+
+
+def test_lock_holders_of_other_keys_are_judged_again(embedded, make_table, tmp_path) -> None:
+    embedded.write(make_table(locked("j1", 1, "w1", "o1", "00:00", 5000, [("00:20", "ack")])))
+    (overrun,) = state(embedded)["derived_lock_incidents"]
+    assert "'o2'" not in overrun
+    embedded.write(make_table(locked("j2", 1, "w2", "o2", "00:07", 5000, [("00:09", "ack")])))
+    kept = state(embedded)
+    assert kept == from_nothing(embedded, tmp_path / "fresh")
+    assert any("'o2'" in "".join(row) for row in kept["derived_lock_incidents"])  # j1's
+
+
+@pytest.mark.parametrize("kept_layers", [1, derived_state.MAX_LAYERS + 1])
+def test_layers_read_as_one_table_before_and_after_a_merge(
+    embedded, make_table, tmp_path, kept_layers
+) -> None:
+    for n in range(kept_layers):
+        embedded.write(make_table(acked(f"j{n}", "shared" if n % 2 else f"k{n}")))
+        derived.ensure(embedded)
+    kept = derived_state.load(embedded)
+    assert kept is not None and len(kept.layers) <= derived_state.MAX_LAYERS
+    assert state(embedded) == from_nothing(embedded, tmp_path / "fresh")
+
+
+def _derive_in_a_child(folder: Path, kill_at: int) -> subprocess.CompletedProcess[str]:
+    child = Path(__file__).with_name("derive_crash_child.py")
+    return subprocess.run([sys.executable, str(child), str(folder), str(kill_at)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_a_derivation_killed_at_any_file_leaves_a_state_the_next_one_completes(
+    embedded, make_table, tmp_path
+) -> None:
+    embedded.write(make_table(acked("j1", "a") + locked("j3", 1, "w1", "o1", "00:00", 500,
+                                                         [("00:09", "ack")])))
+    derived.ensure(embedded)
+    embedded.write(make_table(acked("j2", "a")))  # a batch: a duplicate now
+    expected = from_nothing(embedded, tmp_path / "expected")
+    shutil.copytree(embedded.root, tmp_path / "whole")
+    done = _derive_in_a_child(tmp_path / "whole", -1)
+    assert done.returncode == 0, done.stderr
+    files = int(done.stdout.split()[-1])
+    assert files > 10  # every layer file, the state, a kept answer
+    for kill_at in range(files):
+        copy = tmp_path / f"killed-{kill_at}"
+        shutil.copytree(embedded.root, copy)
+        killed = _derive_in_a_child(copy, kill_at)
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        after = EmbeddedStore(copy)
+        try:
+            assert state(after) == expected, f"killed at file {kill_at}"
+            assert list(duplicates(after)["key"]) == ["a"]
+        finally:
+            after.close()
