@@ -163,22 +163,26 @@ def write_jsonl(path: str | Path, events: int, chunk: int = 1_000_000) -> int:
     return Path(path).stat().st_size
 
 
-def arrow_batches(events: int, chunk: int = 2_000_000) -> Iterator[pa.Table]:
-    """The workload as canonical Arrow tables, for writing straight into a store."""
-    for start in range(0, events, chunk):
-        part = frame(start, min(chunk, events - start))
-        extras = pl.struct("msg", "host", "level", "region", "logger", "pid").struct.json_encode()
-        table = part.select(
-            pl.format("{}-{}", pl.lit("bench"), pl.col("i")).alias("event_uid"),
-            pl.from_epoch(pl.col("ts"), time_unit="us").dt.replace_time_zone("UTC").alias("ts"),
-            *[pl.col(name) for name in EVENTS_SCHEMA.names[2:] if name in part.columns],
-            pl.lit("bench").alias("source"),
-            extras.alias("attrs"),
-        ).to_arrow()
-        columns = [
-            table[f.name].cast(f.type)
-            if f.name in table.column_names
-            else pa.nulls(len(table), f.type)
-            for f in EVENTS_SCHEMA
-        ]
-        yield pa.Table.from_arrays(columns, schema=EVENTS_SCHEMA)
+def arrow_batches(events: int, chunk: int = 2_000_000, start: int = 0) -> Iterator[pa.Table]:
+    """The workload as canonical Arrow tables, for writing straight into a store (events
+    `start` .. `start + events`: a later start gives later events of keys of their own)."""
+    for first in range(start, start + events, chunk):
+        yield _as_events(frame(first, min(chunk, start + events - first)))
+
+
+def _as_events(part: pl.DataFrame) -> pa.Table:
+    extras = pl.struct("msg", "host", "level", "region", "logger", "pid").struct.json_encode()
+    table = part.select(
+        pl.format("{}-{}", pl.lit("bench"), pl.col("i")).alias("event_uid"),
+        pl.from_epoch(pl.col("ts"), time_unit="us").dt.replace_time_zone("UTC").alias("ts"),
+        *[pl.col(name) for name in EVENTS_SCHEMA.names[2:] if name in part.columns],
+        pl.lit("bench").alias("source"),
+        extras.alias("attrs"),
+    ).to_arrow()
+    columns = [
+        table[f.name].cast(f.type)
+        if f.name in table.column_names
+        else pa.nulls(len(table), f.type)
+        for f in EVENTS_SCHEMA
+    ]
+    return pa.Table.from_arrays(columns, schema=EVENTS_SCHEMA)

@@ -34,6 +34,9 @@ import pyarrow.parquet as pq
 
 from store.base import SegmentedStore
 from store.durable import place
+from store.hot_log import is_log
+from store.lineage import commits, lineage
+from store.lookup_index import segment_name
 from store.sql_files import read, with_identifiers
 
 STATE = "state.json"
@@ -232,3 +235,38 @@ def remove_stale(store: SegmentedStore, state: State) -> None:
         with contextlib.suppress(FileNotFoundError):
             if entry.stat().st_mtime < cutoff:
                 entry.unlink()
+
+
+def lag_seconds(store: SegmentedStore, now: float | None = None) -> float | None:
+    """How long the oldest write no kept derived state has taken has waited: 0 when the
+    state holds everything, None when no state is kept yet. A merged segment of segments
+    the state read brings nothing new; a hot log that grew counts from the state's own
+    time, the latest its unread frames can be older than."""
+    state = load(store)
+    if state is None:
+        return None
+    try:
+        written = (folder(store) / STATE).stat().st_mtime
+    except FileNotFoundError:
+        return None
+    oldest: float | None = None
+    for path in store.segments():
+        name = segment_name(path)
+        known = state.read.get(name)
+        try:
+            if known is not None:
+                if not is_log(path) or commits(path) <= known:
+                    continue
+                since = min(path.stat().st_mtime, written)
+            else:
+                inputs = lineage(path)
+                if inputs is not None and all(state.read.get(i, -1) >= n
+                                              for i, n in inputs.items()):
+                    continue
+                since = path.stat().st_mtime
+        except FileNotFoundError:
+            continue  # compacted away meanwhile
+        oldest = since if oldest is None else min(oldest, since)
+    if oldest is None:
+        return 0.0
+    return max((time.time() if now is None else now) - oldest, 0.0)

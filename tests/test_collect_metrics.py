@@ -3,6 +3,7 @@ own client library, agreeing with what the store holds and with `/healthz`."""
 
 from __future__ import annotations
 
+import time
 import urllib.request
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from prometheus_client.parser import text_string_to_metric_families
 
 from collectors.service.pipeline import Durations
+from queries import derived
 from store.embedded import EmbeddedStore
 
 PB = "application/x-protobuf"
@@ -111,3 +113,22 @@ def test_a_commit_counts_in_the_first_bucket_at_or_above_its_duration() -> None:
         durations.add(seconds)
     assert durations.counts == [1, 1, 1]
     assert durations.total_seconds == 0.5021
+
+
+def test_derivation_lag_counts_from_the_first_write_no_reader_derived(tmp_path: Path) -> None:
+    store = EmbeddedStore(tmp_path / "store")
+    lag = "dupescope_collector_derivation_lag_seconds"
+    with running(store) as collector:
+        url = f"http://127.0.0.1:{collector.http.port}/v1/traces"
+        assert _scrape(collector.http.port)[1][lag] == -1  # no reader derived anything yet
+        assert post(url, _body(), PB)[0] == 200
+        reader = EmbeddedStore(tmp_path / "store")
+        derived.ensure(reader)
+        assert _scrape(collector.http.port)[1][lag] == 0
+        assert post(url, _body(offset=3), PB)[0] == 200
+        time.sleep(1.2)
+        waited = _scrape(collector.http.port)[1][lag]
+        assert 1.0 <= waited < 30
+        derived.ensure(reader)
+        assert _scrape(collector.http.port)[1][lag] == 0
+        reader.close()

@@ -20,6 +20,8 @@ from prometheus_client.metrics_core import (
     Metric,
 )
 
+from store import derived_state
+
 if TYPE_CHECKING:
     from collectors.service.collector import Collector
 
@@ -83,6 +85,15 @@ class _Scrape:
             "or one has run for over 60 s; senders are answered 503 meanwhile.",
             value=int(health["status"] != "ok"),
         )
+        segmented = self.collector.store.segmented()
+        if segmented is not None:
+            lag = derived_state.lag_seconds(segmented)
+            yield GaugeMetricFamily(
+                f"{PREFIX}_derivation_lag_seconds",
+                "How long the oldest rows no reader has derived yet have waited (0: the "
+                "kept derived state holds everything; -1: no reader has derived any).",
+                value=-1.0 if lag is None else round(lag, 3),
+            )
         durations = self.collector.pipeline.durations()
         cumulative, buckets = 0, []
         for bound, count in zip(durations.bounds, durations.counts, strict=False):
