@@ -16,11 +16,19 @@ import pandas as pd
 from alerts.detectors import DETECTORS
 from alerts.model import COLUMNS, Alert
 from alerts.rules import Rule
+from queries.derived import Touched, only
 from store.base import Store
 
 log = logging.getLogger("dupescope.alerts")
 
 _SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+
+#: Rules whose every incident belongs to one key or one lock_key: a batch can only raise
+#: theirs among the keys it touched (and the holders of their lock_keys). The rest judge
+#: a job type's whole history (duration percentiles, redeliveries per window).
+PER_UNIT = frozenset({
+    "lock_expired_while_running", "harmful_duplicate", "stale_owner_write", "split_brain",
+})
 
 
 def evaluate(
@@ -28,12 +36,16 @@ def evaluate(
     rules: dict[str, Rule],
     *,
     incidents_since: datetime | None = None,
+    touched: Touched | None = None,
     **filters: Any,
 ) -> list[Alert]:
     """Incidents of every enabled rule.
 
     With `incidents_since` (the watch window), only incidents whose event time is at or
     after it; incidents without an event time (per-job-type rules) always count.
+    With `touched` (what batches changed since the last evaluation), the rules whose
+    incidents belong to one key or one lock_key (`PER_UNIT`) look at those alone: an
+    incident of anything else was there, and found, before.
     `filters` (job_type, queue, since/until on execution start) go to the forensic
     queries as they are.
     """
@@ -46,7 +58,11 @@ def evaluate(
             log.warning("rule %s has no detector; skipped", name)
             continue
         try:
-            alerts = detector(store, rule, **filters)
+            if touched is not None and name in PER_UNIT:
+                with only(store, touched):
+                    alerts = detector(store, rule, **filters)
+            else:
+                alerts = detector(store, rule, **filters)
         except Exception:
             log.exception("rule %s failed on %s; skipped this round", name, store.describe())
             continue

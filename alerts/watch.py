@@ -4,7 +4,9 @@ Evaluation is incremental in event time: the state keeps a watermark (the newest
 time evaluated), and each round considers incidents whose event time is no older than
 the watermark minus the allowed lateness, so late events inside that bound still raise
 alerts while old history is not re-examined forever. Nothing is re-evaluated while the
-store's content is unchanged. Exactly-once firing comes from the alert ids and the state,
+store's content is unchanged, and on an embedded store a round after the first asks the
+per-key rules about the keys batches touched since the last round only
+(`queries.derived.touched_since`). Exactly-once firing comes from the alert ids and the state,
 not from the watermark: the same incident found again is simply already known.
 """
 
@@ -27,6 +29,7 @@ from alerts.model import Alert
 from alerts.rules import Rule
 from alerts.sinks import Sink
 from alerts.state_base import AlertState
+from queries.derived import Mark, touched_since
 from queries.loader import run
 from store.base import Store
 
@@ -64,6 +67,7 @@ class Watcher:
 
     def __post_init__(self) -> None:
         self._seen_version: str | None = None
+        self._seen_mark: Mark | None = None  # where the derived state was last evaluated
 
     def evaluate(self) -> list[Alert]:
         """One incremental evaluation; returns the incidents fired for the first time."""
@@ -78,7 +82,8 @@ class Watcher:
             newest = min(newest, self.clock())
         watermark = self.state.watermark()
         since = watermark - self.lateness if watermark else None
-        found = evaluate(self.store, self.rules, incidents_since=since)
+        mark, touched = touched_since(self.store, self._seen_mark)
+        found = evaluate(self.store, self.rules, incidents_since=since, touched=touched)
         new = self.state.record(found, [s.id for s in self.sinks], self.clock())
         crash_point("after_outbox")
         for alert in new:
@@ -93,6 +98,7 @@ class Watcher:
         self.metrics.evaluations.inc()
         self.metrics.evaluation_seconds.observe(time.perf_counter() - started)
         self._seen_version = version
+        self._seen_mark = mark
         return new
 
     def tick(self) -> list[Alert]:

@@ -5,9 +5,12 @@ on a temporary embedded store beside a background of clean executions, then post
 of JSON lines that each hold one new lock overrun and times, from the collector's 200
 (the batch is durable) to the alert's arrival at a real HTTP receiver on 127.0.0.1.
 `--direct` writes the batches into the store instead, without the collector.
-Target: under 5 s.
+`--background-events N` adds N events of the benchmarks' own generator
+(benchmarks/workload.py), compacted, as a store that has run a while holds them.
+Target: median under 2 s, at any size of the store.
 
     python -m benchmarks.alert_latency [--rounds 5] [--interval 1.0] [--background 2000]
+                                       [--background-events 10000000]
 """
 
 from __future__ import annotations
@@ -31,12 +34,13 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks import workload  # noqa: E402
 from collectors.arrow_batch import rows_to_table  # noqa: E402
 from collectors.jsonlines import decode_lines  # noqa: E402
 from collectors.normalise import Normaliser  # noqa: E402
 from store.embedded import EmbeddedStore  # noqa: E402
 
-TARGET_S = 5.0
+TARGET_S = 2.0
 
 
 def _table(records: list[dict[str, Any]], source: str):  # type: ignore[no-untyped-def]
@@ -143,6 +147,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--interval", type=float, default=1.0, help="watch --interval")
     parser.add_argument("--background", type=int, default=2000, help="clean executions")
+    parser.add_argument("--background-events", type=int, default=0,
+                        help="events of benchmarks/workload.py written (and compacted) first")
     parser.add_argument(
         "--direct", action="store_true", help="write batches into the store, not the collector"
     )
@@ -151,6 +157,13 @@ def main() -> int:
     receiver = Receiver()
     with tempfile.TemporaryDirectory(prefix="dupescope-bench-") as folder:
         store = EmbeddedStore(folder)
+        if args.background_events:
+            started = time.perf_counter()
+            for part in workload.arrow_batches(args.background_events):
+                store.write(part)
+            store.compact()
+            print(f"{args.background_events:,} background events written and compacted in "
+                  f"{time.perf_counter() - started:.0f} s", flush=True)
         base = time.time() - args.background * 0.5 - 600
         clean: list[dict[str, Any]] = []
         for n in range(args.background):
@@ -204,14 +217,15 @@ def main() -> int:
     print(
         f"alert latency, batch {'durable' if args.direct else 'accepted by the collector'} "
         f"-> webhook received ({args.rounds} rounds, "
-        f"watch --interval {args.interval:g}, {args.background} background executions):"
+        f"watch --interval {args.interval:g}, {args.background} background executions, "
+        f"{args.background_events:,} background events):"
     )
     print("  each:   " + ", ".join(f"{v:.2f}s" for v in latencies))
     print(
         f"  min {ordered[0]:.2f}s  median {statistics.median(ordered):.2f}s  "
-        f"p95 {p95:.2f}s  max {ordered[-1]:.2f}s  (target < {TARGET_S:g}s)"
+        f"p95 {p95:.2f}s  max {ordered[-1]:.2f}s  (target: median < {TARGET_S:g}s)"
     )
-    ok = ordered[-1] < TARGET_S
+    ok = statistics.median(ordered) < TARGET_S
     print("  PASS" if ok else "  FAIL: above target")
     return 0 if ok else 1
 

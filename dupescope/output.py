@@ -35,8 +35,43 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _column(series: pd.Series) -> list[Any]:
+    """A column's values as `_plain` makes them, converted a column at a time where its
+    type allows (60k duplicates took 4 s value by value)."""
+    missing = series.isna().to_numpy()
+    if isinstance(series.dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_dtype(
+        series.dtype
+    ):
+        stamps = series.dt.tz_convert("UTC") if isinstance(
+            series.dtype, pd.DatetimeTZDtype) else series
+        text = stamps.dt.strftime("%Y-%m-%dT%H:%M:%S.%fZ").tolist()
+        return [None if gone else t for t, gone in zip(text, missing, strict=True)]
+    if pd.api.types.is_bool_dtype(series.dtype) or pd.api.types.is_integer_dtype(series.dtype):
+        if not missing.any():
+            return series.tolist()
+    elif pd.api.types.is_float_dtype(series.dtype):
+        values = series.tolist()
+        return [None if gone else v for v, gone in zip(values, missing, strict=True)]
+    return [_plain_quickly(v) for v in series.tolist()]
+
+
+_AS_THEY_ARE = (str, int, bool)
+
+
+def _plain_quickly(value: Any) -> Any:
+    """`_plain`, with the commonest values (text, numbers, lists of text) passed through."""
+    kind = type(value)
+    if value is None or kind in _AS_THEY_ARE:
+        return value
+    if kind is list and all(type(v) is str for v in value):
+        return value
+    return _plain(value)
+
+
 def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    return [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict(orient="records")]
+    columns = [_column(frame[c]) for c in frame.columns]
+    names = list(frame.columns)
+    return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
 
 
 def emit_json(rows: list[dict[str, Any]]) -> None:

@@ -14,9 +14,14 @@ build instead of each paying for it.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
@@ -220,6 +225,9 @@ def _absorb(
         layers=[*state.layers, layer],
         answers=derived_state.new_id(),  # computed when first asked for (_kept_answer)
         sizes={t: [*state.sizes.get(t, []), n] for t, n in sizes.items()},
+        epoch=state.epoch,
+        generation=state.generation + 1,
+        journal=[*state.journal, layer][-derived_state.JOURNAL:],
     )
     if not _attach(store, con, grown):
         raise FileNotFoundError("a derived layer just written is incomplete")
@@ -239,7 +247,8 @@ def _merge_layers(store: SegmentedStore, con: duckdb.DuckDBPyConnection,
         order = _ORDER.get(table, "")
         sizes[table] = [derived_state.write(
             con, f"SELECT * FROM {table}{order}", derived_state.rows_path(store, table, layer))]
-    merged = derived_state.State(state.snapshot, state.read, [layer], state.answers, sizes)
+    merged = derived_state.State(state.snapshot, state.read, [layer], state.answers, sizes,
+                                 state.epoch, state.generation, state.journal)
     if not _attach(store, con, merged):
         raise FileNotFoundError("a derived base just written is incomplete")
     return merged
@@ -298,7 +307,8 @@ def _build_base(
     for table in _LAYERED:
         sizes[table] = [derived_state.write(
             con, f"SELECT * FROM {table}", derived_state.rows_path(store, table, layer))]
-    return derived_state.State(snapshot, read, [layer], derived_state.new_id(), sizes)
+    return derived_state.State(snapshot, read, [layer], derived_state.new_id(), sizes,
+                               epoch=layer)
 
 
 def _create_answer(con: duckdb.DuckDBPyConnection, name: str, select: str) -> None:
@@ -392,12 +402,83 @@ def query(store: Store, name: str, **params: Any) -> pd.DataFrame:
 def query_arrow(store: Store, name: str, **params: Any) -> pa.Table:
     """`query` as Arrow: list columns stay cheap to turn into Python lists."""
     ensure(store)
-    kept = answers.table_for(name, params)
+    narrowed = id(store) in _ONLY.get()
+    kept = None if narrowed else answers.table_for(name, params)
     if kept is not None:
         return _kept_answer(store, kept)
     text = sql_text(name, store.dialect)
+    if narrowed:
+        text = _NARROWED.sub(r"only_derived_\1", text)
     sql = render(text, store.dialect, params)
     if store.dialect == "clickhouse":
         sql += _CLICKHOUSE_SETTINGS
     used = placeholders(text)
     return store.arrow(sql, {k: v for k, v in params.items() if k in used})
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A point in an embedded store's derived history: an epoch (a build from nothing)
+    and a generation in it (one per batch derived)."""
+
+    epoch: str
+    generation: int
+
+
+@dataclass(frozen=True)
+class Touched:
+    """What batches changed: keys whose executions were derived again, and executions
+    whose lock incidents were (every holder of a lock_key such a key's runs held)."""
+
+    keys: frozenset[str]
+    executions: frozenset[str]
+
+
+def touched_since(store: Store, since: Mark | None) -> tuple[Mark | None, Touched | None]:
+    """Where the derived state is now, and what changed since `since`: None for "anything
+    may have" (no mark yet, a build from nothing since, a store that keeps no layers)."""
+    ensure(store)
+    segmented = store.segmented()
+    state = _STATES.get(store) if segmented is not None else None
+    if segmented is None or state is None:
+        return None, None
+    now = Mark(state.epoch, state.generation)
+    if since is None:
+        return now, None
+    units = derived_state.touched_since(
+        segmented, state, since.epoch, since.generation,
+        {"derived_executions": "key", "derived_lock_incidents": "execution_uid"})
+    if units is None:
+        return now, None
+    return now, Touched(frozenset(units["derived_executions"]),
+                        frozenset(units["derived_lock_incidents"]))
+
+
+#: The stores (by id) whose questions this thread or task asks of touched units only.
+_ONLY: ContextVar[frozenset[int]] = ContextVar("dupescope_only", default=frozenset())
+_NARROWED = re.compile(r"\bderived_(executions|lock_incidents|duplicate_runs)\b")
+
+
+@contextmanager
+def only(store: Store, touched: Touched) -> Iterator[None]:
+    """Questions asked of `store` meanwhile (by this thread or task) see the rows of
+    `touched` units alone, as asked live: the executions of its keys and every holder of
+    a lock_key they held, their lock incidents, and the duplicate runs of its keys. Per-
+    key and per-lock_key questions (duplicates, lock overruns, split brains, stale owner
+    writes) then answer for what changed, at the cost of what changed."""
+    segmented = store.segmented()
+    if segmented is None:
+        raise ValueError(f"{store.describe()} keeps no layers to narrow questions to")
+    ensure(store)
+    with _lock_for(store):
+        con = segmented.connection()
+        incremental.strings(con, "only_keys", touched.keys)
+        incremental.strings(con, "only_executions", touched.executions)
+        for name in ("only_derived_executions", "only_derived_lock_incidents",
+                     "only_derived_duplicate_runs"):
+            con.execute(sql_text(name, "duckdb"))
+    token = _ONLY.set(_ONLY.get() | {id(store)})
+    try:
+        yield
+    finally:
+        _ONLY.reset(token)

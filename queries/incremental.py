@@ -109,8 +109,8 @@ def connection() -> duckdb.DuckDBPyConnection:
     return con
 
 
-def _strings(con: duckdb.DuckDBPyConnection, name: str, values: Iterable[str]) -> None:
-    """A one-column table `name(unit)` of `values` on `con`."""
+def strings(con: duckdb.DuckDBPyConnection, name: str, values: Iterable[str]) -> None:
+    """A one-column temp table `name(unit)` of `values` on `con`."""
     con.register(f"{name}_arrow", pa.table({"unit": pa.array(sorted(set(values)), pa.string())}))
     con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT unit FROM {name}_arrow")
     con.unregister(f"{name}_arrow")
@@ -191,7 +191,7 @@ def derive(
             sizes[table] = derived_state.write(
                 work, f"SELECT * FROM {table}", derived_state.rows_path(store, table, layer))
             if unit is not None:
-                _strings(work, "replaced_units", units[table])
+                strings(work, "replaced_units", units[table])
                 derived_state.write(work, "SELECT unit FROM replaced_units",
                                     derived_state.units_path(store, table, layer))
         return sizes
@@ -221,9 +221,9 @@ def _derive_units(
     work.execute("CREATE OR REPLACE TEMP VIEW unique_events AS SELECT * FROM touched_rows")
     work.execute("CREATE OR REPLACE TEMP VIEW events AS SELECT * FROM touched_rows")
     build_tables(work)
-    _strings(work, "touched_keys", found.keys)
-    _strings(con, "touched_keys", found.keys)
-    _strings(work, "touched_jobs", found.jobs)
+    strings(work, "touched_keys", found.keys)
+    strings(con, "touched_keys", found.keys)
+    strings(work, "touched_jobs", found.jobs)
     for table in ("derived_executions", "derived_duplicate_runs", "derived_key_runs",
                   "derived_lookup"):
         work.execute(f"DELETE FROM {table} "
@@ -256,7 +256,7 @@ def _relock(con: duckdb.DuckDBPyConnection, work: duckdb.DuckDBPyConnection,
     locks = _values(new["lock_key"], found.rows["lock_key"], rows["lock_key"])
     delivered = rows.filter(pc.equal(rows["event"], "deliver"))
     gone = _values(delivered["event_uid"], rows["execution_id"])
-    _strings(con, "touched_locks", locks)
+    strings(con, "touched_locks", locks)
     others = con.sql(
         "SELECT * FROM derived_executions WHERE lock_key IN (SELECT unit FROM touched_locks) "
         "AND key NOT IN (SELECT unit FROM touched_keys)"

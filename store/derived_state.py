@@ -43,6 +43,8 @@ STATE = "state.json"
 _SQL = Path(__file__).parent / "sql"
 STALE_GRACE_SECONDS = 300.0
 MAX_LAYERS = 8
+#: Generations whose touched units stay answerable (`touched_since`).
+JOURNAL = 256
 MERGE_SHARE = 0.25
 FORMAT = 2
 
@@ -57,11 +59,18 @@ class State:
     answers: str
     #: Rows per table in each layer (the base's first), to know when to merge.
     sizes: dict[str, list[int]] = field(default_factory=dict)
+    #: A build from nothing starts an epoch; each batch derived in it is a generation.
+    epoch: str = ""
+    generation: int = 0
+    #: The layers of the latest generations, oldest first (their units files are kept
+    #: after a merge): what a watcher asks "what changed since generation N" of.
+    journal: list[str] = field(default_factory=list)
 
     def as_json(self) -> bytes:
         return json.dumps({
             "format": FORMAT, "snapshot": self.snapshot, "read": self.read,
             "layers": self.layers, "answers": self.answers, "sizes": self.sizes,
+            "epoch": self.epoch, "generation": self.generation, "journal": self.journal,
         }, sort_keys=True).encode()
 
 
@@ -83,7 +92,8 @@ def load(store: SegmentedStore) -> State | None:
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         return None
     return State(raw["snapshot"], raw["read"], raw["layers"], raw["answers"],
-                 raw.get("sizes", {}))
+                 raw.get("sizes", {}), raw.get("epoch", ""), raw.get("generation", 0),
+                 raw.get("journal", []))
 
 
 def commit(store: SegmentedStore, state: State) -> None:
@@ -219,16 +229,36 @@ def should_merge(state: State) -> bool:
     return False
 
 
+def touched_since(
+    store: SegmentedStore, state: State, epoch: str, generation: int, tables: dict[str, str]
+) -> dict[str, set[str]] | None:
+    """The units each of `tables` (table -> its unit column) had replaced since generation
+    `generation` of `epoch`; None when the journal does not reach back that far (another
+    epoch: a build from nothing, or too many generations since)."""
+    behind = state.generation - generation
+    if epoch != state.epoch or behind < 0 or behind > len(state.journal):
+        return None
+    touched: dict[str, set[str]] = {table: set() for table in tables}
+    for layer in state.journal[len(state.journal) - behind:]:
+        for table in tables:
+            path = units_path(store, table, layer)
+            touched[table].update(pq.read_table(path)["unit"].to_pylist())
+    return touched
+
+
 def remove_stale(store: SegmentedStore, state: State) -> None:
-    """Remove files `state` does not name, once older than the grace period."""
+    """Remove files `state` does not name, once older than the grace period (the units
+    files of the journal's layers are kept)."""
     target = folder(store)
     keep = set(state.layers) | {state.answers}
+    journal = set(state.journal)
     cutoff = time.time() - STALE_GRACE_SECONDS
     for entry in target.iterdir():
         name = entry.name
         if name.endswith(".parquet") and not name.startswith("."):
             stem = name.removesuffix(".parquet").removesuffix(".units")
-            if stem.rpartition("-")[2] in keep:
+            layer = stem.rpartition("-")[2]
+            if layer in keep or (layer in journal and name.endswith(".units.parquet")):
                 continue
         elif not name.endswith(".tmp"):
             continue
