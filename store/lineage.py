@@ -12,9 +12,10 @@ since is then told from the segments alone:
   retention: its rows are read back from `.trash/`, where retention moved them, so what
   they made can be derived again. Gone from the trash too, the caller builds from nothing.
 
-A merged segment whose inputs were not all read counts as new whole. That costs rows read
-again, never a row missed: deriving a key again from its full history is the same work
-as deriving it once.
+A merged segment whose inputs were not all read brings the rows not read, taken from its
+inputs in `.trash/`; with an input gone from there too, it counts as new whole. That
+costs rows read again, never a row missed: deriving a key again from its full history is
+the same work as deriving it once.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from store.hot_log import is_hot, is_log, read_hot, read_log
+from store.hot_log import is_hot, is_log, read_log
+from store.hot_segments import read_ipc
 from store.lookup_index import segment_name
 from store.schema import EVENTS_SCHEMA
 
@@ -88,9 +90,15 @@ def _concat(tables: list[pa.Table]) -> pa.Table:
     return pa.concat_tables(tables) if tables else EVENTS_SCHEMA.empty_table()
 
 
-def _rows(path: Path) -> pa.Table:
-    if is_hot(path):
-        return read_hot(path)
+def _rows(path: Path, name: str | None = None) -> pa.Table:
+    """A segment's rows; `name`, its name in the store, says its kind where `path` (in
+    the trash, with a suffix of its own) no longer does."""
+    kind = name or path.name
+    if is_log(kind):
+        frames = read_log(path)[0]
+        return _concat(frames)
+    if is_hot(kind):
+        return read_ipc(path)  # a hot segment (not a log), wherever it is
     return pq.read_table(path, columns=EVENTS_SCHEMA.names)
 
 
@@ -120,8 +128,10 @@ def since(trash_dir: Path, segments: list[Path], before: dict[str, int]) -> Chan
         inputs = lineage(path)
         if inputs is not None:
             merged_from.update(inputs)
-            if all(before.get(i, -1) >= n for i, n in inputs.items()):
-                continue  # merged from segments read before: nothing new
+            unread = _unread_inputs(trash_dir, inputs, before)
+            if unread is not None:  # merged from what was read, and what the trash holds
+                changes.added.extend(unread)
+                continue
         changes.added.append(_rows(path))
     for name in sorted(set(before) - set(changes.read)):
         changes.gone.append(name)
@@ -130,8 +140,29 @@ def since(trash_dir: Path, segments: list[Path], before: dict[str, int]) -> Chan
         dropped = _in_trash(trash_dir, name)
         if dropped is None:
             return None
-        changes.removed.append(_rows(dropped))
+        changes.removed.append(_rows(dropped, name))
     return changes
+
+
+def _unread_inputs(
+    trash_dir: Path, inputs: dict[str, int], before: dict[str, int]
+) -> list[pa.Table] | None:
+    """The rows a merged segment holds that were not read before, taken from its inputs
+    in `.trash/` (compaction moves them there for five minutes): a log's frames past
+    those read, a segment never read whole. None if an input needed is gone."""
+    unread = []
+    for name, frames in inputs.items():
+        known = before.get(name, 0)
+        if known >= frames:
+            continue
+        moved = _in_trash(trash_dir, name)
+        if moved is None:
+            return None
+        if is_log(name):
+            unread.extend(read_log(moved)[0][known:frames])
+        else:
+            unread.append(_rows(moved, name))
+    return unread
 
 
 def _in_trash(trash_dir: Path, name: str) -> Path | None:

@@ -199,3 +199,28 @@ def test_a_derivation_killed_at_any_file_leaves_a_state_the_next_one_completes(
             assert list(duplicates(after)["key"]) == ["a"]
         finally:
             after.close()
+
+
+def test_a_merge_of_a_log_read_in_part_brings_only_its_frames_not_read(
+    embedded, make_table
+) -> None:
+    embedded.write_hot(make_table(acked("j1", "a")))
+    before = read_now(embedded)
+    embedded.write_hot(make_table(acked("j2", "b")))
+    embedded.compact()  # the log, two frames, merged; it waits in the trash
+    changes = embedded.changes_since(before)
+    assert changes is not None
+    assert set(changes.rows()["job_id"].to_pylist()) == {"j2"}
+
+
+def test_a_merge_of_a_log_gone_from_the_trash_counts_as_new_whole(
+    embedded, make_table
+) -> None:
+    embedded.write_hot(make_table(acked("j1", "a")))
+    before = read_now(embedded)
+    embedded.write_hot(make_table(acked("j2", "b")))
+    embedded.compact()
+    shutil.rmtree(embedded.trash_dir)
+    changes = embedded.changes_since(before)
+    assert changes is not None
+    assert set(changes.rows()["job_id"].to_pylist()) == {"j1", "j2"}

@@ -28,6 +28,7 @@ events are kept.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import threading
@@ -226,6 +227,10 @@ class CeleryEventSource:
                 self.stats["connects"] += 1
                 self.mapper.grace(self.clock())
                 self._wake_workers(conn)
+                # Redis PUB/SUB subscribes at the first poll, and keeps nothing published
+                # before it: poll once before saying the stream is being read.
+                with contextlib.suppress(TimeoutError):
+                    conn.drain_events(timeout=0.05)
                 self.connected.set()
                 self.backoff.reset()
                 log.info("celery events: consuming %s (queue %s)", self.shown_url,
