@@ -238,10 +238,10 @@ def _near_setting(setting: str, label: str) -> Detector:
 
 def redelivery_storm(store: Store, rule: Rule, **filters: Any) -> list[Alert]:
     """Many redeliveries of one job type in a tumbling window of event time."""
-    from queries.loader import run
+    from queries.derived import query
 
     window = int(rule.get("window_seconds", 300))
-    frame = run(
+    frame = query(
         store,
         "alert_redeliveries",
         window_s=window,

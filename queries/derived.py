@@ -53,6 +53,7 @@ DERIVED_TABLES: tuple[tuple[str, str], ...] = (
     ("derived_lifecycle", "derive_lifecycle"),
     ("derived_key_runs", "derive_key_runs"),
     ("derived_lookup", "derive_lookup"),
+    ("derived_redeliveries", "derive_redeliveries"),
 )
 
 #: What the questions read; the rest are build stages, dropped once the build is done.

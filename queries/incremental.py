@@ -54,6 +54,7 @@ UNITS: dict[str, str | None] = {
     "derived_lifecycle": "event_uid",
     "derived_key_runs": "key",
     "derived_lookup": "key",
+    "derived_redeliveries": "key",
     "derived_segment_counts": "segment",
 }
 
@@ -225,7 +226,7 @@ def _derive_units(
     strings(con, "touched_keys", found.keys)
     strings(work, "touched_jobs", found.jobs)
     for table in ("derived_executions", "derived_duplicate_runs", "derived_key_runs",
-                  "derived_lookup"):
+                  "derived_lookup", "derived_redeliveries"):
         work.execute(f"DELETE FROM {table} "
                      f"WHERE key IS NULL OR key NOT IN (SELECT unit FROM touched_keys)")
         units[table] = set(found.keys)

@@ -9,8 +9,7 @@ SELECT
     uniqExact(job_id) AS jobs,
     min(ts) AS first_ts,
     max(ts) AS last_ts
-FROM events
-WHERE event = 'deliver' AND delivery_attempt > 1
+FROM derived_redeliveries
 GROUP BY job_type, bucket
 HAVING uniqExact(event_uid) >= :min_count
 ORDER BY first_ts
