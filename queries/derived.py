@@ -184,7 +184,7 @@ def _derive_and_keep(
         changes = None
         if state is not None and _attach(store, con, state):
             changes = store.changes_since(state.read)
-        if state is None or changes is None:
+        if state is None or changes is None or _too_large(changes, state):
             state = _build_base(store, con, current, read)
         else:
             state = _absorb(store, con, state, changes, current)
@@ -192,6 +192,18 @@ def _derive_and_keep(
         if not _attach(store, con, state):
             raise FileNotFoundError("a derived state just written is incomplete")
         derived_state.remove_stale(store, state)
+
+
+#: A batch of more rows than this, and larger than the store's executions twice over, is
+#: derived by a build from nothing: fetching the history of most keys one lookup at a
+#: time costs more than reading everything once (a file ingested into a young store).
+LARGE_BATCH_ROWS = 500_000
+
+
+def _too_large(changes: Changes, state: derived_state.State) -> bool:
+    rows = sum(int(t.num_rows) for t in [*changes.added, *changes.removed])
+    executions = sum(state.sizes.get("derived_executions", []))
+    return rows > LARGE_BATCH_ROWS and rows > 2 * executions
 
 
 def _attach(store: SegmentedStore, con: duckdb.DuckDBPyConnection,

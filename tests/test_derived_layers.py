@@ -224,3 +224,17 @@ def test_a_merge_of_a_log_gone_from_the_trash_counts_as_new_whole(
     changes = embedded.changes_since(before)
     assert changes is not None
     assert set(changes.rows()["job_id"].to_pylist()) == {"j1", "j2"}
+
+
+def test_a_batch_larger_than_the_store_is_derived_by_a_build_from_nothing(
+    embedded, make_table, monkeypatch
+) -> None:
+    monkeypatch.setattr(derived, "LARGE_BATCH_ROWS", 5)
+    embedded.write(make_table(acked("j1", "a")))
+    derived.ensure(embedded)
+    first = derived_state.load(embedded)
+    embedded.write(make_table(acked("j2", "b") + acked("j3", "c")))  # 6 rows, 1 execution
+    derived.ensure(embedded)
+    then = derived_state.load(embedded)
+    assert first is not None and then is not None
+    assert len(then.layers) == 1 and then.epoch != first.epoch
