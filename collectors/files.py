@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import gzip
 import io
-import multiprocessing
 import os
 import shutil
 import sys
@@ -28,6 +27,7 @@ from typing import BinaryIO, Protocol
 import pyarrow as pa
 import pyarrow.ipc
 
+from collectors import ingest_pool
 from collectors.arrow_batch import rows_to_table
 from collectors.blocks import BlockResult
 from collectors.celery_log import (
@@ -44,7 +44,7 @@ from collectors.normalise import Normaliser
 from store.base import Store
 from store.schema import EVENTS_SCHEMA
 
-BLOCK_BYTES = 64 << 20  # one polars read; about 150k lines of 400 bytes
+BLOCK_BYTES = ingest_pool.BLOCK_BYTES
 #: A Celery log's read: its lines become Python objects first (about 20 times their size).
 CELERY_BLOCK_BYTES = 8 << 20
 #: How much of a file's start is looked at to tell its format.
@@ -242,10 +242,7 @@ def _numbered_from(result: BlockResult, first_line: int, source: str) -> BlockRe
 
 
 def _workers() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+    return ingest_pool.cores()
 
 
 def _spool_dir(workers: int) -> str:
@@ -299,8 +296,7 @@ def ingest_files(
             source = "stdin" if path == "-" else path
             report.files += 1
             plain = isinstance(stream, io.BufferedReader) and path != "-"
-            # A gzip file of a few blocks' worth: about five times its size once inflated.
-            large = bool(size) and size > 2 * BLOCK_BYTES // (1 if plain else 5)
+            large = ingest_pool.large(size or 0, compressed=not plain, block_bytes=BLOCK_BYTES)
             try:
                 sniffed = fmt == "auto" and looks_like_celery_log(_head(stream), celery)
                 if fmt == CELERY_LOG or sniffed:
@@ -309,17 +305,9 @@ def ingest_files(
                     continue
                 if large and path != "-" and _workers() > 1:
                     if pool is None:
-                        # One polars thread per worker: the workers already fill the cores.
-                        os.environ.setdefault("POLARS_MAX_THREADS", "1")
-                        # polars' allocator keeps the pages it freed for the next block
-                        # instead of returning them and faulting them in again: a quarter
-                        # of the workers' system time (the peak stays one block's).
-                        os.environ.setdefault(
-                            "_RJEM_MALLOC_CONF", "dirty_decay_ms:-1,muzzy_decay_ms:-1"
-                        )
                         pool = ProcessPoolExecutor(
                             max_workers=_workers(),
-                            mp_context=multiprocessing.get_context("spawn"),
+                            mp_context=ingest_pool.context(),
                             initializer=_start_worker,
                             initargs=(
                                 decoder,

@@ -70,6 +70,12 @@ def ingest(
     """
     import os
 
+    from collectors import ingest_pool
+
+    if input_format != "celery-log" and ingest_pool.wanted(files):
+        # The workers' fork server imports while this process imports the same modules.
+        ingest_pool.start_early(preload=("dupescope.cli",))
+
     from collectors.files import ingest_files
     from collectors.normalise import Normaliser
 

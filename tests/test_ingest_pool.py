@@ -1,0 +1,50 @@
+"""The ingest pool: which inputs start workers, and that workers start with their modules."""
+
+from __future__ import annotations
+
+import gzip
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from collectors import ingest_pool
+
+
+def _sized(path: Path, size: int, head: bytes = b"{}") -> str:
+    """A file of `size` bytes that takes no room on disk (a hole after `head`)."""
+    with open(path, "wb") as handle:
+        handle.write(head)
+        handle.truncate(size)
+    return str(path)
+
+
+def test_only_a_file_of_a_few_blocks_on_several_cores_wants_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ingest_pool, "cores", lambda: 2)
+    block = ingest_pool.BLOCK_BYTES
+    big = _sized(tmp_path / "big.jsonl", 2 * block + 1)
+    small = _sized(tmp_path / "small.jsonl", 2 * block)
+    packed = _sized(tmp_path / "big.jsonl.gz", 2 * block // 5 + 1, gzip.compress(b"{}"))
+    assert ingest_pool.wanted([small, big])
+    assert not ingest_pool.wanted([small, "-", str(tmp_path / "missing.jsonl")])
+    assert ingest_pool.wanted([packed])  # a gzip file inflates to about five times its size
+    monkeypatch.setattr(ingest_pool, "cores", lambda: 1)
+    assert not ingest_pool.wanted([big])
+
+
+def _modules_at_start() -> list[str]:
+    return [name for name in ("polars", "collectors.blocks") if name in sys.modules]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the fork server is a Linux start method")
+def test_workers_start_with_the_decoders_imported() -> None:
+    """A worker forked from the server finds polars and the decoders already imported (a
+    spawned one would import them for each pool)."""
+    ingest_pool.start_early()
+    context = ingest_pool.context()
+    assert context.get_start_method() == "forkserver"
+    with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+        assert pool.submit(_modules_at_start).result() == ["polars", "collectors.blocks"]
