@@ -112,6 +112,15 @@ def _spans(stream: BinaryIO, size: int, total: int) -> Iterator[tuple[int, int]]
         offset = end
 
 
+def _even_block_bytes(total: int, size: int, workers: int) -> int:
+    """A block size of at most `size` that cuts `total` bytes into a multiple of `workers`
+    blocks of about equal size: with seven blocks on two workers, one worker would decode
+    the last block alone while the other waits."""
+    blocks = -(-total // size)
+    blocks = -(-blocks // workers) * workers
+    return max(-(-total // blocks), 1)
+
+
 def lines_decoder(*, views: bool = False) -> Decoder:
     """The registry's decoder for blocks of lines: the bulk accelerator that runs here, else
     the reference; one giving text as views (no copy) for a store that writes them."""
@@ -388,7 +397,7 @@ def _in_workers(
         first_line += result.lines
         record(result, reached)
 
-    for offset, length in _spans(stream, BLOCK_BYTES, size):
+    for offset, length in _spans(stream, _even_block_bytes(size, BLOCK_BYTES, _workers()), size):
         job = pool.submit(_decode_in_worker, path, offset, length, path, spool)
         pending.append((job, offset + length))
         while len(pending) > _workers():

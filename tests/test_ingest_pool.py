@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors import ingest_pool
+from collectors import files, ingest_pool
 
 
 def _sized(path: Path, size: int, head: bytes = b"{}") -> str:
@@ -48,3 +48,14 @@ def test_workers_start_with_the_decoders_imported() -> None:
     assert context.get_start_method() == "forkserver"
     with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
         assert pool.submit(_modules_at_start).result() == ["polars", "collectors.blocks"]
+
+
+@pytest.mark.parametrize("total", [1, 1000, 7 * 64 + 5, 13 * 64, 23 * 64 - 1])
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_blocks_are_even_and_a_multiple_of_the_workers(total: int, workers: int) -> None:
+    """No worker decodes a file's last block alone while the others wait."""
+    size = files._even_block_bytes(total, 64, workers)
+    count = -(-total // size)
+    assert size <= 64
+    assert count % workers == 0 or count < workers
+    assert count * size - total < count  # every block within a byte of the others
