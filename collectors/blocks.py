@@ -157,6 +157,13 @@ class Lines:
             self._marks = np.stack(counts, axis=1).astype(np.int64)
         return self._marks
 
+    def marks_of(self, idx: np.ndarray) -> np.ndarray:
+        """`marks()` of a few lines, counted in their own bytes."""
+        if self._marks is not None:
+            return self._marks[idx]
+        counts = [(line.count(b'"'), line.count(b":")) for line in map(self.__getitem__, idx)]
+        return np.array(counts, dtype=np.int64).reshape(len(idx), 2)
+
 
 @dataclass
 class Classified:
@@ -350,7 +357,10 @@ class BlockDecoder:
                 if payload is not block:
                     totals = _scan(np.frombuffer(payload, dtype=np.uint8))[3]
             marks = LineMarks(
-                lambda: lines.marks()[idx], totals, bool(kinds.backslashed[idx].any())
+                lambda: lines.marks()[idx],
+                totals,
+                bool(kinds.backslashed[idx].any()),
+                lambda which: lines.marks_of(idx[which]),
             )
             try:
                 got = self.columnar.normalise(payload, marks, uids.gather(idx), source, full=full)

@@ -94,12 +94,14 @@ class LineMarks:
     row may hold a mark its line spells as an escape, and only the per-line counts are
     exact; no other escape spells a mark).
     `escapes` says whether any line holds a backslash: without one, no text value read
-    holds a byte that JSON must escape.
+    holds a byte that JSON must escape. `some`, where given, counts a few lines only (by
+    their index among the lines read), for less than `rows` costs.
     """
 
     rows: Callable[[], np.ndarray]
     totals: tuple[int, int] | None
     escapes: bool = True
+    some: Callable[[np.ndarray], np.ndarray] | None = None
 
 
 @dataclass
@@ -266,8 +268,13 @@ def _miscounted(
     its digit timestamps, and no other value of the row could be a coercion.
     """
     rows = len(bad)
-    if marks.totals is not None and not bad.any() and _written_totals(nodes) == marks.totals:
-        return np.zeros(rows, dtype=bool)
+    if marks.totals is not None:
+        totals = _written_totals(nodes)
+        if not bad.any() and totals == marks.totals:
+            return np.zeros(rows, dtype=bool)
+        by_totals = _miscounted_by_totals(nodes, bad, marks, stamps, totals)
+        if by_totals is not None:
+            return by_totals
     written, line = _written_marks(nodes, rows), marks.rows()
     off = written != line
     miscounted = off.any(axis=1)
@@ -289,6 +296,55 @@ def _miscounted(
                 coerced |= maybe
         unquoted = written[which, 0] - line[which, 0] == 2 * digits
         miscounted[which[unquoted & ~coerced]] = False
+    return miscounted
+
+
+def _miscounted_by_totals(
+    nodes: list[pl.Series],
+    bad: np.ndarray,
+    marks: LineMarks,
+    stamps: list[pl.Series],
+    totals: tuple[int, int],
+) -> np.ndarray | None:
+    """`_miscounted` from the totals and the counts of a few rows, or None where those
+    cannot tell.
+
+    The few rows are those already bad and those holding a value that may be a coercion
+    (other than a timestamp's digits): they are counted one by one. In every other row
+    the colons cannot rise and fall only with a lost key; with the colons equal in total,
+    each row's quotes can only rise, by two for each digit timestamp its line did not
+    quote (no other value there could be a coercion). So when the quotes differ in total
+    by twice the number of those rows' digit timestamps, every one of them was unquoted:
+    each of those rows meets the row-by-row rule, and none of them is miscounted.
+    """
+    assert marks.totals is not None
+    if marks.some is None:
+        return None
+    rows = len(bad)
+    numbers = {s.name: s.str.contains(NUMBER_TEXT).fill_null(False).to_numpy() for s in stamps}
+    digits = np.zeros(rows, dtype=np.int64)
+    for number in numbers.values():
+        digits += number
+    suspect = bad.copy()
+    for node in nodes:
+        if node.dtype == pl.String:
+            maybe = _maybe_coerced(node)
+            if node.name in numbers:
+                maybe &= ~numbers[node.name]
+            suspect |= maybe
+    which = np.flatnonzero(suspect)
+    if len(which) > rows // 10:
+        return None
+    taken = pl.Series(which, dtype=pl.Int64)
+    written = _written_marks([node.gather(taken) for node in nodes], len(which))
+    line = marks.some(which)
+    rest = np.array(totals) - written.sum(axis=0)
+    rest_line = np.array(marks.totals) - line.sum(axis=0)
+    unquoted = 2 * (digits.sum() - digits[which].sum())
+    if rest[1] != rest_line[1] or rest[0] - rest_line[0] != unquoted:
+        return None
+    miscounted = np.zeros(rows, dtype=bool)
+    miscounted[which] = (written != line).any(axis=1)
     return miscounted
 
 
@@ -329,9 +385,7 @@ class ColumnarNormaliser:
     def __init__(self, mapping: FieldMapping, *, views: bool = False) -> None:
         self.mapping = mapping
         self.schema = VIEW_SCHEMA if views else EVENTS_SCHEMA
-        self.sources = {
-            name: mapping.sources_for(name) for name in FIELDS
-        }
+        self.sources = {name: mapping.sources_for(name) for name in FIELDS}
         self.read_keys = {
             *(key for keys in self.sources.values() for key in keys),
             *OPERATION_KEYS,

@@ -362,6 +362,36 @@ def test_timestamps_written_as_numbers_and_as_text_in_one_block_are_read_column_
     assert _decoded_as_line_path(lines).per_line == 0
 
 
+def test_rows_are_told_apart_by_totals_and_a_few_counted_rows(monkeypatch) -> None:
+    """Digit timestamps beside text ones, text values that look like numbers, an array and
+    a number in a text column: only the array's, the number's and the row whose digit
+    timestamp sits beside a text that looks like a number go line by line, and no line's
+    marks but those of the few suspect rows are counted."""
+
+    def every_line(_: object) -> None:
+        raise AssertionError("every line's marks were counted")
+
+    monkeypatch.setattr(blocks.Lines, "marks", every_line)
+    stamps = [1764504000, 1764504000.25, 1764504000123, "2025-11-30T12:00:00Z"]
+    lines = [orjson.dumps(_ack(i, ts=stamps[i % len(stamps)], n="x")) for i in range(800)]
+    lines[7] = orjson.dumps(_ack(7, ts=1764504007, n="962652422488258e-6796"))
+    lines[8] = orjson.dumps(_ack(8, ts="2025-11-30T12:00:08Z", n="5"))
+    lines[9] = orjson.dumps(_ack(9, ts=1764504009, tags=[1, 2]))
+    lines[10] = orjson.dumps(_ack(10, ts=1764504010, n=5))
+    result = _decoded_as_line_path(lines)
+    assert result.per_line == 3
+
+
+def test_a_quoted_digit_timestamp_leaves_the_totals_unsure_and_rows_are_counted() -> None:
+    """Digits quoted in one line and not in others: the totals cannot tell which, so every
+    line is counted; a number in a text column still goes line by line."""
+    lines = [orjson.dumps(_ack(i, ts=1764504000 + i, n="x")) for i in range(400)]
+    lines[3] = orjson.dumps(_ack(3, ts="1764504003", n="x"))
+    lines[4] = orjson.dumps(_ack(4, ts="2025-11-30T12:00:04Z", n=5))
+    result = _decoded_as_line_path(lines)
+    assert result.per_line == 1
+
+
 def test_a_number_read_as_text_beside_a_timestamp_read_as_text_goes_line_by_line() -> None:
     lines = [orjson.dumps(_ack(i, ts="2025-11-30T12:00:00Z", n="x")) for i in range(300)]
     lines += [
