@@ -19,6 +19,7 @@ from collectors.mapping import DEFAULT_MAPPING, FieldMapping
 from collectors.normalise import Normaliser
 from collectors.uids import line_uids
 from store.embedded import EmbeddedStore
+from store.schema import EVENTS_SCHEMA
 
 MAPPING_TOML = """
 [fields]
@@ -170,6 +171,20 @@ def test_block_path_gives_the_rows_of_the_line_path(tmp_path: Path, mapped: bool
     assert result.lines == len(lines)
     # Most lines are read column-wise; only the odd ones (and blocks polars refused) are not.
     assert result.per_line < len(lines) // 3
+
+
+@pytest.mark.parametrize("views", [False, True])
+@pytest.mark.parametrize("max_runs", [0, blocks.MAX_RUNS])
+def test_rows_read_line_by_line_slot_in_between_in_line_order(
+    monkeypatch, views: bool, max_runs: int
+) -> None:
+    """Sliced in runs or gathered (a block with many odd lines), plain text or views."""
+    monkeypatch.setattr(blocks, "MAX_RUNS", max_runs)
+    lines = corpus()
+    want, _ = row_path(lines, DEFAULT_MAPPING)
+    result = BlockDecoder(DEFAULT_MAPPING, views=views).decode(b"\n".join(lines), 1, "corpus")
+    assert 0 < result.per_line < len(lines) // 3
+    assert_same_rows(result.table.cast(EVENTS_SCHEMA), want)
 
 
 def test_a_column_polars_would_coerce_goes_line_by_line() -> None:
