@@ -534,33 +534,38 @@ def _attrs(
     """The remaining fields as one JSON object per row; null where none remain.
 
     A field in `empty` holds the text `{}` where its line held an empty object, written
-    as that object.
-    Each field is `,"key":value`, null where the field is absent (concat_str propagates
-    nulls); the pieces are joined and the leading comma dropped. Where no field is ever
-    absent, one flat concatenation does it all.
+    as that object. Where no field is ever absent, one flat concatenation does it all.
+    Otherwise each field is `"key":value`, null where the field is absent, and the pieces
+    present are joined with commas (concat_str skips the nulls and their separators).
     """
     if not names:
         return pl.lit(None, dtype=pl.String)
+    flat = not any(leaves[name].has_nulls() for name in names)
     pieces: list[list[pl.Expr]] = []
-    for i, name in enumerate(names):
+    for name in names:
         column, series = pl.col(name), leaves[name]
-        key = orjson.dumps(name).decode()
+        key = orjson.dumps(name).decode() + ":"
         if name in empty:
-            value = [column]
+            pieces.append([pl.lit(key), column])
         elif series.dtype != pl.String:
-            value = [column.cast(pl.String)]  # JSON's own spelling of numbers and booleans
+            # JSON's own spelling of numbers and booleans.
+            pieces.append([pl.lit(key), column.cast(pl.String)])
         elif escapes and series.str.contains(r'["\\\x00-\x1f]').any():
-            encoded = pl.struct(column.alias("v")).struct.json_encode()
-            text = encoded.str.strip_prefix('{"v":').str.strip_suffix("}")
-            value = [pl.when(column.is_not_null()).then(text)]
+            # `{"key":"value"}`, escaped by polars; the key's own quotes start it and the
+            # value's end it, so only the braces are stripped.
+            encoded = pl.struct(column.alias(name)).struct.json_encode()
+            text = encoded.str.strip_chars_start("{").str.strip_chars_end("}")
+            pieces.append([pl.when(column.is_not_null()).then(text)])
         else:
-            value = [pl.lit('"'), column, pl.lit('"')]
-        pieces.append([pl.lit(("," if i else "{") + key + ":"), *value])
-    if not any(leaves[name].has_nulls() for name in names):
-        return pl.concat_str([*(p for piece in pieces for p in piece), pl.lit("}")])
-    pieces[0][0] = pl.lit("," + orjson.dumps(names[0]).decode() + ":")
-    body = pl.concat_str([pl.concat_str(piece) for piece in pieces], ignore_nulls=True)
-    return pl.when(body != "").then(pl.concat_str(pl.lit("{"), body.str.slice(1), pl.lit("}")))
+            pieces.append([pl.lit(key + '"'), column, pl.lit('"')])
+    if flat:
+        joined = [pl.lit("{")]
+        for i, piece in enumerate(pieces):
+            joined += [pl.lit(","), *piece] if i else piece
+        return pl.concat_str([*joined, pl.lit("}")])
+    body = pl.concat_str([pl.concat_str(p) for p in pieces], separator=",", ignore_nulls=True)
+    present = pl.any_horizontal([pl.col(name).is_not_null() for name in names])
+    return pl.when(present).then(pl.concat_str(pl.lit("{"), body, pl.lit("}")))
 
 
 def _to_arrow(frame: pl.DataFrame, source: str, schema: pa.Schema) -> pa.Table:

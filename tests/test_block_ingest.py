@@ -353,6 +353,22 @@ def test_empty_objects_are_kept_in_attrs_column_wise() -> None:
     assert orjson.loads(result.table["attrs"][0].as_py()) == {"attrs": {}}
 
 
+def test_attrs_present_in_some_rows_are_joined_column_wise() -> None:
+    """Text that must be escaped, numbers and empty objects, each absent from some rows."""
+    lines = [
+        orjson.dumps(
+            _ack(i)
+            | ({"msg": f'said "hi"\n\\ {i}: ✓'} if i % 2 else {})
+            | ({"n": i} if i % 3 else {})
+            | ({"meta": {}} if i % 5 == 0 else {})
+        )
+        for i in range(300)
+    ]
+    result = _decoded_as_line_path(lines)
+    assert result.per_line == 0
+    assert result.table["attrs"][1].as_py() is not None
+
+
 def test_an_empty_object_where_a_field_is_read_goes_line_by_line() -> None:
     lines = [orjson.dumps(_ack(i, attrs={})) for i in range(300)]
     lines += [
