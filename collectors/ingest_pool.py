@@ -19,8 +19,11 @@ import os
 from collections.abc import Iterable
 
 BLOCK_BYTES = 64 << 20  # one polars read; about 150k lines of 400 bytes
-#: What a worker runs (`collectors.files` imports the decoders and the segment writer).
-WORKER_MODULES = ("collectors.files",)
+#: What a worker runs: `collectors.files` imports the decoders and the segment writer;
+#: pyarrow imports pandas on the first call of many of its functions (`pa.array` of Python
+#: values, `Schema.empty_table`), which would cost each worker half a second in its first
+#: block.
+WORKER_MODULES = ("collectors.files", "pandas")
 
 
 def cores() -> int:

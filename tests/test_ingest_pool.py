@@ -36,18 +36,18 @@ def test_only_a_file_of_a_few_blocks_on_several_cores_wants_workers(
 
 
 def _modules_at_start() -> list[str]:
-    return [name for name in ("polars", "collectors.blocks") if name in sys.modules]
+    return [name for name in ("polars", "collectors.blocks", "pandas") if name in sys.modules]
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the fork server is a Linux start method")
 def test_workers_start_with_the_decoders_imported() -> None:
-    """A worker forked from the server finds polars and the decoders already imported (a
-    spawned one would import them for each pool)."""
+    """A worker forked from the server finds polars, the decoders and pandas (which pyarrow
+    imports on first use) already imported: a spawned one would import them for each pool."""
     ingest_pool.start_early()
     context = ingest_pool.context()
     assert context.get_start_method() == "forkserver"
     with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
-        assert pool.submit(_modules_at_start).result() == ["polars", "collectors.blocks"]
+        assert pool.submit(_modules_at_start).result() == ["polars", "collectors.blocks", "pandas"]
 
 
 @pytest.mark.parametrize("total", [1, 1000, 7 * 64 + 5, 13 * 64, 23 * 64 - 1])
