@@ -272,6 +272,7 @@ def ingest_files(
     on_rejected: Callable[[Rejected], None] | None = None,
     fmt: str = "auto",
     celery: CeleryLogOptions | None = None,
+    fork_workers: bool = False,
 ) -> IngestReport:
     """Read every file, write rows in bulk; `on_progress` receives bytes consumed.
 
@@ -284,6 +285,10 @@ def ingest_files(
     gives a `segment_writer` (the embedded store), each worker also writes its blocks'
     segments; otherwise this process writes them while the workers decode the next ones.
     Other inputs (stdin, small files) are decoded here, block by block.
+
+    `fork_workers`: this process has run no polars computation yet (a command's own, fresh
+    process), so the workers are forked from it before it decodes anything, and start with
+    every module imported; otherwise they come from a fork server (see `ingest_pool`).
     """
     normaliser = normaliser or Normaliser()
     mapping = normaliser.mapping
@@ -293,6 +298,21 @@ def ingest_files(
     report = IngestReport()
     pool: ProcessPoolExecutor | None = None
     spool: str | None = None
+
+    def start_pool(fork: bool) -> tuple[ProcessPoolExecutor, str]:
+        started = ProcessPoolExecutor(
+            max_workers=_workers(),
+            mp_context=ingest_pool.context(fork=fork),
+            initializer=_start_worker,
+            initargs=(decoder, mapping, segmented.segment_writer() if segmented else None),
+        )
+        if fork:
+            started.submit(os.getpid).result()  # every worker is forked now, before any decode
+        return started, _spool_dir(_workers())
+
+    wanted = fmt != CELERY_LOG and ingest_pool.wanted(paths, block_bytes=BLOCK_BYTES)
+    if fork_workers and wanted and _workers() > 1:
+        pool, spool = start_pool(fork=True)
 
     def record(result: BlockResult, reached: int) -> None:
         _record(result, store, report, on_rejected)
@@ -314,17 +334,7 @@ def ingest_files(
                     continue
                 if large and path != "-" and _workers() > 1:
                     if pool is None:
-                        pool = ProcessPoolExecutor(
-                            max_workers=_workers(),
-                            mp_context=ingest_pool.context(),
-                            initializer=_start_worker,
-                            initargs=(
-                                decoder,
-                                mapping,
-                                segmented.segment_writer() if segmented else None,
-                            ),
-                        )
-                        spool = _spool_dir(_workers())
+                        pool, spool = start_pool(fork=False)
                     rows_spool = None if segmented is not None else spool
                     assert size is not None and spool is not None
                     if plain:

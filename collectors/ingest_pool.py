@@ -1,20 +1,19 @@
-"""The worker processes of a large ingest, forked from a server that imported their modules.
+"""The worker processes of a large ingest, started with their modules already imported.
 
-A spawned worker imports polars, pyarrow, NumPy and the decoders on its own (0.5-1 s of
-CPU each, and the command's own modules again, which multiprocessing runs as its
-`__main__`). Forking the command itself would spare that, but a process that has opened a
-store may run threads that hold locks at the fork. A fork server is a fresh process that
-only imports: each worker forked from it starts with every module loaded, at no cost.
-
-`start_early` starts that server before the command imports its own modules, so the two
-import at once on two cores. This module imports nothing heavy, for that reason.
+A spawned worker imports polars, pyarrow, NumPy, pandas and the decoders on its own (0.5-1 s
+of CPU each, and the command's own modules again, which multiprocessing runs as its
+`__main__`). A forked one starts with everything its parent imported. Forking is safe
+where the parent has started no polars computation (whose thread pool a child would
+inherit without its threads) and no threads of its own: `dupescope ingest` forks its
+workers first thing, before it decodes anything. Other callers (a library user, the
+tests) may have used polars already: their workers are forked from a fork server, a fresh
+process that only imports.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.context
-import multiprocessing.forkserver
 import os
 from collections.abc import Iterable
 
@@ -42,24 +41,22 @@ def large(size: int, *, compressed: bool, block_bytes: int = BLOCK_BYTES) -> boo
     return size > 2 * block_bytes // (5 if compressed else 1)
 
 
-def wanted(paths: Iterable[str]) -> bool:
-    """Whether an ingest of these files will start worker processes (see `ingest_files`):
-    a large file, not stdin, and more than one core."""
-    if cores() < 2:
-        return False
+def wanted(paths: Iterable[str], *, block_bytes: int = BLOCK_BYTES) -> bool:
+    """Whether an ingest of these files will decode one in worker processes (see
+    `ingest_files`): a large file, not stdin."""
     for path in paths:
         if path == "-" or not os.path.isfile(path):
             continue
         with open(path, "rb") as handle:
             compressed = handle.read(2) == b"\x1f\x8b"
-        if large(os.path.getsize(path), compressed=compressed):
+        if large(os.path.getsize(path), compressed=compressed, block_bytes=block_bytes):
             return True
     return False
 
 
-def _settings() -> None:
-    """Environment the workers need from their first import on (a forked worker inherits
-    the fork server's environment, fixed when the server starts)."""
+def settings() -> None:
+    """Environment the workers need before polars loads in the process they are forked
+    from (this one, or the fork server, which inherits it when it starts)."""
     # One polars thread per worker: the workers already fill the cores.
     os.environ.setdefault("POLARS_MAX_THREADS", "1")
     # polars' allocator keeps the pages it freed for the next block instead of returning
@@ -68,20 +65,14 @@ def _settings() -> None:
     os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:-1,muzzy_decay_ms:-1")
 
 
-def context(preload: Iterable[str] = ()) -> multiprocessing.context.BaseContext:
-    """The start method the ingest pool uses; `preload` adds modules the server imports
-    (the command's `__main__` module's own imports, which each worker runs again)."""
-    _settings()
-    modules = list(dict.fromkeys([*WORKER_MODULES, *preload]))
-    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-    chosen = multiprocessing.get_context(method)
-    if method == "forkserver":
-        chosen.set_forkserver_preload(modules)
-    return chosen
-
-
-def start_early(preload: Iterable[str] = ()) -> None:
-    """Start the fork server now, so it imports while the caller does other work; the
-    pool built later with `context()` forks its workers from it."""
-    if context(preload).get_start_method() == "forkserver":
-        multiprocessing.forkserver.ensure_running()
+def context(*, fork: bool = False) -> multiprocessing.context.BaseContext:
+    """The start method of the ingest pool: `fork` where the caller has used no polars
+    yet, else a fork server that has imported what a worker runs."""
+    settings()
+    if fork:
+        return multiprocessing.get_context("fork")
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    server = multiprocessing.get_context("forkserver")
+    server.set_forkserver_preload(list(WORKER_MODULES))
+    return server

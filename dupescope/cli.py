@@ -72,9 +72,13 @@ def ingest(
 
     from collectors import ingest_pool
 
-    if input_format != "celery-log" and ingest_pool.wanted(files):
-        # The workers' fork server imports while this process imports the same modules.
-        ingest_pool.start_early(preload=("dupescope.cli",))
+    # A large file's workers are forked from this process before it decodes anything: the
+    # settings they need must be in place before polars loads here, and no thread of
+    # tqdm's may run at the fork.
+    forks = input_format != "celery-log" and ingest_pool.wanted(files)
+    if forks:
+        ingest_pool.settings()
+        tqdm.monitor_interval = 0
 
     from collectors.files import ingest_files
     from collectors.normalise import Normaliser
@@ -118,6 +122,7 @@ def ingest(
                 on_rejected=rejected,
                 fmt=input_format,
                 celery=celery,
+                fork_workers=forks,
             )
         except OSError as exc:  # a full disk, a folder made read-only meanwhile
             raise click.ClickException(f"cannot load into {store.describe()}: {exc}") from exc
