@@ -227,20 +227,30 @@ def _classify(lines: Lines) -> Classified:
     escapes = escapes[escapes < len(data) - 5]
     escapes = escapes[data[escapes + 1] == ord("u")]
     if len(escapes):
-        # Only `\u0022` and `\u003a` spell a mark (`"`, `:`) that the line's bytes lack.
-        zeros = (data[escapes + 2] == ord("0")) & (data[escapes + 3] == ord("0"))
-        mark = ((data[escapes + 4] == ord("2")) & (data[escapes + 5] == ord("2"))) | (
-            (data[escapes + 4] == ord("3")) & ((data[escapes + 5] | 0x20) == ord("a"))
-        )
-        if (zeros & mark).any():
-            escaped[lines.at(escapes[zeros & mark])] = True
-        escapes = escapes[(data[escapes + 2] | 0x20) == ord("d")]
-        escapes = escapes[np.isin(data[escapes + 3], _HIGH_SURROGATE)]
+        # The four digits of each `\u` escape as one word, read in one gather: text from
+        # `json.dumps` holds an escape for every character beyond ASCII.
+        digits = _words(lines.block)[escapes + 2]
+        # Only `\u0022` and `\u003a` spell a mark (`"`, `:`) that the line's bytes lack;
+        # `| 0x20` lowers the last digit's case (`3A`) and leaves `0`-`9` as they are.
+        mark = (digits == _word(b"0022")) | (digits | 0x20 << 24 == _word(b"003a"))
+        if mark.any():
+            escaped[lines.at(escapes[mark])] = True
+        high = ((digits & 0xFF) | 0x20 == ord("d")) & np.isin(digits >> 8 & 0xFF, _HIGH_SURROGATE)
+        escapes = escapes[high]
         escapes = escapes[~_paired(data, escapes)]
         if len(escapes):
             suspect[lines.at(escapes)] = True
     good = shaped & ~blank & ~suspect
     return Classified(blank, good, escaped, backslashed, inner_starts, inner_ends)
+
+
+def _words(block: bytes) -> np.ndarray:
+    """The four bytes from each position of `block` as a little-endian word."""
+    return np.ndarray((max(len(block) - 3, 0),), dtype="<u4", buffer=block, strides=(1,))
+
+
+def _word(four: bytes) -> int:
+    return int.from_bytes(four, "little")
 
 
 def _paired(data: np.ndarray, highs: np.ndarray) -> np.ndarray:

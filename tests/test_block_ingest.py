@@ -447,6 +447,21 @@ def _ack_line(i: int, value: bytes) -> bytes:
     return orjson.dumps(_ack(i))[:-1] + b', "msg": ' + value + b"}"
 
 
+def test_escapes_of_marks_and_surrogates_anywhere_give_the_line_paths_rows() -> None:
+    """`\u0022`/`\u003a` in either case, paired and lone surrogates, an escaped backslash
+    before `u0022`, cut escapes: each line's fate is the line path's."""
+    rng = random.Random(3)
+    pieces = [
+        r"\u0022", r"\u003a", r"\u003A", r"\u003b", r"\uD83D", r"\ud83d\ude80", r"\\u0022",
+        r"\udc00", r"\uDA00x", r"\u00e9", "a", ":", r"\n",
+    ]  # fmt: skip
+    lines = []
+    for i in range(400):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(6)))
+        lines.append(orjson.dumps(_ack(i))[:-1] + b', "msg": "' + text.encode() + b'"}')
+    _decoded_as_line_path(lines)
+
+
 def test_crlf_line_ends_are_cut_off_column_wise() -> None:
     lines = [orjson.dumps(_ack(i)) + b"\r" for i in range(300)]
     lines += [orjson.dumps(_ack(1)) + b" \r", b"\r", b" " + orjson.dumps(_ack(2)) + b"\r"]
