@@ -3,11 +3,13 @@
 A spawned worker imports polars, pyarrow, NumPy, pandas and the decoders on its own (0.5-1 s
 of CPU each, and the command's own modules again, which multiprocessing runs as its
 `__main__`). A forked one starts with everything its parent imported. Forking is safe
-where the parent has started no polars computation (whose thread pool a child would
-inherit without its threads) and no threads of its own: `dupescope ingest` forks its
-workers first thing, before it decodes anything. Other callers (a library user, the
-tests) may have used polars already: their workers are forked from a fork server, a fresh
-process that only imports.
+where the parent has run no polars computation (a child would inherit polars' thread
+pool without its threads) and no thread of its own that could hold a lock at the fork
+(the threads the imports start, jemalloc's and polars' spill cleaner, are those a fork
+server has too): `dupescope ingest` forks its workers first thing, before it decodes
+anything, with tqdm's monitor thread off. Other callers (a library user, the tests) may
+have used polars already: their workers are forked from a fork server, a fresh process
+that only imports.
 """
 
 from __future__ import annotations
