@@ -49,8 +49,11 @@ def wanted(paths: Iterable[str], *, block_bytes: int = BLOCK_BYTES) -> bool:
     for path in paths:
         if path == "-" or not os.path.isfile(path):
             continue
-        with open(path, "rb") as handle:
-            compressed = handle.read(2) == b"\x1f\x8b"
+        try:
+            with open(path, "rb") as handle:
+                compressed = handle.read(2) == b"\x1f\x8b"
+        except OSError:  # unreadable: the ingest itself says so, with the file's name
+            continue
         if large(os.path.getsize(path), compressed=compressed, block_bytes=block_bytes):
             return True
     return False

@@ -39,6 +39,18 @@ def test_only_a_file_of_a_few_blocks_wants_workers(tmp_path: Path) -> None:
     assert ingest_pool.wanted([small], block_bytes=block // 2)
 
 
+def test_an_unreadable_file_is_left_for_the_ingest_to_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    big = _sized(tmp_path / "big.jsonl", 2 * ingest_pool.BLOCK_BYTES + 1)
+
+    def refused(*_: object, **__: object) -> None:
+        raise PermissionError(13, "Permission denied", big)
+
+    monkeypatch.setattr("builtins.open", refused)
+    assert not ingest_pool.wanted([big])
+
+
 def _modules_at_start() -> list[str]:
     return [name for name in ("polars", "collectors.blocks", "pandas") if name in sys.modules]
 
