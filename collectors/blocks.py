@@ -157,6 +157,13 @@ class Lines:
             self._marks = np.stack(counts, axis=1).astype(np.int64)
         return self._marks
 
+    def marks_of(self, idx: np.ndarray) -> np.ndarray:
+        """`marks()` of a few lines, counted in their own bytes."""
+        if self._marks is not None:
+            return self._marks[idx]
+        counts = [(line.count(b'"'), line.count(b":")) for line in map(self.__getitem__, idx)]
+        return np.array(counts, dtype=np.int64).reshape(len(idx), 2)
+
 
 @dataclass
 class Classified:
@@ -220,20 +227,30 @@ def _classify(lines: Lines) -> Classified:
     escapes = escapes[escapes < len(data) - 5]
     escapes = escapes[data[escapes + 1] == ord("u")]
     if len(escapes):
-        # Only `\u0022` and `\u003a` spell a mark (`"`, `:`) that the line's bytes lack.
-        zeros = (data[escapes + 2] == ord("0")) & (data[escapes + 3] == ord("0"))
-        mark = ((data[escapes + 4] == ord("2")) & (data[escapes + 5] == ord("2"))) | (
-            (data[escapes + 4] == ord("3")) & ((data[escapes + 5] | 0x20) == ord("a"))
-        )
-        if (zeros & mark).any():
-            escaped[lines.at(escapes[zeros & mark])] = True
-        escapes = escapes[(data[escapes + 2] | 0x20) == ord("d")]
-        escapes = escapes[np.isin(data[escapes + 3], _HIGH_SURROGATE)]
+        # The four digits of each `\u` escape as one word, read in one gather: text from
+        # `json.dumps` holds an escape for every character beyond ASCII.
+        digits = _words(lines.block)[escapes + 2]
+        # Only `\u0022` and `\u003a` spell a mark (`"`, `:`) that the line's bytes lack;
+        # `| 0x20` lowers the last digit's case (`3A`) and leaves `0`-`9` as they are.
+        mark = (digits == _word(b"0022")) | (digits | 0x20 << 24 == _word(b"003a"))
+        if mark.any():
+            escaped[lines.at(escapes[mark])] = True
+        high = ((digits & 0xFF) | 0x20 == ord("d")) & np.isin(digits >> 8 & 0xFF, _HIGH_SURROGATE)
+        escapes = escapes[high]
         escapes = escapes[~_paired(data, escapes)]
         if len(escapes):
             suspect[lines.at(escapes)] = True
     good = shaped & ~blank & ~suspect
     return Classified(blank, good, escaped, backslashed, inner_starts, inner_ends)
+
+
+def _words(block: bytes) -> np.ndarray:
+    """The four bytes from each position of `block` as a little-endian word."""
+    return np.ndarray((max(len(block) - 3, 0),), dtype="<u4", buffer=block, strides=(1,))
+
+
+def _word(four: bytes) -> int:
+    return int.from_bytes(four, "little")
 
 
 def _paired(data: np.ndarray, highs: np.ndarray) -> np.ndarray:
@@ -298,8 +315,28 @@ def _uids(lines: Lines, kinds: Classified) -> pl.Series:
     return column_uids(column)
 
 
+#: Above this many runs of consecutive rows, a block's rows are gathered rather than sliced.
+MAX_RUNS = 4096
+
+
 def _in_order(tables: list[pa.Table], order: np.ndarray, schema: pa.Schema) -> pa.Table:
     """The tables' rows, one after the other, taken in `order`.
+
+    A block's rows are nearly all in one table already in line order, with a few read
+    line by line to slot in between: the result is then slices of the tables, one for
+    each run of consecutive rows (no copy, and no gather of every row of the block).
+    """
+    breaks = np.flatnonzero(np.diff(order) != 1) + 1
+    if len(breaks) < MAX_RUNS:
+        joined = pa.concat_tables([t.cast(schema) for t in tables])
+        bounds = np.concatenate(([0], breaks, [len(order)]))
+        runs = zip(order[bounds[:-1]].tolist(), np.diff(bounds).tolist(), strict=True)
+        return pa.concat_tables([joined.slice(first, length) for first, length in runs])
+    return _gathered(tables, order, schema)
+
+
+def _gathered(tables: list[pa.Table], order: np.ndarray, schema: pa.Schema) -> pa.Table:
+    """`_in_order` by a gather of every row.
 
     Text in views (VIEW_SCHEMA) is put in order by polars, which moves only the views:
     Arrow's `take` has no kernel for them, and casting them to plain text first copies
@@ -350,7 +387,10 @@ class BlockDecoder:
                 if payload is not block:
                     totals = _scan(np.frombuffer(payload, dtype=np.uint8))[3]
             marks = LineMarks(
-                lambda: lines.marks()[idx], totals, bool(kinds.backslashed[idx].any())
+                lambda: lines.marks()[idx],
+                totals,
+                bool(kinds.backslashed[idx].any()),
+                lambda which: lines.marks_of(idx[which]),
             )
             try:
                 got = self.columnar.normalise(payload, marks, uids.gather(idx), source, full=full)

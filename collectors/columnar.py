@@ -71,13 +71,21 @@ class Columnar:
     fallback: np.ndarray  # indices of lines for the per-record path
 
 
+#: Lines polars infers a block's schema from.
+SCHEMA_SAMPLE = 1000
+
+
 def read_frame(data: bytes, *, full_inference: bool) -> pl.DataFrame:
     """The lines as one frame, each column in one chunk.
 
     The reader leaves a column of a 64 MB block in about 130 chunks, and every later step
     pays per chunk: joining them (views, not text) costs less than it saves.
+
+    The schema is inferred from the first thousand lines: a log that mixes shapes line by
+    line shows all its keys there, where a hundred lines miss some and their rows are read
+    twice. Inferring from every line would double the read.
     """
-    sample = None if full_inference else 100
+    sample = None if full_inference else SCHEMA_SAMPLE
     try:
         frame = pl.read_ndjson(io.BytesIO(data), infer_schema_length=sample)
     except Exception as exc:  # polars raises several error types for bad input
@@ -94,12 +102,14 @@ class LineMarks:
     row may hold a mark its line spells as an escape, and only the per-line counts are
     exact; no other escape spells a mark).
     `escapes` says whether any line holds a backslash: without one, no text value read
-    holds a byte that JSON must escape.
+    holds a byte that JSON must escape. `some`, where given, counts a few lines only (by
+    their index among the lines read), for less than `rows` costs.
     """
 
     rows: Callable[[], np.ndarray]
     totals: tuple[int, int] | None
     escapes: bool = True
+    some: Callable[[np.ndarray], np.ndarray] | None = None
 
 
 @dataclass
@@ -266,8 +276,13 @@ def _miscounted(
     its digit timestamps, and no other value of the row could be a coercion.
     """
     rows = len(bad)
-    if marks.totals is not None and not bad.any() and _written_totals(nodes) == marks.totals:
-        return np.zeros(rows, dtype=bool)
+    if marks.totals is not None:
+        totals = _written_totals(nodes)
+        if not bad.any() and totals == marks.totals:
+            return np.zeros(rows, dtype=bool)
+        by_totals = _miscounted_by_totals(nodes, bad, marks, stamps, totals)
+        if by_totals is not None:
+            return by_totals
     written, line = _written_marks(nodes, rows), marks.rows()
     off = written != line
     miscounted = off.any(axis=1)
@@ -289,6 +304,55 @@ def _miscounted(
                 coerced |= maybe
         unquoted = written[which, 0] - line[which, 0] == 2 * digits
         miscounted[which[unquoted & ~coerced]] = False
+    return miscounted
+
+
+def _miscounted_by_totals(
+    nodes: list[pl.Series],
+    bad: np.ndarray,
+    marks: LineMarks,
+    stamps: list[pl.Series],
+    totals: tuple[int, int],
+) -> np.ndarray | None:
+    """`_miscounted` from the totals and the counts of a few rows, or None where those
+    cannot tell.
+
+    The few rows are those already bad and those holding a value that may be a coercion
+    (other than a timestamp's digits): they are counted one by one. In every other row
+    the colons cannot rise and fall only with a lost key; with the colons equal in total,
+    each row's quotes can only rise, by two for each digit timestamp its line did not
+    quote (no other value there could be a coercion). So when the quotes differ in total
+    by twice the number of those rows' digit timestamps, every one of them was unquoted:
+    each of those rows meets the row-by-row rule, and none of them is miscounted.
+    """
+    assert marks.totals is not None
+    if marks.some is None:
+        return None
+    rows = len(bad)
+    numbers = {s.name: s.str.contains(NUMBER_TEXT).fill_null(False).to_numpy() for s in stamps}
+    digits = np.zeros(rows, dtype=np.int64)
+    for number in numbers.values():
+        digits += number
+    suspect = bad.copy()
+    for node in nodes:
+        if node.dtype == pl.String:
+            maybe = _maybe_coerced(node)
+            if node.name in numbers:
+                maybe &= ~numbers[node.name]
+            suspect |= maybe
+    which = np.flatnonzero(suspect)
+    if len(which) > rows // 10:
+        return None
+    taken = pl.Series(which, dtype=pl.Int64)
+    written = _written_marks([node.gather(taken) for node in nodes], len(which))
+    line = marks.some(which)
+    rest = np.array(totals) - written.sum(axis=0)
+    rest_line = np.array(marks.totals) - line.sum(axis=0)
+    unquoted = 2 * (digits.sum() - digits[which].sum())
+    if rest[1] != rest_line[1] or rest[0] - rest_line[0] != unquoted:
+        return None
+    miscounted = np.zeros(rows, dtype=bool)
+    miscounted[which] = (written != line).any(axis=1)
     return miscounted
 
 
@@ -329,9 +393,7 @@ class ColumnarNormaliser:
     def __init__(self, mapping: FieldMapping, *, views: bool = False) -> None:
         self.mapping = mapping
         self.schema = VIEW_SCHEMA if views else EVENTS_SCHEMA
-        self.sources = {
-            name: mapping.sources_for(name) for name in FIELDS
-        }
+        self.sources = {name: mapping.sources_for(name) for name in FIELDS}
         self.read_keys = {
             *(key for keys in self.sources.values() for key in keys),
             *OPERATION_KEYS,
@@ -472,33 +534,38 @@ def _attrs(
     """The remaining fields as one JSON object per row; null where none remain.
 
     A field in `empty` holds the text `{}` where its line held an empty object, written
-    as that object.
-    Each field is `,"key":value`, null where the field is absent (concat_str propagates
-    nulls); the pieces are joined and the leading comma dropped. Where no field is ever
-    absent, one flat concatenation does it all.
+    as that object. Where no field is ever absent, one flat concatenation does it all.
+    Otherwise each field is `"key":value`, null where the field is absent, and the pieces
+    present are joined with commas (concat_str skips the nulls and their separators).
     """
     if not names:
         return pl.lit(None, dtype=pl.String)
+    flat = not any(leaves[name].has_nulls() for name in names)
     pieces: list[list[pl.Expr]] = []
-    for i, name in enumerate(names):
+    for name in names:
         column, series = pl.col(name), leaves[name]
-        key = orjson.dumps(name).decode()
+        key = orjson.dumps(name).decode() + ":"
         if name in empty:
-            value = [column]
+            pieces.append([pl.lit(key), column])
         elif series.dtype != pl.String:
-            value = [column.cast(pl.String)]  # JSON's own spelling of numbers and booleans
+            # JSON's own spelling of numbers and booleans.
+            pieces.append([pl.lit(key), column.cast(pl.String)])
         elif escapes and series.str.contains(r'["\\\x00-\x1f]').any():
-            encoded = pl.struct(column.alias("v")).struct.json_encode()
-            text = encoded.str.strip_prefix('{"v":').str.strip_suffix("}")
-            value = [pl.when(column.is_not_null()).then(text)]
+            # `{"key":"value"}`, escaped by polars; the key's own quotes start it and the
+            # value's end it, so only the braces are stripped.
+            encoded = pl.struct(column.alias(name)).struct.json_encode()
+            text = encoded.str.strip_chars_start("{").str.strip_chars_end("}")
+            pieces.append([pl.when(column.is_not_null()).then(text)])
         else:
-            value = [pl.lit('"'), column, pl.lit('"')]
-        pieces.append([pl.lit(("," if i else "{") + key + ":"), *value])
-    if not any(leaves[name].has_nulls() for name in names):
-        return pl.concat_str([*(p for piece in pieces for p in piece), pl.lit("}")])
-    pieces[0][0] = pl.lit("," + orjson.dumps(names[0]).decode() + ":")
-    body = pl.concat_str([pl.concat_str(piece) for piece in pieces], ignore_nulls=True)
-    return pl.when(body != "").then(pl.concat_str(pl.lit("{"), body.str.slice(1), pl.lit("}")))
+            pieces.append([pl.lit(key + '"'), column, pl.lit('"')])
+    if flat:
+        joined = [pl.lit("{")]
+        for i, piece in enumerate(pieces):
+            joined += [pl.lit(","), *piece] if i else piece
+        return pl.concat_str([*joined, pl.lit("}")])
+    body = pl.concat_str([pl.concat_str(p) for p in pieces], separator=",", ignore_nulls=True)
+    present = pl.any_horizontal([pl.col(name).is_not_null() for name in names])
+    return pl.when(present).then(pl.concat_str(pl.lit("{"), body, pl.lit("}")))
 
 
 def _to_arrow(frame: pl.DataFrame, source: str, schema: pa.Schema) -> pa.Table:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import gzip
 import io
-import multiprocessing
 import os
 import shutil
 import sys
@@ -28,6 +27,7 @@ from typing import BinaryIO, Protocol
 import pyarrow as pa
 import pyarrow.ipc
 
+from collectors import ingest_pool
 from collectors.arrow_batch import rows_to_table
 from collectors.blocks import BlockResult
 from collectors.celery_log import (
@@ -44,7 +44,11 @@ from collectors.normalise import Normaliser
 from store.base import Store
 from store.schema import EVENTS_SCHEMA
 
-BLOCK_BYTES = 64 << 20  # one polars read; about 150k lines of 400 bytes
+BLOCK_BYTES = ingest_pool.BLOCK_BYTES
+try:  # ISA-L inflates in under half the time zlib takes (this process inflates for the pool)
+    from isal.igzip import GzipFile as _GzipFile
+except ImportError:  # a platform without its wheel
+    _GzipFile = gzip.GzipFile  # type: ignore[misc,assignment]
 #: A Celery log's read: its lines become Python objects first (about 20 times their size).
 CELERY_BLOCK_BYTES = 8 << 20
 #: How much of a file's start is looked at to tell its format.
@@ -80,7 +84,7 @@ def _open(path: str) -> tuple[BinaryIO, int | None]:
     size = Path(path).stat().st_size
     if handle.read(2) == b"\x1f\x8b":
         handle.seek(0)
-        return gzip.GzipFile(fileobj=handle), size  # type: ignore[return-value]
+        return _GzipFile(fileobj=handle), size  # type: ignore[return-value]
     handle.seek(0)
     return handle, size
 
@@ -110,6 +114,15 @@ def _spans(stream: BinaryIO, size: int, total: int) -> Iterator[tuple[int, int]]
             end += len(stream.readline())
         yield offset, min(end, total) - offset
         offset = end
+
+
+def _even_block_bytes(total: int, size: int, workers: int) -> int:
+    """A block size of at most `size` that cuts `total` bytes into a multiple of `workers`
+    blocks of about equal size: with seven blocks on two workers, one worker would decode
+    the last block alone while the other waits."""
+    blocks = -(-total // size)
+    blocks = -(-blocks // workers) * workers
+    return max(-(-total // blocks), 1)
 
 
 def lines_decoder(*, views: bool = False) -> Decoder:
@@ -242,10 +255,7 @@ def _numbered_from(result: BlockResult, first_line: int, source: str) -> BlockRe
 
 
 def _workers() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+    return ingest_pool.cores()
 
 
 def _spool_dir(workers: int) -> str:
@@ -266,6 +276,7 @@ def ingest_files(
     on_rejected: Callable[[Rejected], None] | None = None,
     fmt: str = "auto",
     celery: CeleryLogOptions | None = None,
+    fork_workers: bool = False,
 ) -> IngestReport:
     """Read every file, write rows in bulk; `on_progress` receives bytes consumed.
 
@@ -278,6 +289,10 @@ def ingest_files(
     gives a `segment_writer` (the embedded store), each worker also writes its blocks'
     segments; otherwise this process writes them while the workers decode the next ones.
     Other inputs (stdin, small files) are decoded here, block by block.
+
+    `fork_workers`: this process has run no polars computation yet (a command's own, fresh
+    process), so the workers are forked from it before it decodes anything, and start with
+    every module imported; otherwise they come from a fork server (see `ingest_pool`).
     """
     normaliser = normaliser or Normaliser()
     mapping = normaliser.mapping
@@ -287,6 +302,21 @@ def ingest_files(
     report = IngestReport()
     pool: ProcessPoolExecutor | None = None
     spool: str | None = None
+
+    def start_pool(fork: bool) -> tuple[ProcessPoolExecutor, str]:
+        started = ProcessPoolExecutor(
+            max_workers=_workers(),
+            mp_context=ingest_pool.context(fork=fork),
+            initializer=_start_worker,
+            initargs=(decoder, mapping, segmented.segment_writer() if segmented else None),
+        )
+        if fork:
+            started.submit(os.getpid).result()  # every worker is forked now, before any decode
+        return started, _spool_dir(_workers())
+
+    wanted = fmt != CELERY_LOG and ingest_pool.wanted(paths, block_bytes=BLOCK_BYTES)
+    if fork_workers and wanted and _workers() > 1:
+        pool, spool = start_pool(fork=True)
 
     def record(result: BlockResult, reached: int) -> None:
         _record(result, store, report, on_rejected)
@@ -299,8 +329,7 @@ def ingest_files(
             source = "stdin" if path == "-" else path
             report.files += 1
             plain = isinstance(stream, io.BufferedReader) and path != "-"
-            # A gzip file of a few blocks' worth: about five times its size once inflated.
-            large = bool(size) and size > 2 * BLOCK_BYTES // (1 if plain else 5)
+            large = ingest_pool.large(size or 0, compressed=not plain, block_bytes=BLOCK_BYTES)
             try:
                 sniffed = fmt == "auto" and looks_like_celery_log(_head(stream), celery)
                 if fmt == CELERY_LOG or sniffed:
@@ -309,25 +338,7 @@ def ingest_files(
                     continue
                 if large and path != "-" and _workers() > 1:
                     if pool is None:
-                        # One polars thread per worker: the workers already fill the cores.
-                        os.environ.setdefault("POLARS_MAX_THREADS", "1")
-                        # polars' allocator keeps the pages it freed for the next block
-                        # instead of returning them and faulting them in again: a quarter
-                        # of the workers' system time (the peak stays one block's).
-                        os.environ.setdefault(
-                            "_RJEM_MALLOC_CONF", "dirty_decay_ms:-1,muzzy_decay_ms:-1"
-                        )
-                        pool = ProcessPoolExecutor(
-                            max_workers=_workers(),
-                            mp_context=multiprocessing.get_context("spawn"),
-                            initializer=_start_worker,
-                            initargs=(
-                                decoder,
-                                mapping,
-                                segmented.segment_writer() if segmented else None,
-                            ),
-                        )
-                        spool = _spool_dir(_workers())
+                        pool, spool = start_pool(fork=False)
                     rows_spool = None if segmented is not None else spool
                     assert size is not None and spool is not None
                     if plain:
@@ -400,7 +411,7 @@ def _in_workers(
         first_line += result.lines
         record(result, reached)
 
-    for offset, length in _spans(stream, BLOCK_BYTES, size):
+    for offset, length in _spans(stream, _even_block_bytes(size, BLOCK_BYTES, _workers()), size):
         job = pool.submit(_decode_in_worker, path, offset, length, path, spool)
         pending.append((job, offset + length))
         while len(pending) > _workers():

@@ -70,6 +70,16 @@ def ingest(
     """
     import os
 
+    from collectors import ingest_pool
+
+    # A large file's workers are forked from this process before it decodes anything: the
+    # settings they need must be in place before polars loads here, and no thread of
+    # tqdm's may run at the fork.
+    forks = input_format != "celery-log" and ingest_pool.wanted(files)
+    if forks:
+        ingest_pool.settings()
+        tqdm.monitor_interval = 0
+
     from collectors.files import ingest_files
     from collectors.normalise import Normaliser
 
@@ -112,6 +122,7 @@ def ingest(
                 on_rejected=rejected,
                 fmt=input_format,
                 celery=celery,
+                fork_workers=forks,
             )
         except OSError as exc:  # a full disk, a folder made read-only meanwhile
             raise click.ClickException(f"cannot load into {store.describe()}: {exc}") from exc

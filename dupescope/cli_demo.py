@@ -6,9 +6,9 @@ import shlex
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-import pandas as pd
 from tqdm import tqdm
 
 from dupescope.cli_dashboard import launch_dashboard
@@ -19,6 +19,9 @@ from dupescope.options import (
     store_given_on_command_line,
 )
 from dupescope.output import emit
+
+if TYPE_CHECKING:  # imported where used, as `dupescope.output` does
+    import pandas as pd
 
 DEFAULT_DEMO_STORE = "./dupescope-data"
 
@@ -47,6 +50,8 @@ def _ingest_with_progress(paths: list[str], store) -> None:  # type: ignore[no-u
 
 def summary(store) -> pd.DataFrame:  # type: ignore[no-untyped-def]
     """Duplicates per cause, harmful and absorbed apart: the first thing to look at."""
+    import pandas as pd
+
     from queries import duplicates
 
     found = duplicates(store)
@@ -101,8 +106,9 @@ def demo(
     store_url = store_url or store_given_on_command_line(ctx)
     folder = store_url or (f"./dupescope-demo-{events}-{seed}" if events else DEFAULT_DEMO_STORE)
     if "://" in folder:
-        raise click.BadParameter("the demo loads into a folder (the embedded store)",
-                                 param_hint="--store")
+        raise click.BadParameter(
+            "the demo loads into a folder (the embedded store)", param_hint="--store"
+        )
     store = open_store_or_exit(folder, writable=True)
     if events:
         click.echo(f"generating a workload of about {events} events (seed {seed})", err=True)

@@ -7,7 +7,6 @@ from datetime import datetime
 from typing import Any
 
 import click
-import pandas as pd
 
 from dupescope.options import (
     TIME,
@@ -146,6 +145,8 @@ def stats(
             click.echo()
         return
     rows = [frame.assign(item=name) for name, frame in chosen.items() if not frame.empty]
+    import pandas as pd
+
     combined = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=["item"])
     combined = combined[["item", *[c for c in combined.columns if c != "item"]]]
     emit(combined, fmt)

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import orjson
-import pandas as pd
+
+if TYPE_CHECKING:  # imported where used: `dupescope ingest` and its workers never need it
+    import pandas as pd
 
 FORMATS = ("table", "json", "csv")
 
 
 def _plain(value: Any) -> Any:
     """JSON-ready values: times as RFC 3339 UTC, missing values as null."""
+    import pandas as pd
+
     if value is None or value is pd.NaT:
         return None
     if isinstance(value, pd.Timestamp | datetime):
@@ -81,6 +85,8 @@ def emit_json(rows: list[dict[str, Any]]) -> None:
 
 def emit(frame: pd.DataFrame, fmt: str, *, empty: str = "nothing found") -> None:
     """Print `frame` as one JSON array, CSV, or an aligned table."""
+    import pandas as pd
+
     if fmt == "json":
         emit_json(records(frame))
     elif fmt == "csv":

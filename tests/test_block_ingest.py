@@ -19,6 +19,7 @@ from collectors.mapping import DEFAULT_MAPPING, FieldMapping
 from collectors.normalise import Normaliser
 from collectors.uids import line_uids
 from store.embedded import EmbeddedStore
+from store.schema import EVENTS_SCHEMA
 
 MAPPING_TOML = """
 [fields]
@@ -170,6 +171,20 @@ def test_block_path_gives_the_rows_of_the_line_path(tmp_path: Path, mapped: bool
     assert result.lines == len(lines)
     # Most lines are read column-wise; only the odd ones (and blocks polars refused) are not.
     assert result.per_line < len(lines) // 3
+
+
+@pytest.mark.parametrize("views", [False, True])
+@pytest.mark.parametrize("max_runs", [0, blocks.MAX_RUNS])
+def test_rows_read_line_by_line_slot_in_between_in_line_order(
+    monkeypatch, views: bool, max_runs: int
+) -> None:
+    """Sliced in runs or gathered (a block with many odd lines), plain text or views."""
+    monkeypatch.setattr(blocks, "MAX_RUNS", max_runs)
+    lines = corpus()
+    want, _ = row_path(lines, DEFAULT_MAPPING)
+    result = BlockDecoder(DEFAULT_MAPPING, views=views).decode(b"\n".join(lines), 1, "corpus")
+    assert 0 < result.per_line < len(lines) // 3
+    assert_same_rows(result.table.cast(EVENTS_SCHEMA), want)
 
 
 def test_a_column_polars_would_coerce_goes_line_by_line() -> None:
@@ -338,6 +353,22 @@ def test_empty_objects_are_kept_in_attrs_column_wise() -> None:
     assert orjson.loads(result.table["attrs"][0].as_py()) == {"attrs": {}}
 
 
+def test_attrs_present_in_some_rows_are_joined_column_wise() -> None:
+    """Text that must be escaped, numbers and empty objects, each absent from some rows."""
+    lines = [
+        orjson.dumps(
+            _ack(i)
+            | ({"msg": f'said "hi"\n\\ {i}: ✓'} if i % 2 else {})
+            | ({"n": i} if i % 3 else {})
+            | ({"meta": {}} if i % 5 == 0 else {})
+        )
+        for i in range(300)
+    ]
+    result = _decoded_as_line_path(lines)
+    assert result.per_line == 0
+    assert result.table["attrs"][1].as_py() is not None
+
+
 def test_an_empty_object_where_a_field_is_read_goes_line_by_line() -> None:
     lines = [orjson.dumps(_ack(i, attrs={})) for i in range(300)]
     lines += [
@@ -362,6 +393,36 @@ def test_timestamps_written_as_numbers_and_as_text_in_one_block_are_read_column_
     assert _decoded_as_line_path(lines).per_line == 0
 
 
+def test_rows_are_told_apart_by_totals_and_a_few_counted_rows(monkeypatch) -> None:
+    """Digit timestamps beside text ones, text values that look like numbers, an array and
+    a number in a text column: only the array's, the number's and the row whose digit
+    timestamp sits beside a text that looks like a number go line by line, and no line's
+    marks but those of the few suspect rows are counted."""
+
+    def every_line(_: object) -> None:
+        raise AssertionError("every line's marks were counted")
+
+    monkeypatch.setattr(blocks.Lines, "marks", every_line)
+    stamps = [1764504000, 1764504000.25, 1764504000123, "2025-11-30T12:00:00Z"]
+    lines = [orjson.dumps(_ack(i, ts=stamps[i % len(stamps)], n="x")) for i in range(800)]
+    lines[7] = orjson.dumps(_ack(7, ts=1764504007, n="962652422488258e-6796"))
+    lines[8] = orjson.dumps(_ack(8, ts="2025-11-30T12:00:08Z", n="5"))
+    lines[9] = orjson.dumps(_ack(9, ts=1764504009, tags=[1, 2]))
+    lines[10] = orjson.dumps(_ack(10, ts=1764504010, n=5))
+    result = _decoded_as_line_path(lines)
+    assert result.per_line == 3
+
+
+def test_a_quoted_digit_timestamp_leaves_the_totals_unsure_and_rows_are_counted() -> None:
+    """Digits quoted in one line and not in others: the totals cannot tell which, so every
+    line is counted; a number in a text column still goes line by line."""
+    lines = [orjson.dumps(_ack(i, ts=1764504000 + i, n="x")) for i in range(400)]
+    lines[3] = orjson.dumps(_ack(3, ts="1764504003", n="x"))
+    lines[4] = orjson.dumps(_ack(4, ts="2025-11-30T12:00:04Z", n=5))
+    result = _decoded_as_line_path(lines)
+    assert result.per_line == 1
+
+
 def test_a_number_read_as_text_beside_a_timestamp_read_as_text_goes_line_by_line() -> None:
     lines = [orjson.dumps(_ack(i, ts="2025-11-30T12:00:00Z", n="x")) for i in range(300)]
     lines += [
@@ -384,6 +445,21 @@ def test_surrogate_pairs_are_read_column_wise_and_a_lone_one_is_refused() -> Non
 
 def _ack_line(i: int, value: bytes) -> bytes:
     return orjson.dumps(_ack(i))[:-1] + b', "msg": ' + value + b"}"
+
+
+def test_escapes_of_marks_and_surrogates_anywhere_give_the_line_paths_rows() -> None:
+    """`\u0022`/`\u003a` in either case, paired and lone surrogates, an escaped backslash
+    before `u0022`, cut escapes: each line's fate is the line path's."""
+    rng = random.Random(3)
+    pieces = [
+        r"\u0022", r"\u003a", r"\u003A", r"\u003b", r"\uD83D", r"\ud83d\ude80", r"\\u0022",
+        r"\udc00", r"\uDA00x", r"\u00e9", "a", ":", r"\n",
+    ]  # fmt: skip
+    lines = []
+    for i in range(400):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(6)))
+        lines.append(orjson.dumps(_ack(i))[:-1] + b', "msg": "' + text.encode() + b'"}')
+    _decoded_as_line_path(lines)
 
 
 def test_crlf_line_ends_are_cut_off_column_wise() -> None:
