@@ -42,6 +42,8 @@ def _plain(value: Any) -> Any:
 def _column(series: pd.Series) -> list[Any]:
     """A column's values as `_plain` makes them, converted a column at a time where its
     type allows (60k duplicates took 4 s value by value)."""
+    import pandas as pd
+
     missing = series.isna().to_numpy()
     if isinstance(series.dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_dtype(
         series.dtype
