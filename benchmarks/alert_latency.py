@@ -186,7 +186,8 @@ def main() -> int:
         watcher = subprocess.Popen(command, cwd=ROOT, env=dict(os.environ))
         collector = None if args.direct else CollectorProcess(folder)
         try:
-            if not receiver.wait_for(1, timeout=120):
+            # The first round builds the derived tables from nothing (minutes at 10M events).
+            if not receiver.wait_for(1, timeout=120 + args.background_events / 10_000):
                 print("watch never delivered the warm-up alert", file=sys.stderr)
                 return 1
             latencies = []
