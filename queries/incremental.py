@@ -33,13 +33,14 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from queries import answers
 from queries.loader import sql_text
 from store import derived_state
 from store.base import SegmentedStore
 from store.hot_log import is_hot, read_hot
-from store.lineage import Changes
+from store.lineage import Changes, lineage
 from store.lookup_index import segment_name
 from store.schema import EVENTS_SCHEMA
 
@@ -128,6 +129,45 @@ def segment_rows(paths: list[Path]) -> tuple[list[str], pa.Table | None]:
     return parquet, (pa.concat_tables(hot) if hot else None)
 
 
+def _sum_merged_counts(
+    con: duckdb.DuckDBPyConnection, work: duckdb.DuckDBPyConnection, paths: list[Path]
+) -> set[Path]:
+    """Counts of merged segments added up from their inputs' kept counts (`merged_counts`
+    on `work`), where the merge dropped no repeat: its rows are its inputs' rows, and
+    counting a tier's merge of millions of rows again cost tens of seconds. Returns the
+    segments so counted."""
+    summed: set[Path] = set()
+    parts = []
+    for path in paths:
+        inputs = None if is_hot(path) else lineage(path)
+        if not inputs:
+            continue
+        names = sorted(inputs)
+        counted = con.execute(
+            "SELECT coalesce(sum(events), 0) FROM derived_segment_counts "
+            "WHERE field = '' AND segment IN (SELECT unnest($names))", {"names": names},
+        ).fetchall()[0][0]
+        present = con.execute(
+            "SELECT count(DISTINCT segment) FROM derived_segment_counts "
+            "WHERE field = '' AND segment IN (SELECT unnest($names))", {"names": names},
+        ).fetchall()[0][0]
+        if present != len(names) or int(counted) != pq.read_metadata(path).num_rows:
+            continue  # an input not counted, or repeats dropped: count it again
+        parts.append(con.sql(
+            "SELECT $segment AS segment, field, value, CAST(sum(events) AS BIGINT) AS events, "
+            "min(first_ts) AS first_ts, max(last_ts) AS last_ts "
+            "FROM derived_segment_counts WHERE segment IN (SELECT unnest($names)) "
+            "GROUP BY field, value",
+            params={"segment": segment_name(path), "names": names},
+        ).to_arrow_table())
+        summed.add(path)
+    if parts:
+        work.register("merged_counts_arrow", pa.concat_tables(parts))
+        work.execute("CREATE OR REPLACE TEMP TABLE merged_counts AS "
+                     "SELECT * FROM merged_counts_arrow")
+    return summed
+
+
 def count_segments(con: duckdb.DuckDBPyConnection, paths: list[Path], create: Create) -> None:
     """`derived_segment_counts` on `con` for the segments `paths`."""
     parquet, hot = segment_rows(paths)
@@ -185,7 +225,10 @@ def derive(
         recount = changes.new_segments + [
             p for p in store.segments() if segment_name(p) in {n for n, _ in changes.grown}
         ]
-        count_segments(work, recount, create)
+        summed = _sum_merged_counts(con, work, recount)
+        count_segments(work, [p for p in recount if p not in summed], create)
+        if summed:
+            work.execute("INSERT INTO derived_segment_counts SELECT * FROM merged_counts")
         units["derived_segment_counts"] = {segment_name(p) for p in recount} | set(changes.gone)
         sizes = {}
         for table, unit in {**UNITS, **dict.fromkeys(answers.LAYERED, "key")}.items():

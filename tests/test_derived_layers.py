@@ -238,3 +238,16 @@ def test_a_batch_larger_than_the_store_is_derived_by_a_build_from_nothing(
     then = derived_state.load(embedded)
     assert first is not None and then is not None
     assert len(then.layers) == 1 and then.epoch != first.epoch
+
+
+@pytest.mark.parametrize("resent", [False, True])
+def test_a_merged_segment_is_counted_as_its_inputs_were(
+    embedded, make_table, tmp_path, resent
+) -> None:
+    embedded.write(make_table(acked("j1", "a")))
+    embedded.write(make_table(acked("j2", "b") + (acked("j1", "a") if resent else [])))
+    derived.ensure(embedded)
+    embedded.compact()  # with a resend, the merge drops its repeats: counted again
+    kept = state(embedded)
+    assert kept == from_nothing(embedded, tmp_path / "fresh")
+    assert kept["answer_store_summary"][0][0] == "6"  # events, repeats merged away
