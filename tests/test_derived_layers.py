@@ -37,6 +37,23 @@ def old_day(events: list[dict]) -> list[dict]:
 OLD_DAY_ENDS = date(2025, 10, 2)
 
 
+def jobs_changed(store: EmbeddedStore, before: dict[str, int]) -> set[str]:
+    """The job_ids of the rows the store gained or lost since `before` was read."""
+    changes = store.changes_since(before)
+    assert changes is not None
+    return set(changes.rows()["job_id"].to_pylist())
+
+
+def log_read_in_part_then_merged(store: EmbeddedStore, make_table) -> dict[str, int]:  # type: ignore[no-untyped-def]
+    """A hot log read after its first frame (j1), given a second (j2), then merged (its
+    two frames wait in the trash); what was read."""
+    store.write_hot(make_table(acked("j1", "a")))
+    before = read_now(store)
+    store.write_hot(make_table(acked("j2", "b")))
+    store.compact()
+    return before
+
+
 def read_now(store: EmbeddedStore) -> dict[str, int]:
     derived.ensure(store)
     kept = derived_state.load(store)
@@ -78,9 +95,7 @@ def test_a_hot_log_that_grew_brings_only_its_new_frames(embedded, make_table) ->
     embedded.write_hot(make_table(acked("j1", "a")))
     before = read_now(embedded)
     embedded.write_hot(make_table(acked("j2", "b")))
-    changes = embedded.changes_since(before)
-    assert changes is not None
-    assert set(changes.rows()["job_id"].to_pylist()) == {"j2"}
+    assert jobs_changed(embedded, before) == {"j2"}
 
 
 def test_rows_retention_dropped_are_read_back_from_the_trash(embedded, make_table) -> None:
@@ -88,9 +103,7 @@ def test_rows_retention_dropped_are_read_back_from_the_trash(embedded, make_tabl
     embedded.write(make_table(acked("j1", "a")))
     before = read_now(embedded)
     assert embedded.drop_days_before(OLD_DAY_ENDS) == ["2025-10-01"]
-    changes = embedded.changes_since(before)
-    assert changes is not None
-    assert set(changes.rows()["job_id"].to_pylist()) == {"j-old"}
+    assert jobs_changed(embedded, before) == {"j-old"}
 
 
 def test_rows_gone_from_the_trash_too_call_for_a_build_from_nothing(
@@ -204,26 +217,16 @@ def test_a_derivation_killed_at_any_file_leaves_a_state_the_next_one_completes(
 def test_a_merge_of_a_log_read_in_part_brings_only_its_frames_not_read(
     embedded, make_table
 ) -> None:
-    embedded.write_hot(make_table(acked("j1", "a")))
-    before = read_now(embedded)
-    embedded.write_hot(make_table(acked("j2", "b")))
-    embedded.compact()  # the log, two frames, merged; it waits in the trash
-    changes = embedded.changes_since(before)
-    assert changes is not None
-    assert set(changes.rows()["job_id"].to_pylist()) == {"j2"}
+    before = log_read_in_part_then_merged(embedded, make_table)
+    assert jobs_changed(embedded, before) == {"j2"}
 
 
 def test_a_merge_of_a_log_gone_from_the_trash_counts_as_new_whole(
     embedded, make_table
 ) -> None:
-    embedded.write_hot(make_table(acked("j1", "a")))
-    before = read_now(embedded)
-    embedded.write_hot(make_table(acked("j2", "b")))
-    embedded.compact()
+    before = log_read_in_part_then_merged(embedded, make_table)
     shutil.rmtree(embedded.trash_dir)
-    changes = embedded.changes_since(before)
-    assert changes is not None
-    assert set(changes.rows()["job_id"].to_pylist()) == {"j1", "j2"}
+    assert jobs_changed(embedded, before) == {"j1", "j2"}
 
 
 def test_a_batch_larger_than_the_store_is_derived_by_a_build_from_nothing(
