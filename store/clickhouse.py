@@ -2,13 +2,22 @@
 
 Both run the ClickHouse dialect of the query library against one `events` table: a
 ReplacingMergeTree partitioned by day and ordered for key lookups, so repeats of an
-event_uid also collapse on merges, with TTL retention.
+event_uid also collapse on merges, with TTL retention. Each row also records when it was
+inserted (`ingested_at`, filled by the server and left out of `SELECT *`), so that the
+derived tables find the rows that arrived since they last looked through a minmax index
+instead of reading the history (queries/incremental_clickhouse.py).
 """
 
 from __future__ import annotations
 
+import fcntl
 import re
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, date, datetime
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -17,6 +26,12 @@ import pyarrow as pa
 from store.base import SegmentedStore, Store, StoreError, to_frame
 from store.contract import COLUMNS
 from store.schema import as_events
+from store.sql_files import read, with_identifiers
+
+_SQL = Path(__file__).with_name("sql")
+
+#: When a row was inserted: the server's clock at the insert, never sent by a client.
+INGESTED_AT = "ingested_at DateTime64(6) MATERIALIZED now64(6)"
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -41,10 +56,15 @@ def events_ddl(
     on_cluster = f" ON CLUSTER {_identifier(cluster)}" if cluster else ""
     columns = ",\n  ".join(
         [f"{c.name} {c.clickhouse_type}" for c in COLUMNS]
+        + [INGESTED_AT]
         # A timeline's second step looks rows up by job_id, which the sort key cannot prune.
-        + ["INDEX job_id_bloom job_id TYPE bloom_filter GRANULARITY 4"]
+        + ["INDEX job_id_bloom job_id TYPE bloom_filter GRANULARITY 4",
+           "INDEX ingested_minmax ingested_at TYPE minmax GRANULARITY 1"]
     )
-    ttl = f"\nTTL toDateTime(ts) + INTERVAL {int(ttl_days)} DAY" if ttl_days else ""
+    # Whole days are dropped, never rows inside a day's parts: the derived tables notice
+    # retention by a day that is gone (queries/incremental_clickhouse.py).
+    ttl = (f"\nTTL toDateTime(ts) + INTERVAL {int(ttl_days)} DAY"
+           "\nSETTINGS ttl_only_drop_parts = 1" if ttl_days else "")
     local = "events_local" if cluster else "events"
     engine = (
         "ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/events_local', "
@@ -64,6 +84,27 @@ def events_ddl(
             f"ENGINE = Distributed({_identifier(cluster)}, {db}, events_local, "
             f"cityHash64(ifNull(idempotency_key, ifNull(job_id, event_uid))))"
         )
+    return statements
+
+
+def upgrade_statements(database: str = "default", *, cluster: str | None = None) -> list[str]:
+    """What an `events` table made before rows recorded their insert time needs: the
+    column, written into the rows there are (else each read would give them the time of
+    the read, and they would look new forever), and its index."""
+    db = _identifier(database)
+    on_cluster = f" ON CLUSTER {_identifier(cluster)}" if cluster else ""
+    local = f"{db}.events_local" if cluster else f"{db}.events"
+    wait = " SETTINGS mutations_sync = 2"
+    statements = [
+        f"ALTER TABLE {local}{on_cluster} ADD COLUMN IF NOT EXISTS {INGESTED_AT}",
+        f"ALTER TABLE {local}{on_cluster} MATERIALIZE COLUMN ingested_at{wait}",
+        f"ALTER TABLE {local}{on_cluster} ADD INDEX IF NOT EXISTS ingested_minmax "
+        "ingested_at TYPE minmax GRANULARITY 1",
+        f"ALTER TABLE {local}{on_cluster} MATERIALIZE INDEX ingested_minmax{wait}",
+    ]
+    if cluster:
+        statements.insert(1, f"ALTER TABLE {db}.events{on_cluster} "
+                             f"ADD COLUMN IF NOT EXISTS {INGESTED_AT}")
     return statements
 
 
@@ -112,6 +153,44 @@ class ClickHouseEngine(Store):
     def segmented(self) -> SegmentedStore | None:
         return None
 
+    database: str
+    cluster: str | None = None
+
+    #: A derivation lock older than this was left by a process that died holding it.
+    STALE_LOCK_SECONDS = 300
+
+    def _upgrade(self) -> None:
+        """Bring an `events` table made by an earlier version up to this one."""
+        present = self.arrow(read(_SQL, "events_ingested_at_present", "clickhouse"),
+                             {"database": self.database})
+        if not present["present"][0].as_py():
+            for statement in upgrade_statements(self.database, cluster=self.cluster):
+                self.command(statement)
+
+    @contextmanager
+    def derivation_lock(self) -> Iterator[None]:
+        """One process at a time brings the derived tables up to date: a table that only
+        one CREATE can make (a lock every client of the server sees), taken over when
+        its holder has held it for longer than any derivation takes."""
+        lock = with_identifiers(read(_SQL, "derive_lock", "clickhouse"), db=self.database)
+        while True:
+            try:
+                self.command(lock)
+                break
+            except StoreError:
+                age = self.arrow(read(_SQL, "derive_lock_age", "clickhouse"),
+                                 {"database": self.database})["age"].to_pylist()
+                if age and age[0] is not None and age[0] > self.STALE_LOCK_SECONDS:
+                    self.command(with_identifiers(read(_SQL, "derive_unlock", "clickhouse"),
+                                                  db=self.database))
+                else:
+                    time.sleep(0.05)
+        try:
+            yield
+        finally:
+            self.command(with_identifiers(read(_SQL, "derive_unlock", "clickhouse"),
+                                          db=self.database))
+
 
 class ChdbStore(ClickHouseEngine):
     """chDB: the ClickHouse engine in-process, on a folder (or in memory with no path)."""
@@ -125,6 +204,27 @@ class ChdbStore(ClickHouseEngine):
         for statement in events_ddl(self.database):
             self._session.query(statement)
         self._session.query(f"USE {self.database}")
+        self._upgrade()
+
+    _deriving: threading.Lock | None = None
+
+    @contextmanager
+    def derivation_lock(self) -> Iterator[None]:
+        """chDB lives in one process: a lock file beside its data, which the kernel gives
+        back when the process dies, however it dies."""
+        if self._deriving is None:
+            self._deriving = threading.Lock()
+        with self._deriving:
+            if self.path is None:
+                yield
+                return
+            lock = Path(self.path) / f"dupescope-derive-{self.database}.lock"
+            with open(lock, "a") as handle:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+                try:
+                    yield
+                finally:
+                    fcntl.flock(handle, fcntl.LOCK_UN)
 
     def write(self, table: pa.Table) -> int:
         if table.num_rows == 0:
@@ -184,6 +284,7 @@ class ClickHouseStore(ClickHouseEngine):
             raise StoreError(f"cannot open ClickHouse at {host}:{port}: {exc}") from exc
         self._client.database = self.database
         self._where = f"ClickHouse at {host}:{port}/{database}"
+        self._upgrade()
 
     def write(self, table: pa.Table) -> int:
         if table.num_rows == 0:

@@ -331,6 +331,7 @@ class OtelChdbStore(OtelReading, ChdbStore):
         self.database = source.own_db
         self._session = session.Session(path) if path else session.Session()
         source.install(self.command, self._query, lambda db: self.command(f"USE {db}"))
+        self._upgrade()
 
     def _query(self, sql: str, params: dict[str, Any]) -> pd.DataFrame:
         return self.execute(sql, params)
@@ -356,6 +357,7 @@ class OtelClickHouseStore(OtelReading, ClickHouseStore):
                 host=host, port=port, username=username, password=password, secure=secure
             )
             source.install(self._client.command, self._query, self._use)
+            self._upgrade()
         except StoreError:
             raise
         except Exception as exc:

@@ -1,0 +1,2 @@
+-- Give the derivation lock back.
+DROP TABLE IF EXISTS {db:Identifier}.derived_deriving
