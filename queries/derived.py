@@ -1,14 +1,17 @@
-"""Derived relations the forensic queries read, built once per store snapshot.
+"""Derived relations the forensic queries read, kept current as events arrive.
 
 A plain count over 10M raw events already takes most of a second, so every question that
 must answer fast reads the derived tables (one row per execution, per lock incident, per
-run of a duplicated key, per job) instead of `events`. They are rebuilt only when the
-store's content changes: for the embedded store when its set of Parquet segments changes,
-for ClickHouse and chDB when a cheap fingerprint of `events` changes (tables beside it).
+run of a duplicated key, per job) instead of `events`. They are built from nothing once,
+then kept current by deriving again only the units (keys, jobs, executions) that new rows
+touch:
 
-The embedded store also keeps them as Parquet files under `<store>/derived/`, named by
-snapshot (see store/materialised.py): a one-shot CLI process and the dashboard reuse one
-build instead of each paying for it.
+- on the embedded store, as layers of Parquet files under `<store>/derived/`, found by
+  what the segments gained since (store/derived_state.py, queries/incremental.py), so a
+  one-shot CLI process and the dashboard reuse one state instead of each paying for it;
+- on ClickHouse and chDB, as rows versioned by unit in tables beside `events`, found by
+  when the rows were inserted (store/clickhouse_derived.py,
+  queries/incremental_clickhouse.py).
 """
 
 from __future__ import annotations
@@ -28,9 +31,9 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from queries import answers, incremental
-from queries.loader import placeholders, render, run, sql_text
-from store import derived_state, materialised
+from queries import answers, incremental, incremental_clickhouse
+from queries.loader import placeholders, render, sql_text
+from store import clickhouse_derived, derived_state, materialised
 from store.base import SegmentedStore, Store, to_frame
 from store.lineage import Changes, commits
 from store.lookup_index import segment_name
@@ -40,6 +43,8 @@ log = logging.getLogger("dupescope.queries")
 
 _BUILT: weakref.WeakKeyDictionary[Store, str] = weakref.WeakKeyDictionary()
 _STATES: weakref.WeakKeyDictionary[Store, derived_state.State] = weakref.WeakKeyDictionary()
+_STATUSES: weakref.WeakKeyDictionary[Store, clickhouse_derived.Status] = (
+    weakref.WeakKeyDictionary())
 _LOCKS: weakref.WeakKeyDictionary[Store, threading.Lock] = weakref.WeakKeyDictionary()
 _GUARD = threading.Lock()
 
@@ -62,30 +67,12 @@ KEPT_TABLES: tuple[str, ...] = tuple(t for t, _ in DERIVED_TABLES if t != "deriv
 #: Everything a build leaves: the derived tables and the answers kept with them.
 BUILT_TABLES: tuple[str, ...] = KEPT_TABLES + answers.TABLES
 
-# ClickHouse fills unmatched LEFT JOIN columns with type defaults and lets an alias shadow
-# a column of the same name unless told otherwise; the query library is written for
-# standard SQL's NULLs and name resolution.
-_CLICKHOUSE_SETTINGS = (
-    " SETTINGS join_use_nulls = 1, prefer_column_name_to_alias = 1,"
-    " aggregate_functions_null_for_empty = 1"
-)
-
-
 def _lock_for(store: Store) -> threading.Lock:
     with _GUARD:
         lock = _LOCKS.get(store)
         if lock is None:
             lock = _LOCKS[store] = threading.Lock()
         return lock
-
-
-def fingerprint(store: Store) -> str:
-    """Changes whenever the events a store holds change (a cache key for derived data)."""
-    snapshot = store.snapshot_id()
-    if snapshot is not None:
-        return snapshot
-    row = run(store, "events_fingerprint").iloc[0]
-    return f"{row['n']}:{row['last']}:{row['h']}"
 
 
 def ensure(store: Store) -> None:
@@ -95,11 +82,8 @@ def ensure(store: Store) -> None:
         if segmented is not None:
             _ensure_embedded(segmented)
             return
-        current = fingerprint(store)
-        if _BUILT.get(store) == current:
-            return
-        _build_clickhouse(store)
-        _BUILT[store] = current
+        store.snapshot_id()  # a store over the exporter's tables refreshes `events`
+        _STATUSES[store] = incremental_clickhouse.ensure(store, DERIVED_TABLES)
 
 
 def rebuild(store: Store) -> None:
@@ -114,9 +98,8 @@ def rebuild(store: Store) -> None:
         _BUILT.pop(store, None)
         segmented = store.segmented()
         if segmented is None:
-            current = fingerprint(store)
-            _build_clickhouse(store)
-            _BUILT[store] = current
+            store.snapshot_id()
+            _STATUSES[store] = incremental_clickhouse.rebuild(store, DERIVED_TABLES)
             return
         materialised.forget_checks(segmented)
         read = _read_now(segmented)
@@ -131,15 +114,6 @@ def rebuild(store: Store) -> None:
                     raise FileNotFoundError("a derived state just written is incomplete")
                 derived_state.remove_stale(segmented, state)
         _BUILT[store] = current
-
-
-def _build_clickhouse(store: Store) -> None:
-    _create(store, "unique_events", sql_text("unique_events", store.dialect), view=True)
-    _create(store, "event_facts", sql_text("event_facts", store.dialect), view=True)
-    for table, name in DERIVED_TABLES:
-        _create(store, table, sql_text(name, store.dialect), view=False)
-    store.command("DROP TABLE IF EXISTS derived_outcomes")
-    answers.build(store, lambda table, select: _create(store, table, select, view=False))
 
 
 def _ensure_embedded(store: SegmentedStore) -> None:
@@ -344,19 +318,6 @@ def _retype_hugeints(con: duckdb.DuckDBPyConnection, name: str, kind: str) -> No
         con.execute(f'ALTER TABLE {name} ALTER "{column}" TYPE {kind}')
 
 
-def _create(store: Store, name: str, select: str, *, view: bool) -> None:
-    """CREATE OR REPLACE a derived view or table (ClickHouse, chDB) from a query file."""
-    started = time.perf_counter()
-    if view:
-        store.command(f"CREATE OR REPLACE VIEW {name} AS {select}")
-    else:
-        store.command(
-            f"CREATE OR REPLACE TABLE {name} ENGINE = MergeTree ORDER BY tuple() "
-            f"AS {select}{_CLICKHOUSE_SETTINGS}"
-        )
-    log.debug("derived %s in %.2f s", name, time.perf_counter() - started)
-
-
 def _create_on(
     con: duckdb.DuckDBPyConnection, name: str, select: str, view: bool = False
 ) -> None:
@@ -369,12 +330,14 @@ def _create_on(
 
 def _kept_answer(store: Store, table: str) -> pa.Table:
     segmented = store.segmented()
-    if segmented is not None:
-        with _lock_for(store):
+    with _lock_for(store):
+        if segmented is not None:
             con = segmented.connection()
             if not _exists(con, table):
                 _compute_answer(segmented, con, table)
             materialised.hold(con, table)
+        else:
+            incremental_clickhouse.answer(store, table, _STATUSES[store])
     read = store.arrow(answers.read_sql(table, store.dialect))
     return read.drop_columns(["answer_row"])
 
@@ -402,8 +365,7 @@ def table(store: Store, name: str) -> pa.Table:
     kept (a kept answer computed if it was not yet)."""
     ensure(store)
     if name in answers.TABLES:
-        if store.segmented() is not None:
-            _kept_answer(store, name)
+        _kept_answer(store, name)
     return store.arrow(with_identifiers(sql_text("kept_table", store.dialect), table=name))
 
 
@@ -424,18 +386,20 @@ def query_arrow(store: Store, name: str, **params: Any) -> pa.Table:
         text = _NARROWED.sub(r"only_derived_\1", text)
     sql = render(text, store.dialect, params)
     if store.dialect == "clickhouse":
-        sql += _CLICKHOUSE_SETTINGS
+        sql += incremental_clickhouse.SETTINGS
     used = placeholders(text)
     return store.arrow(sql, {k: v for k, v in params.items() if k in used})
 
 
 @dataclass(frozen=True)
 class Mark:
-    """A point in an embedded store's derived history: an epoch (a build from nothing)
-    and a generation in it (one per batch derived)."""
+    """A point in a store's derived history: an epoch (a build from nothing) and a
+    generation in it (one per batch derived); on ClickHouse also the row version the
+    generation wrote under."""
 
     epoch: str
     generation: int
+    version: int = 0
 
 
 @dataclass(frozen=True)
@@ -449,11 +413,13 @@ class Touched:
 
 def touched_since(store: Store, since: Mark | None) -> tuple[Mark | None, Touched | None]:
     """Where the derived state is now, and what changed since `since`: None for "anything
-    may have" (no mark yet, a build from nothing since, a store that keeps no layers)."""
+    may have" (no mark yet, a build from nothing since, a read-only embedded store)."""
     ensure(store)
     segmented = store.segmented()
-    state = _STATES.get(store) if segmented is not None else None
-    if segmented is None or state is None:
+    if segmented is None:
+        return _touched_since_clickhouse(store, since)
+    state = _STATES.get(store)
+    if state is None:
         return None, None
     now = Mark(state.epoch, state.generation)
     if since is None:
@@ -465,6 +431,18 @@ def touched_since(store: Store, since: Mark | None) -> tuple[Mark | None, Touche
         return now, None
     return now, Touched(frozenset(units["derived_executions"]),
                         frozenset(units["derived_lock_incidents"]))
+
+
+def _touched_since_clickhouse(store: Store,
+                              since: Mark | None) -> tuple[Mark | None, Touched | None]:
+    status = _STATUSES.get(store)
+    if status is None:
+        return None, None
+    now = Mark(status.epoch, status.generation, status.version)
+    if since is None or since.epoch != status.epoch:
+        return now, None
+    keys, executions = incremental_clickhouse.touched_since(store, since.version)
+    return now, Touched(frozenset(keys), frozenset(executions))
 
 
 #: The stores (by id) whose questions this thread or task asks of touched units only.
@@ -480,16 +458,17 @@ def only(store: Store, touched: Touched) -> Iterator[None]:
     key and per-lock_key questions (duplicates, lock overruns, split brains, stale owner
     writes) then answer for what changed, at the cost of what changed."""
     segmented = store.segmented()
-    if segmented is None:
-        raise ValueError(f"{store.describe()} keeps no layers to narrow questions to")
     ensure(store)
     with _lock_for(store):
-        con = segmented.connection()
-        incremental.strings(con, "only_keys", touched.keys)
-        incremental.strings(con, "only_executions", touched.executions)
-        for name in ("only_derived_executions", "only_derived_lock_incidents",
-                     "only_derived_duplicate_runs"):
-            con.execute(sql_text(name, "duckdb"))
+        if segmented is None:
+            incremental_clickhouse.narrow(store, touched.keys, touched.executions)
+        else:
+            con = segmented.connection()
+            incremental.strings(con, "only_keys", touched.keys)
+            incremental.strings(con, "only_executions", touched.executions)
+            for name in ("only_derived_executions", "only_derived_lock_incidents",
+                         "only_derived_duplicate_runs"):
+                con.execute(sql_text(name, "duckdb"))
     token = _ONLY.set(_ONLY.get() | {id(store)})
     try:
         yield

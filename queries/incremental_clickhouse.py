@@ -1,0 +1,280 @@
+"""Deriving on ClickHouse and chDB only what new rows touch, as on the embedded store.
+
+`events` records when each row was inserted (`ingested_at`, with a minmax index), and the
+derived status (store/clickhouse_derived.py) the newest insert time read (`high`). A
+derivation reads the rows inserted since, finds the units they touch as the embedded store
+does (queries/incremental.py: their keys and job_ids, with every row of the jobs of those
+keys, fetched through the sort key and the job_id bloom filter), runs the same query files
+over those rows in tables of its own (`derive_work_*`), and writes the touched units'
+rows under a new version. What it costs follows the rows touched and their keys' history,
+not the size of `events`; the lock incidents are the exception, as a lock_key's holders
+are found by a filtered read of the executions.
+
+Three things keep this exact:
+
+- rows may become visible slightly after rows inserted later (inserts in flight), so the
+  window before `high` is read again each time and derived again when its checksum moved;
+- retention drops whole days (`ttl_only_drop_parts`): a day gone from `events` means a
+  build from nothing, as does a batch larger than the executions twice over (a refilled
+  `events` of the OpenTelemetry exporter's tables, a first bulk load);
+- one process derives at a time (the store's derivation lock), and each writes its rows
+  under the server's clock, so the newest derivation of a unit wins however they
+  interleave; one killed halfway leaves its status unmoved, and the next derives the same
+  units again.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+from typing import Any
+
+from queries import answers
+from queries.loader import render, sql_text
+from store import clickhouse_derived as kept
+from store.base import Store
+from store.sql_files import with_identifiers
+
+log = logging.getLogger("dupescope.queries")
+
+#: Prefix of the tables a derivation works in (one derivation at a time: fixed names).
+WORK = "derive_work_"
+
+#: Seconds of inserts read again after `high` each time (inserts in flight).
+WINDOW_SECONDS = 10
+
+#: A batch of more rows than this, and over twice the executions, is built from nothing.
+LARGE_BATCH_ROWS = 500_000
+
+#: Each kept derived table's unit column, and the work table listing its touched units.
+UNITS: dict[str, tuple[str, str]] = {
+    "derived_executions": ("key", "derive_work_keys"),
+    "derived_lock_incidents": ("execution_uid", "derive_work_holder_units"),
+    "derived_duplicate_runs": ("key", "derive_work_keys"),
+    "derived_jobs": ("job_id", "derive_work_all_jobs"),
+    "derived_lifecycle": ("event_uid", "derive_work_batch_events"),
+    "derived_key_runs": ("key", "derive_work_keys"),
+    "derived_lookup": ("key", "derive_work_keys"),
+    "derived_redeliveries": ("key", "derive_work_keys"),
+}
+
+#: ClickHouse fills unmatched LEFT JOIN columns with type defaults and lets an alias
+#: shadow a column of the same name unless told otherwise; the query library is written
+#: for standard SQL's NULLs and name resolution.
+SETTINGS = (
+    " SETTINGS join_use_nulls = 1, prefer_column_name_to_alias = 1,"
+    " aggregate_functions_null_for_empty = 1"
+)
+
+_SOURCE = re.compile(r"\b(FROM|JOIN)\s+events(\s+FINAL)?\b")
+_NAMES = re.compile(r"\b(unique_events|event_facts|derived_[a-z_]+)\b")
+
+Tables = tuple[tuple[str, str], ...]
+
+
+def work_sql(text: str) -> str:
+    """A query file as a derivation runs it: reading `derive_work_events` for `events`
+    and the work tables for the derived ones."""
+    text = _SOURCE.sub(lambda m: f"{m.group(1)} {WORK}events", text)
+    return _NAMES.sub(lambda m: WORK + m.group(1), text)
+
+
+def _run(store: Store, name: str, **params: Any) -> None:
+    text = sql_text(name, "clickhouse")
+    store.command(render(text, "clickhouse", params), params)
+
+
+def _ask(store: Store, name: str, **params: Any) -> dict[str, Any]:
+    text = sql_text(name, "clickhouse")
+    rows: list[dict[str, Any]] = store.arrow(render(text, "clickhouse", params),
+                                             params).to_pylist()
+    return rows[0]
+
+
+def _named(name: str, **identifiers: str) -> str:
+    return with_identifiers(sql_text(name, "clickhouse"), **identifiers)
+
+
+def ensure(store: Store, tables: Tables) -> kept.Status:
+    """Bring the derived tables up to date with `events`; returns where they stand."""
+    status = kept.status(store)
+    if status is None or status.format != kept.FORMAT or _days_gone(store, status):
+        return _locked_build(store, tables)
+    if not _moved(store, status):
+        return status
+    with store.derivation_lock():  # type: ignore[attr-defined]
+        status = kept.status(store)  # another process may have derived meanwhile
+        if status is None or status.format != kept.FORMAT or _days_gone(store, status):
+            return build(store, tables)
+        if not _moved(store, status):
+            return status
+        return _absorb(store, tables, status)
+
+
+def _moved(store: Store, status: kept.Status) -> bool:
+    poll = _ask(store, "derive_poll", high=status.high, window=WINDOW_SECONDS)
+    return bool(poll["new_rows"]) or poll["recent"] != status.recent
+
+
+def _days_gone(store: Store, status: kept.Status) -> bool:
+    return bool(set(status.partitions) - set(kept.partitions(store)))
+
+
+def _locked_build(store: Store, tables: Tables) -> kept.Status:
+    with store.derivation_lock():  # type: ignore[attr-defined]
+        status = kept.status(store)
+        if (status is not None and status.format == kept.FORMAT
+                and not _days_gone(store, status) and not _moved(store, status)):
+            return status  # another process built it meanwhile
+        return build(store, tables)
+
+
+def rebuild(store: Store, tables: Tables) -> kept.Status:
+    """A build from nothing, whatever was derived before (`dupescope rebuild`)."""
+    with store.derivation_lock():  # type: ignore[attr-defined]
+        return build(store, tables)
+
+
+def _version(store: Store, status: kept.Status | None) -> int:
+    """A row version newer than any written before (the server's clock, or one more)."""
+    now = kept.now_us(store)
+    return max(now, status.version + 1) if status is not None else now
+
+
+def build(store: Store, tables: Tables) -> kept.Status:
+    """Every derived table from nothing, each swapped in whole. Call with the lock held."""
+    started = time.perf_counter()
+    previous = kept.status(store)
+    version = _version(store, previous)
+    days = kept.partitions(store)
+    summary = _ask(store, "derive_events_summary", window=WINDOW_SECONDS)
+    store.command(_named("derive_work_everything"))
+    _chain(store, tables, "derive_work_everything")
+    for table, (unit, _) in UNITS.items():
+        built = kept.rows_table(table) + "_next"
+        kept.create_rows_table(store, built, kept.columns(store, WORK + table), unit)
+        store.command(render(_named("derive_rows_fill", rows=built, unit=unit,
+                                    work=WORK + table), "clickhouse", {"version": version}),
+                      {"version": version})
+        kept.replace_table(store, kept.rows_table(table), built)
+        kept.create_view(store, table)
+    _drop_work(store, tables)
+    status = kept.Status(kept.FORMAT, uuid.uuid4().hex, 0, version,
+                         summary["high"] or "1970-01-01 00:00:00", summary["recent"], days)
+    kept.set_status(store, status)
+    log.debug("derived tables built from nothing in %.2f s", time.perf_counter() - started)
+    return status
+
+
+def _chain(store: Store, tables: Tables, source: str) -> None:
+    """Every derived table as a work table, over the events of `source`."""
+    store.command(_named("derive_work_source", source=source))
+    store.command(f"CREATE OR REPLACE VIEW {WORK}unique_events AS "
+                  f"{work_sql(sql_text('unique_events', 'clickhouse'))}")
+    store.command(f"CREATE OR REPLACE VIEW {WORK}event_facts AS "
+                  f"{work_sql(sql_text('event_facts', 'clickhouse'))}")
+    for table, name in tables:
+        _work_table(store, WORK + table, work_sql(sql_text(name, "clickhouse")))
+
+
+def _work_table(store: Store, name: str, select: str) -> None:
+    started = time.perf_counter()
+    store.command(f"CREATE OR REPLACE TABLE {name} ENGINE = MergeTree ORDER BY tuple() "
+                  f"AS {select}{SETTINGS}")
+    log.debug("derived %s in %.2f s", name, time.perf_counter() - started)
+
+
+def _drop_work(store: Store, tables: Tables) -> None:
+    names = [t for t, _ in tables] + [
+        "events", "unique_events", "event_facts", "everything", "read", "batch", "jobs",
+        "own", "keys", "keyed", "rest", "found", "all_jobs", "batch_events", "locks",
+        "holders", "holder_units"]
+    for name in names:
+        store.command(f"DROP TABLE IF EXISTS {WORK}{name}")
+
+
+def _absorb(store: Store, tables: Tables, status: kept.Status) -> kept.Status:
+    """The units the rows inserted since `status` touch, derived again under a new
+    version. Call with the lock held."""
+    started = time.perf_counter()
+    version = _version(store, status)
+    days = kept.partitions(store)
+    _run(store, "derive_work_read", high=status.high, window=WINDOW_SECONDS)
+    summary = _ask(store, "derive_work_read_summary", high=status.high,
+                   window=WINDOW_SECONDS)
+    # The window before `high` was derived as it was then; again only if it moved.
+    back = 0 if summary["before"] == status.recent else WINDOW_SECONDS
+    _run(store, "derive_work_batch", since=status.high, back=back)
+    sizes = _ask(store, "derive_work_batch_size")
+    batch_rows = int(sizes["batch_rows"])
+    if batch_rows > LARGE_BATCH_ROWS and batch_rows > 2 * int(sizes["executions"]):
+        return build(store, tables)
+    for step in ("derive_work_jobs", "derive_work_own", "derive_work_keys",
+                 "derive_work_keyed", "derive_work_rest", "derive_work_found",
+                 "derive_work_all_jobs", "derive_work_batch_events"):
+        _run(store, step)
+    _chain(store, tables, WORK + "found")
+    _relock(store)
+    # Worker lifecycle events carry no job: the new rows' own, once each.
+    store.command(_named("derive_work_source", source=WORK + "batch"))
+    _work_table(store, WORK + "derived_lifecycle",
+                work_sql(sql_text("derive_lifecycle", "clickhouse")))
+    for table, (unit, units) in UNITS.items():
+        params = {"version": version}
+        names = {"rows": kept.rows_table(table), "unit": unit, "work": WORK + table,
+                 "units": units}
+        for statement in ("derive_rows_write", "derive_rows_tombstones"):
+            store.command(render(_named(statement, **names), "clickhouse", params), params)
+    _drop_work(store, tables)
+    grown = kept.Status(kept.FORMAT, status.epoch, status.generation + 1, version,
+                        summary["high"] or status.high, summary["recent"], days)
+    kept.set_status(store, grown)
+    log.debug("absorbed %d new rows in %.2f s", batch_rows, time.perf_counter() - started)
+    return grown
+
+
+def _relock(store: Store) -> None:
+    """Lock incidents again for every execution holding a lock_key the touched keys'
+    executions hold now or held before (see queries/incremental.py)."""
+    _run(store, "derive_work_locks")
+    _run(store, "derive_work_holders")
+    _run(store, "derive_work_holder_units")
+    incidents = sql_text("derive_lock_incidents", "clickhouse")
+    incidents = re.sub(r"\bderived_executions\b", WORK + "holders", incidents)
+    _work_table(store, WORK + "derived_lock_incidents", work_sql(incidents))
+
+
+def answer(store: Store, table: str, status: kept.Status) -> None:
+    """Kept answer `table` as of `status`: computed from the derived tables the first
+    time it is asked for in a generation, then read as kept."""
+    stamp = (status.epoch, status.generation)
+    if kept.answer_stamps(store).get(table) == stamp:
+        return
+    name = table.removeprefix("answer_")
+    started = time.perf_counter()
+    store.command(f"CREATE OR REPLACE TABLE {table} ENGINE = MergeTree ORDER BY tuple() "
+                  f"AS {answers.select(name, 'clickhouse')}{SETTINGS}")
+    kept.stamp_answer(store, table, *stamp)
+    log.debug("kept answer %s computed in %.2f s", table, time.perf_counter() - started)
+
+
+def touched_since(store: Store, version: int) -> tuple[set[str], set[str]]:
+    """(keys, executions) whose executions or lock incidents derivations wrote since row
+    version `version`."""
+    found = []
+    for name in ("touched_keys_since", "touched_executions_since"):
+        text = render(sql_text(name, "clickhouse"), "clickhouse", {"version": version})
+        found.append(set(store.arrow(text, {"version": version})["unit"].to_pylist()))
+    return found[0], found[1]
+
+
+def narrow(store: Store, keys: frozenset[str], executions: frozenset[str]) -> None:
+    """The `only_derived_*` views over these units (queries.derived.only)."""
+    for name, units in (("only_keys", keys), ("only_executions", executions)):
+        params = {"units": sorted(units)}
+        store.command(render(_named("only_units", table=name), "clickhouse", params), params)
+    for view in ("only_derived_executions", "only_derived_lock_incidents",
+                 "only_derived_duplicate_runs"):
+        store.command(sql_text(view, "clickhouse"))

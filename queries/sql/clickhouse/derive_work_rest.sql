@@ -1,0 +1,12 @@
+-- Every row of the other jobs of those keys (a job's rows need not all carry its key).
+CREATE OR REPLACE TABLE derive_work_rest ENGINE = MergeTree ORDER BY tuple() AS
+WITH others AS (
+    SELECT DISTINCT assumeNotNull(job_id) AS unit
+    FROM (SELECT job_id FROM derive_work_own UNION ALL SELECT job_id FROM derive_work_keyed)
+    WHERE job_id IS NOT NULL
+      AND job_id NOT IN (SELECT unit FROM derive_work_jobs)
+      AND job_id NOT IN (SELECT unit FROM derive_work_keys)
+)
+SELECT * FROM events FINAL WHERE job_id IN (SELECT unit FROM others)
+UNION ALL
+SELECT * FROM events FINAL WHERE idempotency_key IN (SELECT unit FROM others)

@@ -1,0 +1,183 @@
+"""The derived tables' kept form on ClickHouse and chDB: rows versioned by unit.
+
+Every derived table is made of units (a key's executions, a job, an execution's lock
+incidents; queries/incremental.py names them). On ClickHouse each is kept as
+`<table>_rows`, a ReplacingMergeTree ordered by (unit, row number in the unit) with a row
+version and a deleted flag: deriving a unit again writes its rows under a newer version,
+and a tombstone for each row number it no longer fills. `FINAL` then gives the newest
+version of every row, without the tombstones, and the table's usual name is a view that
+reads just that. Nothing is ever rewritten in place, so a write is as large as the units
+it derives, and a process killed halfway leaves rows the next derivation overwrites.
+
+`derived_status` records where the tables stand (what rows they have read), and
+`derived_answers` at which generation each kept answer was computed. On a cluster every
+table here is replicated to every node (one shard: the derived tables are small beside
+`events`) and made ON CLUSTER.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from store.base import Store
+from store.sql_files import read, with_identifiers
+
+_SQL = Path(__file__).with_name("sql")
+
+#: The layout of what this module keeps; another one is rebuilt from nothing.
+FORMAT = 1
+
+#: Columns a kept row carries besides its table's own.
+VERSION_COLUMNS = ("_row", "_version", "_deleted")
+
+
+def sql(name: str, **identifiers: str) -> str:
+    """A statement of store/sql/clickhouse with its identifiers put in."""
+    return with_identifiers(read(_SQL, name, "clickhouse"), **identifiers)
+
+
+@dataclass(frozen=True)
+class Status:
+    """Where the derived tables stand.
+
+    `high` is the newest `ingested_at` they have read, `recent` a checksum (count and
+    hash sum of event_uids) of the rows inserted in the window before it (a row that
+    became visible late, inserted before `high`, changes it), `partitions` the days
+    `events` held (one gone: retention).
+    `generation` counts derivations since `epoch` (a build from nothing); `version` is
+    the row version of the last one."""
+
+    format: int
+    epoch: str
+    generation: int
+    version: int
+    high: str
+    recent: str
+    partitions: tuple[str, ...]
+
+
+def _cluster(store: Store) -> str | None:
+    cluster: str | None = getattr(store, "cluster", None)
+    return cluster
+
+
+def _database(store: Store) -> str:
+    database: str = getattr(store, "database")  # noqa: B009 - every ClickHouse store has one
+    return database
+
+
+def engine(store: Store, arguments: str = "") -> str:
+    """`ReplacingMergeTree(arguments)`, replicated to every node on a cluster (a path
+    of the table's own UUID: a table built aside and exchanged keeps its replicas)."""
+    if _cluster(store) is None:
+        return f"ReplacingMergeTree({arguments})"
+    path = "'/clickhouse/tables/{uuid}', '{replica}'"
+    return f"ReplicatedReplacingMergeTree({path}{', ' + arguments if arguments else ''})"
+
+
+def on_cluster(store: Store) -> str:
+    cluster = _cluster(store)
+    return f" ON CLUSTER {cluster}" if cluster else ""
+
+
+def create_bookkeeping(store: Store) -> None:
+    """The status and answer stamp tables, if they are not there."""
+    db, where = _database(store), on_cluster(store)
+    store.command(
+        f"CREATE TABLE IF NOT EXISTS {db}.derived_status{where} (format UInt32, epoch String,"
+        " generation UInt64, version UInt64, high String, recent String,"
+        f" partitions Array(String)) ENGINE = {engine(store, 'version')}"
+        " ORDER BY tuple()")
+    store.command(
+        f"CREATE TABLE IF NOT EXISTS {db}.derived_answers{where} (name String, epoch String,"
+        " generation UInt64, version UInt64)"
+        f" ENGINE = {engine(store, 'version')} ORDER BY name")
+
+
+def status(store: Store) -> Status | None:
+    """The recorded status, or None where nothing was derived yet."""
+    create_bookkeeping(store)
+    rows = store.arrow(sql("derived_status", db=_database(store))).to_pylist()
+    if not rows:
+        return None
+    row = rows[0]
+    return Status(int(row["format"]), row["epoch"], int(row["generation"]),
+                  int(row["version"]), row["high"], row["recent"],
+                  tuple(row["partitions"]))
+
+
+def set_status(store: Store, new: Status) -> None:
+    store.command(sql("derived_status_set", db=_database(store)),
+                  {"format": new.format, "epoch": new.epoch, "generation": new.generation,
+                   "version": new.version, "high": new.high,
+                   "recent": new.recent, "partitions": list(new.partitions)})
+
+
+def now_us(store: Store) -> int:
+    """The server's clock: row versions order writes made by any process."""
+    return int(store.arrow(sql("server_version_us"))["now_us"][0].as_py())
+
+
+def partitions(store: Store) -> tuple[str, ...]:
+    table = "events_local" if _cluster(store) else "events"
+    found = store.arrow(sql("events_partitions"),
+                        {"database": _database(store), "table": table})["partitions"]
+    return tuple(sorted(found[0].as_py() or []))
+
+
+def columns(store: Store, table: str) -> list[tuple[str, str]]:
+    """(name, type) of a table of the store's database, in order."""
+    rows = store.arrow(sql("relation_columns"),
+                       {"database": _database(store), "table": table}).to_pylist()
+    return [(r["name"], r["type"]) for r in rows]
+
+
+def rows_table(table: str) -> str:
+    return f"{table}_rows"
+
+
+def create_rows_table(store: Store, name: str, shape: list[tuple[str, str]],
+                      unit: str) -> None:
+    """`name`: kept rows of the columns `shape`, by `unit` (replacing any table there)."""
+    db, where = _database(store), on_cluster(store)
+    listed = ",\n  ".join(f"`{column}` {kind}" for column, kind in shape)
+    store.command(f"DROP TABLE IF EXISTS {db}.{name}{where} SYNC")
+    store.command(
+        f"CREATE TABLE {db}.{name}{where} (\n  {listed},\n  _row UInt32,\n"
+        "  _version UInt64,\n  _deleted UInt8,\n"
+        "  INDEX version_minmax _version TYPE minmax GRANULARITY 1\n)\n"
+        f"ENGINE = {engine(store, '_version, _deleted')}\n"
+        f"ORDER BY (`{unit}`, _row)\nSETTINGS allow_nullable_key = 1")
+
+
+def replace_table(store: Store, name: str, built: str) -> None:
+    """Put the table `built` in the place of `name` (one atomic exchange where `name`
+    exists), then drop what was there."""
+    db, where = _database(store), on_cluster(store)
+    exists = store.arrow(sql("relation_columns"), {"database": db, "table": name})
+    if exists.num_rows:
+        store.command(f"EXCHANGE TABLES {db}.{built} AND {db}.{name}{where}")
+        store.command(f"DROP TABLE IF EXISTS {db}.{built}{where} SYNC")
+    else:
+        store.command(f"RENAME TABLE {db}.{built} TO {db}.{name}{where}")
+
+
+def create_view(store: Store, table: str) -> None:
+    """`table` as its readers know it: the newest version of each row, no tombstone."""
+    db, where = _database(store), on_cluster(store)
+    hidden = ", ".join(VERSION_COLUMNS)
+    store.command(f"CREATE OR REPLACE VIEW {db}.{table}{where} AS SELECT * EXCEPT ({hidden}) "
+                  f"FROM {db}.{rows_table(table)} FINAL WHERE _deleted = 0")
+
+
+def answer_stamps(store: Store) -> dict[str, tuple[str, int]]:
+    """Kept answer -> (epoch, generation) it was computed at."""
+    create_bookkeeping(store)
+    rows = store.arrow(sql("derived_answers", db=_database(store))).to_pylist()
+    return {r["name"]: (r["epoch"], int(r["generation"])) for r in rows}
+
+
+def stamp_answer(store: Store, name: str, epoch: str, generation: int) -> None:
+    store.command(sql("derived_answer_set", db=_database(store)),
+                  {"name": name, "epoch": epoch, "generation": generation})

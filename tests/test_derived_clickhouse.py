@@ -1,0 +1,207 @@
+"""On ClickHouse and chDB, a new batch is derived by the units it touches: rows versioned
+by unit, found by when they were inserted, while the result stays that of a build from
+nothing (tests/test_derived_state.py holds it to that batch after batch)."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chdb import session
+from forensics_cases import locked, run
+from test_derived_state import state
+
+from queries import derived, duplicates
+from store import clickhouse_derived
+from store.clickhouse import ChdbStore
+from store.contract import COLUMNS
+
+CHILD = Path(__file__).with_name("derive_crash_child_chdb.py")
+
+
+@pytest.fixture
+def chdb(tmp_path: Path) -> Iterator[ChdbStore]:
+    opened = ChdbStore(str(tmp_path / "chdb"))
+    yield opened
+    opened.close()
+
+
+def acked(job: str, key: str, start: str = "00:01") -> list[dict]:
+    return run(job, 1, "w1", start, [("00:02", "side_effect"), ("00:03", "ack")],
+               idempotency_key=key)
+
+
+def status(store: ChdbStore) -> clickhouse_derived.Status:
+    found = clickhouse_derived.status(store)
+    assert found is not None
+    return found
+
+
+def rows_written(store: ChdbStore, table: str, since_version: int) -> set[str]:
+    """The keys whose rows of `table` a derivation after `since_version` wrote."""
+    found = store.arrow(f"SELECT DISTINCT key AS unit FROM {table}_rows "
+                        "WHERE _version > {v:UInt64}", {"v": since_version})
+    return set(found["unit"].to_pylist())
+
+
+def test_a_batch_writes_the_rows_of_the_keys_it_touches_only(chdb, make_table) -> None:
+    chdb.write(make_table(acked("j1", "a") + acked("j2", "b")))
+    derived.ensure(chdb)
+    before = status(chdb)
+    chdb.write(make_table(acked("j3", "a", "00:05")))  # a second run of key a
+    assert list(duplicates(chdb)["key"]) == ["a"]
+    after = status(chdb)
+    assert after.epoch == before.epoch and after.generation == before.generation + 1
+    assert rows_written(chdb, "derived_executions", before.version) == {"a"}  # not b
+
+
+def test_nothing_new_derives_nothing(chdb, make_table) -> None:
+    chdb.write(make_table(acked("j1", "a")))
+    derived.ensure(chdb)
+    before = status(chdb)
+    chdb.command("OPTIMIZE TABLE events FINAL")
+    derived.ensure(chdb)
+    assert status(chdb) == before
+
+
+def from_nothing(store: ChdbStore) -> dict:
+    """The state a build from nothing over the same events gives (in a database of the
+    store's own chDB: one chDB folder per process)."""
+    fresh = ChdbStore(store.path, database="from_nothing")
+    try:
+        fresh.write(store.arrow("SELECT * FROM events"))
+        return state(fresh)
+    finally:
+        fresh.close()
+
+
+def test_a_key_left_with_fewer_rows_keeps_none_of_its_old_ones(chdb, make_table) -> None:
+    chdb.write(make_table(acked("j1", "a") + acked("j2", "a", "00:05")))
+    assert list(duplicates(chdb)["key"]) == ["a"]
+    # j2 turns out to carry key b: key a keeps one execution, and its second row is
+    # tombstoned, not left behind.
+    chdb.write(make_table(run("j2", 1, "w1", "00:06", [], idempotency_key="b")))
+    keys = derived.table(chdb, "derived_executions")["key"].to_pylist()
+    assert keys.count("a") == 1
+    assert state(chdb) == from_nothing(chdb)
+
+
+def test_a_new_holder_of_an_old_lock_derives_the_old_holder_s_incidents_again(
+    chdb, make_table
+) -> None:
+    chdb.write(make_table(locked("j1", 1, "w1", "o1", "00:00", 500, [("00:09", "ack")])))
+    derived.ensure(chdb)
+    before = status(chdb)
+    chdb.write(make_table(locked("j2", 1, "w2", "o2", "00:03", 30_000, [("00:04", "ack")])))
+    derived.ensure(chdb)
+    j1 = chdb.arrow("SELECT execution_uid FROM derived_executions WHERE job_id = 'j1'")
+    written = chdb.arrow("SELECT DISTINCT execution_uid FROM derived_lock_incidents_rows "
+                         "WHERE _version > {v:UInt64}", {"v": before.version})
+    assert j1["execution_uid"].to_pylist()[0] in written["execution_uid"].to_pylist()
+    assert state(chdb) == from_nothing(chdb)
+
+
+def test_a_row_that_turns_up_late_in_the_window_already_read_is_derived(
+    chdb, make_table
+) -> None:
+    chdb.write(make_table(acked("j1", "a")))
+    derived.ensure(chdb)
+    chdb.write(make_table(acked("j2", "a", "00:05")))
+    # As if the last derivation had read past j2's insert without seeing it (an insert
+    # still in flight): `high` is beyond it, the window's checksum is the old one.
+    seen = status(chdb)
+    newest = chdb.arrow("SELECT toString(max(ingested_at)) AS t FROM events")["t"][0].as_py()
+    clickhouse_derived.set_status(chdb, clickhouse_derived.Status(
+        seen.format, seen.epoch, seen.generation, seen.version + 1, newest, seen.recent,
+        seen.partitions))
+    assert list(duplicates(chdb)["key"]) == ["a"]
+
+
+def test_a_day_gone_from_events_builds_from_nothing(chdb, make_table) -> None:
+    old = [dict(e, ts="2025-10-01T" + e["ts"][11:]) for e in acked("j0", "a")]
+    chdb.write(make_table(old + acked("j1", "a")))
+    assert list(duplicates(chdb)["key"]) == ["a"]
+    epoch = status(chdb).epoch
+    chdb.command("ALTER TABLE events DROP PARTITION {day:Date}", {"day": "2025-10-01"})
+    assert duplicates(chdb).empty
+    assert status(chdb).epoch != epoch
+
+
+def test_an_events_table_from_before_insert_times_is_upgraded(tmp_path, make_table) -> None:
+    old = session.Session(str(tmp_path / "chdb"))
+    old.query("CREATE DATABASE dupescope")
+    columns = ", ".join(f"{c.name} {c.clickhouse_type}" for c in COLUMNS)  # no insert time
+    old.query(f"CREATE TABLE dupescope.events ({columns}) ENGINE = ReplacingMergeTree "
+              "PARTITION BY toDate(ts) ORDER BY (ifNull(idempotency_key, ''), "
+              "ifNull(job_id, ''), ts, event_uid)")
+    old.close()
+    store = ChdbStore(str(tmp_path / "chdb"))
+    try:
+        store.write(make_table(acked("j1", "a")))
+        derived.ensure(store)
+        before = status(store)
+        derived.ensure(store)  # the rows there were do not look new on every read
+        assert status(store) == before
+    finally:
+        store.close()
+
+
+class Recorder:
+    """A store that keeps the statements it is given (a cluster no test can reach)."""
+
+    database = "dupescope"
+    cluster = "everywhere"
+
+    def __init__(self) -> None:
+        self.statements: list[str] = []
+
+    def command(self, sql: str, params: dict[str, Any] | None = None) -> None:
+        self.statements.append(sql)
+
+
+def test_derived_tables_on_a_cluster_are_made_on_every_node_and_replicated() -> None:
+    recorder = Recorder()
+    clickhouse_derived.create_rows_table(recorder, "derived_jobs_rows",  # type: ignore[arg-type]
+                                         [("job_id", "Nullable(String)")], "job_id")
+    clickhouse_derived.create_view(recorder, "derived_jobs")  # type: ignore[arg-type]
+    clickhouse_derived.create_bookkeeping(recorder)  # type: ignore[arg-type]
+    assert recorder.statements
+    assert all(" ON CLUSTER everywhere" in s for s in recorder.statements)
+    created = [s for s in recorder.statements if s.startswith("CREATE TABLE")]
+    assert created and all("ReplicatedReplacingMergeTree('/clickhouse/tables/{uuid}'" in s
+                           for s in created)
+
+
+def _child(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(CHILD), *args], capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_a_derivation_killed_at_any_statement_leaves_what_the_next_one_completes(
+    tmp_path: Path,
+) -> None:
+    prepared = tmp_path / "prepared"
+    prepared.mkdir()
+    made = _child("prepare", str(prepared))
+    assert made.returncode == 0, made.stderr
+    whole = tmp_path / "whole"
+    shutil.copytree(prepared, whole, symlinks=True)
+    done = _child("derive", str(whole), "-1")
+    assert done.returncode == 0, done.stderr
+    statements = int(done.stdout.split()[-1])
+    assert statements > 30  # every work table, every kept table's rows, the status
+    # Six statements spread over the derivation and the last one (the status): each
+    # child costs seconds, so not every statement is a kill point.
+    for kill_at in sorted({*range(3, statements, statements // 6), statements - 1}):
+        copy = tmp_path / f"killed-{kill_at}"
+        shutil.copytree(prepared, copy, symlinks=True)
+        killed = _child("derive", str(copy), str(kill_at))
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        checked = _child("check", str(copy))
+        assert checked.stdout.split()[-1:] == ["same"], f"killed at {kill_at}: {checked}"
