@@ -23,50 +23,50 @@ def twice(job: str, key: str, start: str = "00:00") -> list[dict]:
 
 
 def test_what_changed_since_a_mark_is_the_keys_of_the_batches_since(
-    embedded, make_table
+    store, make_table
 ) -> None:
-    embedded.write(make_table(twice("j1", "a")))
-    mark, everything = derived.touched_since(embedded, None)
+    store.write(make_table(twice("j1", "a")))
+    mark, everything = derived.touched_since(store, None)
     assert mark is not None and everything is None  # no mark yet: anything may have
-    embedded.write(make_table(twice("j2", "b")))
-    embedded.write(make_table(twice("j3", "c")))
-    later, touched = derived.touched_since(embedded, mark)
+    store.write(make_table(twice("j2", "b")))
+    store.write(make_table(twice("j3", "c")))
+    later, touched = derived.touched_since(store, mark)
     assert later is not None and later.generation == mark.generation + 1  # one derivation
     assert touched is not None and {"b", "c"} <= touched.keys and "a" not in touched.keys
 
 
 def test_a_build_from_nothing_makes_every_mark_before_it_unanswerable(
-    embedded, make_table
+    store, make_table
 ) -> None:
-    embedded.write(make_table(twice("j1", "a")))
-    mark, _ = derived.touched_since(embedded, None)
-    derived.rebuild(embedded)
-    assert derived.touched_since(embedded, mark)[1] is None
+    store.write(make_table(twice("j1", "a")))
+    mark, _ = derived.touched_since(store, None)
+    derived.rebuild(store)
+    assert derived.touched_since(store, mark)[1] is None
 
 
 def test_questions_narrowed_to_touched_keys_answer_for_those_alone(
-    embedded, make_table
+    store, make_table
 ) -> None:
-    embedded.write(make_table(twice("j1", "a")))
-    mark, _ = derived.touched_since(embedded, None)
-    embedded.write(make_table(twice("j2", "b")))
-    _, touched = derived.touched_since(embedded, mark)
+    store.write(make_table(twice("j1", "a")))
+    mark, _ = derived.touched_since(store, None)
+    store.write(make_table(twice("j2", "b")))
+    _, touched = derived.touched_since(store, mark)
     assert touched is not None
-    with derived.only(embedded, touched):
-        assert list(duplicates(embedded)["key"]) == ["b"]
-    assert sorted(duplicates(embedded)["key"]) == ["a", "b"]  # everything again after
+    with derived.only(store, touched):
+        assert list(duplicates(store)["key"]) == ["b"]
+    assert sorted(duplicates(store)["key"]) == ["a", "b"]  # everything again after
 
 
 def test_a_new_holder_of_an_old_lock_raises_the_old_holder_s_incidents(
-    embedded, make_table
+    store, make_table
 ) -> None:
     sink = MemorySink()
-    watcher = make_watcher(embedded, [sink])
+    watcher = make_watcher(store, [sink])
     holder = locked("j1", 1, "w1", "o1", "00:00", 30_000, [("00:20", "ack")])
-    embedded.write(make_table(holder))
+    store.write(make_table(holder))
     assert watcher.tick() == []  # held within its TTL, alone
     other = locked("j2", 1, "w2", "o2", "00:05", 30_000, [("00:10", "ack")])
-    embedded.write(make_table(other))
+    store.write(make_table(other))
     fired = {a.rule: a for a in watcher.tick()}
     assert sorted(fired) == ["split_brain", "stale_owner_write"]
     assert {fired["split_brain"].job_id, fired["split_brain"].overlapped_by} == {"j1", "o2"}
