@@ -13,7 +13,12 @@ For each size N (model events, fast mode) in one run:
 Targets (live forensics at any size): absorbing a batch costs at most 2x at the largest N
 what it costs at the smallest; freshness under 3 s at every N.
 
+With `--store chdb` the same on chDB (ClickHouse's engine in-process). chDB serves one
+folder to one process, so no collector or second process can share it: freshness there is
+from the batch's write until the dashboard's question lists its key, in the same process.
+
     python -m benchmarks.freshness [--sizes 1000000,10000000] [--batch 10000] [--rounds 3]
+                                   [--store embedded|chdb]
 """
 
 from __future__ import annotations
@@ -30,14 +35,20 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from benchmarks import workload
 from benchmarks.alert_latency import CollectorProcess
 from benchmarks.forensics_speed import canonical, load
+from collectors.arrow_batch import rows_to_table
+from collectors.jsonlines import decode_lines
+from collectors.normalise import Normaliser
 from queries import derived, duplicates
 from sample_data import fast
+from store.base import Store
+from store.clickhouse import ChdbStore
 from store.embedded import EmbeddedStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,7 +64,7 @@ class Model:
     name = "model"
 
     @staticmethod
-    def load(store: EmbeddedStore, n: int) -> float:
+    def load(store: Store, n: int) -> float:
         return load(store, n)
 
     @staticmethod
@@ -68,11 +79,12 @@ class Workload:
     name = "workload"
 
     @staticmethod
-    def load(store: EmbeddedStore, n: int) -> float:
+    def load(store: Store, n: int) -> float:
         started = time.perf_counter()
         for part in workload.arrow_batches(n):
             store.write(part)
-        store.compact()
+        if isinstance(store, EmbeddedStore):
+            store.compact()
         return time.perf_counter() - started
 
     @staticmethod
@@ -200,6 +212,46 @@ def measure(
     return figures
 
 
+def measure_chdb(
+    folder: Path, n: int, batch_events: int, rounds: int, generator: type[Model] | type[Workload]
+) -> dict[str, float]:
+    store = ChdbStore(str(folder))
+    print(f"\n[{generator.name}, {n:,} events, chDB] load {generator.load(store, n):.1f} s",
+          flush=True)
+    full = seconds(lambda: derived.ensure(store))
+    print(f"  full build            {full:7.2f} s", flush=True)
+    absorbs, page = [], []
+    try:
+        for r in range(rounds):
+            store.write(generator.batch(r, batch_events, n))
+            absorbs.append(seconds(lambda: derived.ensure(store)))
+        duplicates(store)
+        for r in range(rounds, 2 * rounds):
+            key = f"fresh-dup-{r}"
+            fresh = generator.batch(r, batch_events - 6, n)
+            store.write(fresh)
+            store.write(canonical_records(duplicated_key(r, time.time() - 600)))
+            written = time.perf_counter()  # as a collector's 200 follows its writes
+            until(lambda k=key: k in set(duplicates(store)["key"]))
+            page.append(time.perf_counter() - written)
+    finally:
+        store.close()
+    absorb = statistics.median(absorbs)
+    print(f"  absorb {batch_events:,} events  {absorb:7.2f} s "
+          f"(median of {rounds}: {', '.join(f'{a:.2f}' for a in absorbs)})", flush=True)
+    figures = {"full": full, "absorb": absorb, "cli": 0.0, "page": statistics.median(page)}
+    print(f"  fresh in the dashboard {figures['page']:6.2f} s  (median; "
+          f"{', '.join(f'{s:.2f}' for s in page)}; from the write, in the writing process)",
+          flush=True)
+    return figures
+
+
+def canonical_records(records: list[dict[str, Any]]) -> pa.Table:
+    """Contract records as the collector would store them (its decoder and normaliser)."""
+    lines = [(i, orjson.dumps(r)) for i, r in enumerate(records, start=1)]
+    return rows_to_table(decode_lines(lines, Normaliser(), "benchmark").rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000000,10000000",
@@ -209,8 +261,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--generators", default="model,workload",
                         help="whose events fill the store: model (sample_data), workload "
                              "(benchmarks/workload.py), or both")
+    parser.add_argument("--store", choices=("embedded", "chdb"), default="embedded")
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args(argv)
+    run_one = measure_chdb if args.store == "chdb" else measure
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"dupescope freshness: batches of {args.batch:,} events into stores of "
           f"{', '.join(f'{n:,}' for n in sizes)} events")
@@ -220,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         for n in sizes:
             work = Path(tempfile.mkdtemp(prefix="dupescope-fresh-", dir=args.workdir))
             try:
-                results[n] = measure(work / "store", n, args.batch, args.rounds, generator)
+                results[n] = run_one(work / "store", n, args.batch, args.rounds, generator)
             finally:
                 shutil.rmtree(work, ignore_errors=True)
         small, large = results[sizes[0]], results[sizes[-1]]
