@@ -35,6 +35,7 @@ from queries import answers, incremental, incremental_clickhouse
 from queries.loader import placeholders, render, sql_text
 from store import clickhouse_derived, derived_state, materialised
 from store.base import SegmentedStore, Store, to_frame
+from store.clickhouse import ClickHouseEngine
 from store.lineage import Changes, commits
 from store.lookup_index import segment_name
 from store.sql_files import with_identifiers
@@ -83,7 +84,14 @@ def ensure(store: Store) -> None:
             _ensure_embedded(segmented)
             return
         store.snapshot_id()  # a store over the exporter's tables refreshes `events`
-        _STATUSES[store] = incremental_clickhouse.ensure(store, DERIVED_TABLES)
+        _STATUSES[store] = incremental_clickhouse.ensure(_engine(store), DERIVED_TABLES)
+
+
+def _engine(store: Store) -> ClickHouseEngine:
+    """A store without segments: ClickHouse or chDB, which keep their derived tables."""
+    if not isinstance(store, ClickHouseEngine):
+        raise TypeError(f"{store.describe()} has no segments and is no ClickHouse store")
+    return store
 
 
 def rebuild(store: Store) -> None:
@@ -99,7 +107,7 @@ def rebuild(store: Store) -> None:
         segmented = store.segmented()
         if segmented is None:
             store.snapshot_id()
-            _STATUSES[store] = incremental_clickhouse.rebuild(store, DERIVED_TABLES)
+            _STATUSES[store] = incremental_clickhouse.rebuild(_engine(store), DERIVED_TABLES)
             return
         materialised.forget_checks(segmented)
         read = _read_now(segmented)
@@ -337,7 +345,7 @@ def _kept_answer(store: Store, table: str) -> pa.Table:
                 _compute_answer(segmented, con, table)
             materialised.hold(con, table)
         else:
-            incremental_clickhouse.answer(store, table, _STATUSES[store])
+            incremental_clickhouse.answer(_engine(store), table, _STATUSES[store])
     read = store.arrow(answers.read_sql(table, store.dialect))
     return read.drop_columns(["answer_row"])
 
@@ -441,7 +449,7 @@ def _touched_since_clickhouse(store: Store,
     now = Mark(status.epoch, status.generation, status.version)
     if since is None or since.epoch != status.epoch:
         return now, None
-    keys, executions = incremental_clickhouse.touched_since(store, since.version)
+    keys, executions = incremental_clickhouse.touched_since(_engine(store), since.version)
     return now, Touched(frozenset(keys), frozenset(executions))
 
 
@@ -461,7 +469,7 @@ def only(store: Store, touched: Touched) -> Iterator[None]:
     ensure(store)
     with _lock_for(store):
         if segmented is None:
-            incremental_clickhouse.narrow(store, touched.keys, touched.executions)
+            incremental_clickhouse.narrow(_engine(store), touched.keys, touched.executions)
         else:
             con = segmented.connection()
             incremental.strings(con, "only_keys", touched.keys)

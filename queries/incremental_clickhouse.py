@@ -34,7 +34,7 @@ from typing import Any
 from queries import answers
 from queries.loader import render, sql_text
 from store import clickhouse_derived as kept
-from store.base import Store
+from store.clickhouse import ClickHouseEngine
 from store.sql_files import with_identifiers
 
 log = logging.getLogger("dupescope.queries")
@@ -81,12 +81,12 @@ def work_sql(text: str) -> str:
     return _NAMES.sub(lambda m: WORK + m.group(1), text)
 
 
-def _run(store: Store, name: str, **params: Any) -> None:
+def _run(store: ClickHouseEngine, name: str, **params: Any) -> None:
     text = sql_text(name, "clickhouse")
     store.command(render(text, "clickhouse", params), params)
 
 
-def _ask(store: Store, name: str, **params: Any) -> dict[str, Any]:
+def _ask(store: ClickHouseEngine, name: str, **params: Any) -> dict[str, Any]:
     text = sql_text(name, "clickhouse")
     rows: list[dict[str, Any]] = store.arrow(render(text, "clickhouse", params),
                                              params).to_pylist()
@@ -97,14 +97,14 @@ def _named(name: str, **identifiers: str) -> str:
     return with_identifiers(sql_text(name, "clickhouse"), **identifiers)
 
 
-def ensure(store: Store, tables: Tables) -> kept.Status:
+def ensure(store: ClickHouseEngine, tables: Tables) -> kept.Status:
     """Bring the derived tables up to date with `events`; returns where they stand."""
     status = kept.status(store)
     if status is None or status.format != kept.FORMAT or _days_gone(store, status):
         return _locked_build(store, tables)
     if not _moved(store, status):
         return status
-    with store.derivation_lock():  # type: ignore[attr-defined]
+    with store.derivation_lock():
         status = kept.status(store)  # another process may have derived meanwhile
         if status is None or status.format != kept.FORMAT or _days_gone(store, status):
             return build(store, tables)
@@ -113,17 +113,17 @@ def ensure(store: Store, tables: Tables) -> kept.Status:
         return _absorb(store, tables, status)
 
 
-def _moved(store: Store, status: kept.Status) -> bool:
+def _moved(store: ClickHouseEngine, status: kept.Status) -> bool:
     poll = _ask(store, "derive_poll", high=status.high, window=WINDOW_SECONDS)
     return bool(poll["new_rows"]) or poll["recent"] != status.recent
 
 
-def _days_gone(store: Store, status: kept.Status) -> bool:
+def _days_gone(store: ClickHouseEngine, status: kept.Status) -> bool:
     return bool(set(status.partitions) - set(kept.partitions(store)))
 
 
-def _locked_build(store: Store, tables: Tables) -> kept.Status:
-    with store.derivation_lock():  # type: ignore[attr-defined]
+def _locked_build(store: ClickHouseEngine, tables: Tables) -> kept.Status:
+    with store.derivation_lock():
         status = kept.status(store)
         if (status is not None and status.format == kept.FORMAT
                 and not _days_gone(store, status) and not _moved(store, status)):
@@ -131,19 +131,19 @@ def _locked_build(store: Store, tables: Tables) -> kept.Status:
         return build(store, tables)
 
 
-def rebuild(store: Store, tables: Tables) -> kept.Status:
+def rebuild(store: ClickHouseEngine, tables: Tables) -> kept.Status:
     """A build from nothing, whatever was derived before (`dupescope rebuild`)."""
-    with store.derivation_lock():  # type: ignore[attr-defined]
+    with store.derivation_lock():
         return build(store, tables)
 
 
-def _version(store: Store, status: kept.Status | None) -> int:
+def _version(store: ClickHouseEngine, status: kept.Status | None) -> int:
     """A row version newer than any written before (the server's clock, or one more)."""
     now = kept.now_us(store)
     return max(now, status.version + 1) if status is not None else now
 
 
-def build(store: Store, tables: Tables) -> kept.Status:
+def build(store: ClickHouseEngine, tables: Tables) -> kept.Status:
     """Every derived table from nothing, each swapped in whole. Call with the lock held."""
     started = time.perf_counter()
     previous = kept.status(store)
@@ -168,7 +168,7 @@ def build(store: Store, tables: Tables) -> kept.Status:
     return status
 
 
-def _chain(store: Store, tables: Tables, source: str) -> None:
+def _chain(store: ClickHouseEngine, tables: Tables, source: str) -> None:
     """Every derived table as a work table, over the events of `source`."""
     store.command(_named("derive_work_source", source=source))
     store.command(f"CREATE OR REPLACE VIEW {WORK}unique_events AS "
@@ -179,14 +179,14 @@ def _chain(store: Store, tables: Tables, source: str) -> None:
         _work_table(store, WORK + table, work_sql(sql_text(name, "clickhouse")))
 
 
-def _work_table(store: Store, name: str, select: str) -> None:
+def _work_table(store: ClickHouseEngine, name: str, select: str) -> None:
     started = time.perf_counter()
     store.command(f"CREATE OR REPLACE TABLE {name} ENGINE = MergeTree ORDER BY tuple() "
                   f"AS {select}{SETTINGS}")
     log.debug("derived %s in %.2f s", name, time.perf_counter() - started)
 
 
-def _drop_work(store: Store, tables: Tables) -> None:
+def _drop_work(store: ClickHouseEngine, tables: Tables) -> None:
     names = [t for t, _ in tables] + [
         "events", "unique_events", "event_facts", "everything", "read", "batch", "jobs",
         "own", "keys", "keyed", "rest", "found", "all_jobs", "batch_events", "locks",
@@ -195,7 +195,7 @@ def _drop_work(store: Store, tables: Tables) -> None:
         store.command(f"DROP TABLE IF EXISTS {WORK}{name}")
 
 
-def _absorb(store: Store, tables: Tables, status: kept.Status) -> kept.Status:
+def _absorb(store: ClickHouseEngine, tables: Tables, status: kept.Status) -> kept.Status:
     """The units the rows inserted since `status` touch, derived again under a new
     version. Call with the lock held."""
     started = time.perf_counter()
@@ -235,7 +235,7 @@ def _absorb(store: Store, tables: Tables, status: kept.Status) -> kept.Status:
     return grown
 
 
-def _relock(store: Store) -> None:
+def _relock(store: ClickHouseEngine) -> None:
     """Lock incidents again for every execution holding a lock_key the touched keys'
     executions hold now or held before (see queries/incremental.py)."""
     _run(store, "derive_work_locks")
@@ -246,7 +246,7 @@ def _relock(store: Store) -> None:
     _work_table(store, WORK + "derived_lock_incidents", work_sql(incidents))
 
 
-def answer(store: Store, table: str, status: kept.Status) -> None:
+def answer(store: ClickHouseEngine, table: str, status: kept.Status) -> None:
     """Kept answer `table` as of `status`: computed from the derived tables the first
     time it is asked for in a generation, then read as kept."""
     stamp = (status.epoch, status.generation)
@@ -260,7 +260,7 @@ def answer(store: Store, table: str, status: kept.Status) -> None:
     log.debug("kept answer %s computed in %.2f s", table, time.perf_counter() - started)
 
 
-def touched_since(store: Store, version: int) -> tuple[set[str], set[str]]:
+def touched_since(store: ClickHouseEngine, version: int) -> tuple[set[str], set[str]]:
     """(keys, executions) whose executions or lock incidents derivations wrote since row
     version `version`."""
     found = []
@@ -270,7 +270,7 @@ def touched_since(store: Store, version: int) -> tuple[set[str], set[str]]:
     return found[0], found[1]
 
 
-def narrow(store: Store, keys: frozenset[str], executions: frozenset[str]) -> None:
+def narrow(store: ClickHouseEngine, keys: frozenset[str], executions: frozenset[str]) -> None:
     """The `only_derived_*` views over these units (queries.derived.only)."""
     for name, units in (("only_keys", keys), ("only_executions", executions)):
         params = {"units": sorted(units)}

@@ -181,3 +181,13 @@ def answer_stamps(store: Store) -> dict[str, tuple[str, int]]:
 def stamp_answer(store: Store, name: str, epoch: str, generation: int) -> None:
     store.command(sql("derived_answer_set", db=_database(store)),
                   {"name": name, "epoch": epoch, "generation": generation})
+
+
+def lag_seconds(store: Store) -> float | None:
+    """How long the oldest row the derived tables have not read has waited: 0 when they
+    hold everything, None before anything was derived (the collector's /metrics)."""
+    current = status(store)
+    if current is None:
+        return None
+    found = store.arrow(sql("derivation_lag", db=_database(store)), {"high": current.high})
+    return max(float(found["lag"][0].as_py()), 0.0)

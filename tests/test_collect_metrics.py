@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from collectors.service.pipeline import Durations
 from queries import derived
+from store.clickhouse import ChdbStore
 from store.embedded import EmbeddedStore
 
 PB = "application/x-protobuf"
@@ -132,3 +133,23 @@ def test_derivation_lag_counts_from_the_first_write_no_reader_derived(tmp_path: 
         derived.ensure(reader)
         assert _scrape(collector.http.port)[1][lag] == 0
         reader.close()
+
+
+def test_derivation_lag_on_chdb_counts_from_the_oldest_row_not_derived(tmp_path: Path) -> None:
+    store = ChdbStore(str(tmp_path / "chdb"))
+    lag = "dupescope_collector_derivation_lag_seconds"
+    try:
+        with running(store) as collector:
+            url = f"http://127.0.0.1:{collector.http.port}/v1/traces"
+            assert _scrape(collector.http.port)[1][lag] == -1  # nothing derived yet
+            assert post(url, _body(), PB)[0] == 200
+            derived.ensure(store)
+            assert _scrape(collector.http.port)[1][lag] == 0
+            assert post(url, _body(offset=3), PB)[0] == 200
+            time.sleep(1.2)
+            waited = _scrape(collector.http.port)[1][lag]
+            assert 1.0 <= waited < 30
+            derived.ensure(store)
+            assert _scrape(collector.http.port)[1][lag] == 0
+    finally:
+        store.close()

@@ -20,7 +20,8 @@ from prometheus_client.metrics_core import (
     Metric,
 )
 
-from store import derived_state
+from store import clickhouse_derived, derived_state
+from store.clickhouse import ClickHouseEngine
 
 if TYPE_CHECKING:
     from collectors.service.collector import Collector
@@ -86,8 +87,12 @@ class _Scrape:
             value=int(health["status"] != "ok"),
         )
         segmented = self.collector.store.segmented()
-        if segmented is not None:
-            lag = derived_state.lag_seconds(segmented)
+        lag: float | None
+        if segmented is not None or isinstance(self.collector.store, ClickHouseEngine):
+            if segmented is not None:
+                lag = derived_state.lag_seconds(segmented)
+            else:
+                lag = clickhouse_derived.lag_seconds(self.collector.store)
             yield GaugeMetricFamily(
                 f"{PREFIX}_derivation_lag_seconds",
                 "How long the oldest rows no reader has derived yet have waited (0: the "
