@@ -39,8 +39,25 @@ def any_value(value: AnyValue) -> Any:
 _MAP = "Map(LowCardinality(String), String)"
 
 
+def _indexes(*, json: bool, attrs: tuple[str, ...], duration: bool) -> str:
+    """The exporter's skip indexes: a bloom filter on TraceId, on the Map attributes' keys
+    and values (the JSON layout has none), and a minmax on Duration."""
+    lines = ["    INDEX idx_trace_id TraceId TYPE bloom_filter(0.001) GRANULARITY 1,"]
+    if not json:
+        for column, short in (("ResourceAttributes", "res_attr"),) + tuple(
+                (a, a.removesuffix("Attributes").lower() + "_attr") for a in attrs):
+            lines += [f"    INDEX idx_{short}_key mapKeys({column}) TYPE bloom_filter(0.01) "
+                      "GRANULARITY 1,",
+                      f"    INDEX idx_{short}_value mapValues({column}) TYPE bloom_filter(0.01) "
+                      "GRANULARITY 1,"]
+    if duration:
+        lines.append("    INDEX idx_duration Duration TYPE minmax GRANULARITY 1,")
+    return "\n".join(lines).rstrip(",")
+
+
 def traces_ddl(database: str, *, json: bool = False, table: str = "otel_traces") -> str:
     attrs = "JSON" if json else _MAP
+    indexes = _indexes(json=json, attrs=("SpanAttributes",), duration=True)
     return f"""CREATE TABLE IF NOT EXISTS {database}.{table} (
     Timestamp DateTime64(9) CODEC(Delta, ZSTD(1)),
     TraceId String CODEC(ZSTD(1)),
@@ -67,7 +84,8 @@ def traces_ddl(database: str, *, json: bool = False, table: str = "otel_traces")
         SpanId String,
         TraceState String,
         Attributes {attrs}
-    ) CODEC(ZSTD(1))
+    ) CODEC(ZSTD(1)),
+{indexes}
 ) ENGINE = MergeTree
 PARTITION BY toDate(Timestamp)
 ORDER BY (ServiceName, SpanName, toDateTime(Timestamp))
@@ -77,6 +95,8 @@ SETTINGS index_granularity = 8192, ttl_only_drop_parts = 1"""
 def logs_ddl(database: str, *, layout: str = "current", table: str = "otel_logs") -> str:
     """`layout`: "timestamp_time" (before v0.151), "current" (since) or "json"."""
     attrs = "JSON" if layout == "json" else _MAP
+    indexes = _indexes(json=layout == "json", attrs=("ScopeAttributes", "LogAttributes"),
+                       duration=False)
     timestamp_time = (
         "    TimestampTime DateTime DEFAULT toDateTime(Timestamp),\n"
         if layout == "timestamp_time" else ""
@@ -104,7 +124,8 @@ def logs_ddl(database: str, *, layout: str = "current", table: str = "otel_logs"
     ScopeVersion LowCardinality(String) CODEC(ZSTD(1)),
     ScopeAttributes {attrs} CODEC(ZSTD(1)),
     LogAttributes {attrs} CODEC(ZSTD(1)),
-    EventName String CODEC(ZSTD(1))
+    EventName String CODEC(ZSTD(1)),
+{indexes}
 ) ENGINE = MergeTree
 {order}
 SETTINGS index_granularity = 8192, ttl_only_drop_parts = 1"""

@@ -9,11 +9,21 @@ in a database of dupescope's own (`<db>_dupescope`, or `?dupescope_db=`). dupesc
 writes to, alters or adds indexes to the exporter's tables.
 
 The mapping is a view (`otel_events`); what the questions read is `events`, a table in
-dupescope's own database filled from that view whenever the exporter's tables changed (one
-pass of the mapping, swapped in whole): planning the mapping costs ClickHouse a second or
-two, which every derived table and key lookup would otherwise pay again. `events` is sorted
-by key and carries a bloom filter on job_id, so a timeline reads a few granules: the key
-index dupescope keeps of its own, never on the user's tables.
+dupescope's own database that the mapping adds to as the exporter's tables grow: planning
+the mapping costs ClickHouse a second or two, which every derived table and key lookup
+would otherwise pay again. `events` is sorted by key and carries a bloom filter on job_id,
+so a timeline reads a few granules: the key index dupescope keeps of its own, never on the
+user's tables.
+
+A refresh reads what is new, not the history: every insert into the exporter's tables
+makes a part of new block numbers in its partition, so `otel_read` records, per
+partition, the highest block read, and a refresh reads the parts holding a higher one
+(from part metadata; a merge of read parts with a new one is read whole again). Spans are
+read with every other span of their traces (a span's meaning can depend on its children),
+found by the exporter's TraceId bloom filter. A row read again replaces itself in
+`events`, and the derived tables derive what the new rows touch
+(queries/incremental_clickhouse.py). A day the exporter's TTL dropped is dropped from
+`events` too.
 
 The layout of each table is read from `system.columns`: attribute columns as Maps or as
 JSON (`json: true`), and for logs the layout before v0.151 (a `TimestampTime` column) or
@@ -106,6 +116,16 @@ def layouts(
 # the JSON layout's attributes flattened into Maps, and one row per span that names a job.
 
 
+def _signature(parts: list[Part]) -> str:
+    """What the exporter's tables hold, as far as reading them goes: the newest block of
+    each partition (a merge changes part names, not this)."""
+    newest: dict[tuple[str, str], int] = {}
+    for p in parts:
+        newest[(p.table, p.partition)] = max(newest.get((p.table, p.partition), -1),
+                                             p.max_block)
+    return ";".join(f"{t}:{d}:{b}" for (t, d), b in sorted(newest.items()))
+
+
 def _span_steps(json: bool) -> list[tuple[str, str, bool]]:
     """(relation, query file, kept as a table?) in build order, for otel_traces."""
     return [
@@ -180,12 +200,16 @@ class OtelSource:
         ):
             if layout is None:
                 continue
-            command(
-                statement(
-                    "otel_source_view",
-                    own=own, view=source, source_db=self.source_db, table=layout.table,
-                )
-            )
+            parts, traces = f"{source}_parts", f"{source}_traces"
+            command(statement("otel_reading_create", own=own, parts=parts))
+            command(statement("otel_reading_traces_create", own=own, traces=traces))
+            if layout is self.traces:
+                command(statement("otel_traces_source_view", own=own, view=source,
+                                  source_db=self.source_db, table=layout.table, parts=parts,
+                                  traces=traces))
+            else:
+                command(statement("otel_source_view", own=own, view=source,
+                                  source_db=self.source_db, table=layout.table, parts=parts))
             # Composed here: a view whose SELECT is a mapping file, and below the UNION ALL
             # of the layouts present. Every name in them was validated as an identifier.
             for name, query_file, stage in steps(layout.json):
@@ -202,20 +226,13 @@ class OtelSource:
             command(statement("otel_events_view_drop", own=own))
         for ddl in events_ddl(own):
             command(ddl)
-        command(statement("otel_refreshed_create", own=own))
+        command(statement("otel_read_create", own=own))
 
-    def fingerprint_sql(self) -> str:
-        """A cheap statement whose answer changes when the exporter's tables do: their
-        count(), which a MergeTree answers from part metadata (the exporter only inserts;
-        TTL drops whole parts). It runs before every question, so it reads no column."""
-        parts = []
-        for layout in (self.traces, self.logs):
-            if layout is not None:
-                parts.append(
-                    f"SELECT '{layout.table}' AS t, count() AS n "
-                    f"FROM {self.source_db}.{layout.table}"
-                )
-        return " UNION ALL ".join(parts)
+    def tables(self) -> list[tuple[Layout, str]]:
+        """(layout, its source view) of each of the exporter's tables present."""
+        return [(layout, source) for layout, source in
+                ((self.traces, "otel_traces_source"), (self.logs, "otel_logs_source"))
+                if layout is not None]
 
     def describe(self) -> str:
         tables = ", ".join(t.describe() for t in (self.traces, self.logs) if t is not None)
@@ -225,6 +242,16 @@ class OtelSource:
 #: How long a refresh waits for another process's refill, and when a lock is a dead one's.
 REFILL_WAIT_S = 300
 REFILL_STALE_S = 900
+
+
+@dataclass(frozen=True)
+class Part:
+    """An active part of one of the exporter's tables (system.parts)."""
+
+    table: str
+    partition: str
+    name: str
+    max_block: int
 
 
 class OtelReading(Store):
@@ -237,32 +264,93 @@ class OtelReading(Store):
     _refreshed: str | None = None
 
     def refresh(self) -> str:
-        """Refill `events` from the mapping if the exporter's tables changed; returns the
-        fingerprint of what `events` now holds."""
-        frame = self.execute(self.source.fingerprint_sql())
-        # UNION ALL answers its parts in any order: the fingerprint must not follow it.
-        current = ";".join(sorted(f"{r.t}:{r.n}" for r in frame.itertuples()))
+        """Add the mapping of the exporter's new rows to `events`; returns a signature
+        of what has been read (it changes when the exporter's tables do)."""
+        parts = self._parts()
+        current = _signature(parts)
         if current == self._refreshed:
             return current
-        own = self.source.own_db
-        if self._refilled_from() == current:
-            self._refreshed = current  # another process refilled events from these tables
+        if not self._unread(parts, self._read()) and not self._days_gone(parts):
+            self._refreshed = current  # another process read these already
             return current
         self._lock_refill()
         try:
-            if self._refilled_from() != current:
-                self._refill(current)
+            parts = self._parts()
+            read = self._read()
+            unread = self._unread(parts, read)
+            if unread or self._days_gone(parts):
+                self._append(unread, first=not read)
+                self._drop_days(parts)
+                self._record(parts)
+            current = _signature(parts)
         finally:
-            self.command(statement("otel_refill_unlock", own=own))
+            self.command(statement("otel_refill_unlock", own=self.source.own_db))
         self._refreshed = current
         return current
 
-    def _refilled_from(self) -> str | None:
-        kept = self.execute(statement("otel_refreshed", own=self.source.own_db))
-        return None if kept.empty else str(kept["fingerprint"].iloc[0])
+    def _parts(self) -> list[Part]:
+        tables = [layout.table for layout, _ in self.source.tables()]
+        found = self.execute(sql_text("otel_parts"),
+                             {"database": self.source.source_db, "tables": tables})
+        return [Part(r.table, r.partition_id, r.name, int(r.max_block_number))
+                for r in found.itertuples()]
+
+    def _read(self) -> dict[tuple[str, str], int]:
+        read = self.execute(statement("otel_read", own=self.source.own_db))
+        return {(r.table, r.partition_id): int(r.max_block) for r in read.itertuples()}
+
+    @staticmethod
+    def _unread(parts: list[Part], read: dict[tuple[str, str], int]) -> list[Part]:
+        """Parts holding a block not read yet (a new insert, or a merge that took one)."""
+        return [p for p in parts if p.max_block > read.get((p.table, p.partition), -1)]
+
+    def _days_gone(self, parts: list[Part]) -> list[str]:
+        """Partitions `events` holds that no exporter table holds any more (retention)."""
+        held = {p.partition for p in parts}
+        ours = self.execute(sql_text("otel_events_days"), {"database": self.source.own_db})
+        read = {partition for _, partition in self._read()}
+        return sorted(d for d in ours["partition_id"] if d in read and d not in held)
+
+    def _append(self, unread: list[Part], *, first: bool) -> None:
+        """The mapping of the unread parts' rows (and of every span of their traces, but
+        on a first read, which reads everything) added to `events`."""
+        own = self.source.own_db
+        for layout, source in self.source.tables():
+            parts, traces = f"{source}_parts", f"{source}_traces"
+            for table in (parts, traces):
+                self.command(statement("otel_reading_truncate", own=own, parts=table))
+            names = [p.name for p in unread if p.table == layout.table]
+            if not names:
+                continue
+            self.command(statement("otel_reading_fill", own=own, parts=parts),
+                         {"names": names})
+            if layout is self.source.traces and not first:
+                self.command(statement("otel_reading_traces_fill", own=own, traces=traces,
+                                       source_db=self.source.source_db, table=layout.table,
+                                       parts=parts))
+        for stage, view in self.source.stages:
+            self.command(statement("otel_stage_truncate", own=own, stage=stage))
+            self.command(statement("otel_stage_fill", own=own, stage=stage, view=view))
+        self.command(statement("otel_events_append", own=own))
+
+    def _drop_days(self, parts: list[Part]) -> None:
+        for day in self._days_gone(parts):
+            self.command(statement("otel_events_drop_day", own=self.source.own_db),
+                         {"partition": day})
+
+    def _record(self, parts: list[Part]) -> None:
+        newest: dict[tuple[str, str], int] = {}
+        for p in parts:
+            newest[(p.table, p.partition)] = max(newest.get((p.table, p.partition), -1),
+                                                 p.max_block)
+        if newest:
+            self.command(statement("otel_read_set", own=self.source.own_db),
+                         {"tables": [t for t, _ in newest],
+                          "partitions": [d for _, d in newest],
+                          "blocks": list(newest.values())})
 
     def _lock_refill(self) -> None:
-        """One refill at a time (a dashboard and `watch` may share the store): the stage
+        """One refresh at a time (a dashboard and `watch` may share the store): the stage
         tables are shared. CREATE TABLE is the lock, as it fails where the table exists; a
         lock older than REFILL_STALE_S is a dead process's and is taken over."""
         own = self.source.own_db
@@ -283,24 +371,6 @@ class OtelReading(Store):
                     f"{REFILL_WAIT_S} s (drop {own}.otel_refilling if none is running)"
                 )
             time.sleep(0.2)
-
-    def _refill(self, fingerprint: str) -> None:
-        """`events` from the mapping in one pass, swapped in whole."""
-        own = self.source.own_db
-        for stage, view in self.source.stages:
-            self.command(statement("otel_stage_truncate", own=own, stage=stage))
-            self.command(statement("otel_stage_fill", own=own, stage=stage, view=view))
-        for name in (
-            "otel_events_next_drop",
-            "otel_events_next_create",
-            "otel_events_next_fill",
-            "otel_events_swap",
-            "otel_events_next_drop",
-        ):
-            self.command(statement(name, own=own))
-        self.command(
-            statement("otel_refreshed_set", own=own), {"fingerprint": fingerprint}
-        )
 
     def snapshot_id(self) -> str:
         """The derived tables' cache key (queries/derived.py), after a refresh."""

@@ -17,15 +17,21 @@ import pandas as pd
 import pytest
 from chdb import session
 from click.testing import CliRunner
+from opentelemetry import trace
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from test_derived_state import state
 
 import sample_data
 from collectors.arrow_batch import rows_to_table
 from collectors.normalise import Normaliser
 from collectors.otlp import decode_logs, decode_traces
 from dupescope.cli import main
+from queries import answers, derived
 from sample_data.clickhouse_exporter import (
     CollectingExporter,
     insert,
@@ -391,3 +397,115 @@ def test_every_dashboard_page_works_on_the_exporters_tables(otel_folder: Path, e
             assert not any("holds no events yet" in text for text in texts(app.info)), page
     finally:
         source.close(url)
+
+
+def _trace_ids(rows: list[dict]) -> set[str]:
+    return {r["TraceId"] for r in rows}
+
+
+def test_a_refresh_reads_the_new_spans_and_their_traces_only(requests: list,
+                                                               tmp_path: Path) -> None:
+    third = len(requests) // 3
+    folder = exporter_tables(tmp_path / "otel", json_attrs=False, logs="current",
+                             spans=span_rows(requests[:third]))
+    store = OtelChdbStore(str(folder), OtelSource("otel"))
+    try:
+        store.refresh()
+        before = store.execute("SELECT toString(max(ingested_at)) AS t FROM events")["t"][0]
+        later = span_rows(requests[third:2 * third])
+        insert(store._session, "otel.otel_traces", later)
+        store.refresh()
+        added = store.execute("SELECT DISTINCT trace_id FROM events "
+                              "WHERE ingested_at > toDateTime64({t:String}, 6)", {"t": before})
+    finally:
+        store.close()
+    assert set(added["trace_id"]) and set(added["trace_id"]) <= _trace_ids(later)
+
+
+def test_the_derived_state_over_the_exporters_tables_follows_batch_after_batch(
+    requests: list, embedded: Path, tmp_path: Path
+) -> None:
+    quarter = len(requests) // 4
+    batches = [requests[i * quarter:(i + 1) * quarter] for i in range(3)]
+    batches.append(requests[3 * quarter:])
+    folder = exporter_tables(tmp_path / "otel", json_attrs=False, logs="current")
+    live = OtelChdbStore(str(folder), OtelSource("otel"))
+    try:
+        for n, batch in enumerate(batches):
+            insert(live._session, "otel.otel_traces", span_rows(batch))
+            if n == 2:  # the exporter's parts merged: read parts with a new one among them
+                insert(live._session, "otel.otel_traces", span_rows(batch[:1]))
+                live.command("OPTIMIZE TABLE otel.otel_traces FINAL")
+            kept = state(live)
+            fresh = OtelChdbStore(str(folder), OtelSource("otel", own_db=f"fresh_{n}"))
+            try:
+                assert kept == state(fresh), f"after batch {n}"
+            finally:
+                fresh.close()
+        expected = EmbeddedStore(str(embedded))
+        try:
+            assert sorted(derived.query(live, "duplicates", **answers.UNFILTERED)["key"]) == \
+                sorted(derived.query(expected, "duplicates", **answers.UNFILTERED)["key"])
+        finally:
+            expected.close()
+    finally:
+        live.close()
+
+
+def test_a_day_the_exporter_dropped_is_dropped_from_events(requests: list,
+                                                           tmp_path: Path) -> None:
+    rows = span_rows(requests)
+    old = [dict(r, Timestamp="2025-10-01" + r["Timestamp"][10:]) for r in rows[:20]]
+    folder = exporter_tables(tmp_path / "otel", json_attrs=False, logs="current",
+                             spans=rows + old)
+    store = OtelChdbStore(str(folder), OtelSource("otel"))
+    try:
+        store.refresh()
+        days = "SELECT count() AS n FROM events WHERE toDate(ts) = '2025-10-01'"
+        assert int(store.execute(days)["n"][0]) > 0
+        store.command("ALTER TABLE otel.otel_traces DROP PARTITION ID '20251001'")
+        store.refresh()
+        assert int(store.execute(days)["n"][0]) == 0
+    finally:
+        store.close()
+
+
+def _job_with_step_spans() -> list[dict]:
+    """A job's run whose span is an execution only by its children: lifecycle steps as
+    child spans, the run span itself naming no event and no attempt."""
+    exporter = CollectingExporter()
+    provider = TracerProvider(resource=Resource.create({"host.name": "w1", "process.pid": 7}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("worker")
+    job = {"job_id": "j-steps", "job_type": "mail.send", "idempotency_key": "mail-steps"}
+    start = 1_764_504_000_000_000_000
+    run = tracer.start_span("mail.send run", attributes=job, start_time=start)
+    context = trace.set_span_in_context(run)
+    for offset, step in ((1, "side_effect"), (2, "ack")):
+        child = tracer.start_span(step, context=context, attributes=job,
+                                  start_time=start + offset * 10**9)
+        child.end(end_time=start + offset * 10**9 + 1000)
+    run.end(end_time=start + 3 * 10**9)
+    return span_rows(exporter.requests)
+
+
+def test_a_span_read_after_its_children_is_read_with_them(tmp_path: Path) -> None:
+    rows = _job_with_step_spans()
+    children = [r for r in rows if r["ParentSpanId"]]
+    parent = [r for r in rows if not r["ParentSpanId"]]
+    folder = exporter_tables(tmp_path / "otel", json_attrs=False, logs="current",
+                             spans=children)
+    live = OtelChdbStore(str(folder), OtelSource("otel"))
+    try:
+        live.refresh()
+        insert(live._session, "otel.otel_traces", parent)  # a part of its own, read later
+        kept = state(live)
+        events = live.execute("SELECT event FROM events FINAL WHERE job_id = 'j-steps'")
+        assert sorted(events["event"]) == ["ack", "deliver", "side_effect"]
+        fresh = OtelChdbStore(str(folder), OtelSource("otel", own_db="fresh"))
+        try:
+            assert kept == state(fresh)
+        finally:
+            fresh.close()
+    finally:
+        live.close()

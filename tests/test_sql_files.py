@@ -31,11 +31,7 @@ FOLDERS: dict[Path, tuple[str, ...]] = {
 
 #: Files sqlglot reads only as an opaque command (it lacks the statement), with why.
 #: Each is listed by path and dialect, so a new one is a decision, not a silent skip.
-OPAQUE: dict[tuple[str, str], str] = {
-    ("store/sql/clickhouse/otel_events_swap.sql", "clickhouse"): (
-        "EXCHANGE TABLES, ClickHouse's atomic swap of two tables, has no sqlglot grammar"
-    ),
-}
+OPAQUE: dict[tuple[str, str], str] = {}
 
 
 def claims() -> list[tuple[Path, str]]:

@@ -1,2 +1,0 @@
--- The fingerprint of the exporter's tables that `events` was last refilled from.
-SELECT fingerprint FROM {own:Identifier}.otel_refreshed FINAL

@@ -1,0 +1,7 @@
+-- The exporter's spans under a fixed name in dupescope's own database: those of the parts
+-- a refresh reads, and every other span of their traces.
+CREATE OR REPLACE VIEW {own:Identifier}.{view:Identifier} AS
+SELECT *
+FROM {source_db:Identifier}.{table:Identifier}
+WHERE _part IN (SELECT part FROM {own:Identifier}.{parts:Identifier})
+   OR TraceId IN (SELECT trace_id FROM {own:Identifier}.{traces:Identifier})
