@@ -1,12 +1,17 @@
 """Timeline and duplicates over the Collector's ClickHouse tables vs dupescope's own schema.
 
-The same workload's spans go into chDB twice: as the exporter writes them (`otel_traces`,
-Map layout), read with `chdb:///path?source=otel`, and decoded over OTLP into dupescope's
-own `events` table (`chdb:///path`). Each side is timed cold (a fresh process state: the
-refill of dupescope's events from the mapping, where there is one, and the derived build)
-and warm (the same question again).
+The same workload goes into one chDB folder twice: as `otel_traces` rows the way the
+exporter writes them (Map layout, built column-wise by benchmarks/otel_spans.py: an
+execution a span, its steps as span events), read with `?source=otel`; and as the contract
+events those spans carry, in dupescope's own `events` table (database `own`). For each:
 
-    python -m benchmarks otel_tables --spans 200000
+- **cold**: a fresh store object's first `duplicates` (for the exporter's tables the first
+  read of them into dupescope's events, then the derived build), then warm;
+- **timeline** of a duplicated key, cold and warm;
+- **new batch**: `--batch` more spans inserted (on the own side, their events written), then
+  the next `duplicates`: what a live store pays for new data.
+
+    python -m benchmarks otel_tables --spans 10000000 [--batch 10000]
 """
 
 from __future__ import annotations
@@ -16,83 +21,97 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+import pyarrow as pa
 from chdb import session
 
-import sample_data
-from collectors.arrow_batch import rows_to_table
-from collectors.normalise import Normaliser
-from collectors.otlp import decode_traces
+from benchmarks import otel_spans
+from benchmarks.forensics_speed import canonical
 from queries import duplicates, timeline
-from sample_data.clickhouse_exporter import CollectingExporter, insert, span_rows, traces_ddl
-from sample_data.otlp import export_spans
+from sample_data.clickhouse_exporter import traces_ddl
+from store.base import Store
 from store.clickhouse import ChdbStore
 from store.otel import OtelChdbStore, OtelSource
 
-# Spans per target event of the workload model: about 0.8 at 4k events, 0.35 at 175k
-# (executions carry more steps as the workload grows); --spans is approximate.
-SPANS_PER_EVENT = 0.8
-
 
 def build(folder: Path, spans: int) -> tuple[int, int]:
-    """Both chDB folders for a workload of about `spans` spans; returns (spans, events)."""
-    workload = sample_data.generate(seed=5, target_events=int(spans / SPANS_PER_EVENT))
-    exporter = CollectingExporter()
-    export_spans(workload, exporter)
-    rows = [row for r in exporter.requests for row in decode_traces(r, Normaliser(), "otlp").rows]
-    own = ChdbStore(str(folder / "own"))
-    own.write(rows_to_table(rows))
-    own.close()
-    table_rows = span_rows(exporter.requests)
-    s = session.Session(str(folder / "otel"))
+    """The exporter's table and dupescope's own, filled alike; (spans, events)."""
+    s = session.Session(str(folder))
     s.query("CREATE DATABASE otel")
     s.query(traces_ddl("otel"))
-    insert(s, "otel.otel_traces", table_rows)
-    s.close()
-    return len(table_rows), len(rows)
-
-
-def measure(open_store, key: str) -> dict[str, float]:
-    store = open_store()
+    own = ChdbStore(str(folder), database="own")
+    made = events = 0
     try:
-        started = time.perf_counter()
-        found = duplicates(store)
-        cold = time.perf_counter() - started
-        started = time.perf_counter()
-        duplicates(store)
-        warm = time.perf_counter() - started
-        started = time.perf_counter()
-        rows = timeline(store, key)
-        line = time.perf_counter() - started
-        started = time.perf_counter()
-        timeline(store, key)
-        line_warm = time.perf_counter() - started
+        for rows, carried in otel_spans.batches(spans):
+            otel_spans.insert(s, "otel.otel_traces", rows)
+            own.write(canonical(carried, events))
+            made += rows.num_rows
+            events += carried.num_rows
+            print(f"  {made:,} spans ({events:,} events)", flush=True)
     finally:
-        store.close()
-    return {"duplicates cold s": cold, "duplicates warm s": warm, "timeline s": line,
-            "timeline warm s": line_warm, "keys": float(len(found)), "rows": float(len(rows))}
+        own.close()
+        s.close()
+    return made, events
+
+
+def new_batch(spans: int) -> tuple[pa.Table, pa.Table]:
+    """About `spans` spans of keys of their own (another seed of the model)."""
+    rows, events = next(otel_spans.batches(spans, chunk_events=spans * 3, seed=99))
+    return rows, events
+
+
+def timed(call: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    call()
+    return time.perf_counter() - started
+
+
+def measure(store: Store, key: str | None, add: Callable[[], None]
+            ) -> tuple[dict[str, float], str]:
+    """Figures of `store` (the timeline of `key`, else of its first duplicated key)."""
+    started = time.perf_counter()
+    found = duplicates(store)
+    figures = {"cold": time.perf_counter() - started,
+               "warm": timed(lambda: duplicates(store))}
+    key = key or str(found["key"].iloc[0])
+    figures |= {
+        "timeline": timed(lambda: timeline(store, key)),
+        "timeline warm": timed(lambda: timeline(store, key))}
+    add()
+    figures["new batch"] = timed(lambda: duplicates(store))
+    return figures, key
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks otel_tables")
     parser.add_argument("--spans", type=int, default=200_000)
+    parser.add_argument("--batch", type=int, default=10_000, help="spans in the new batch")
     args = parser.parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="dupescope-otel-bench-"))
     try:
         started = time.perf_counter()
         spans, events = build(folder, args.spans)
-        print(f"{spans} spans ({events} events) built in {time.perf_counter() - started:.1f} s")
-        probe = ChdbStore(str(folder / "own"))
-        key = str(duplicates(probe)["key"].iloc[0])
-        probe.close()
-        sides = {
-            "exporter tables": lambda: OtelChdbStore(str(folder / "otel"), OtelSource("otel")),
-            "own schema": lambda: ChdbStore(str(folder / "own")),
-        }
-        for name, opener in sides.items():
-            figures = measure(opener, key)
-            print(f"{name:16} " + "  ".join(f"{k} {v:.2f}" for k, v in figures.items()))
+        print(f"{spans:,} spans ({events:,} events) built in "
+              f"{time.perf_counter() - started:.1f} s", flush=True)
+        rows, carried = new_batch(args.batch)
+        own = ChdbStore(str(folder), database="own")
+        try:
+            own_figures, key = measure(own, None,
+                                       lambda: own.write(canonical(carried, events)))
+        finally:
+            own.close()
+        exporter = OtelChdbStore(str(folder), OtelSource("otel"))
+        try:
+            figures, _ = measure(exporter, key, lambda: otel_spans.insert(
+                exporter._session, "otel.otel_traces", rows))
+        finally:
+            exporter.close()
+        print(f"\n{'':16}" + "".join(f"{k:>15}" for k in figures))
+        for name, found in (("exporter tables", figures), ("own schema", own_figures)):
+            print(f"{name:16}" + "".join(f"{v:14.2f}s" for v in found.values()))
+        print(f"\nnew batch: {rows.num_rows:,} spans ({carried.num_rows:,} events)")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return 0

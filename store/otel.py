@@ -290,14 +290,14 @@ class OtelReading(Store):
 
     def _parts(self) -> list[Part]:
         tables = [layout.table for layout, _ in self.source.tables()]
-        found = self.execute(sql_text("otel_parts"),
-                             {"database": self.source.source_db, "tables": tables})
-        return [Part(r.table, r.partition_id, r.name, int(r.max_block_number))
-                for r in found.itertuples()]
+        found = self.arrow(sql_text("otel_parts"),
+                           {"database": self.source.source_db, "tables": tables}).to_pylist()
+        return [Part(str(r["table"]), str(r["partition_id"]), str(r["name"]),
+                     int(r["max_block_number"])) for r in found]
 
     def _read(self) -> dict[tuple[str, str], int]:
-        read = self.execute(statement("otel_read", own=self.source.own_db))
-        return {(r.table, r.partition_id): int(r.max_block) for r in read.itertuples()}
+        read = self.arrow(statement("otel_read", own=self.source.own_db)).to_pylist()
+        return {(str(r["table"]), str(r["partition_id"])): int(r["max_block"]) for r in read}
 
     @staticmethod
     def _unread(parts: list[Part], read: dict[tuple[str, str], int]) -> list[Part]:
@@ -376,11 +376,11 @@ class OtelReading(Store):
         """The derived tables' cache key (queries/derived.py), after a refresh."""
         return self.refresh()
 
-    def key_rows(self, key: str) -> pa.Table:
-        """A superset of the rows of `key`'s timeline, read by the sort key and the job_id
-        bloom filter of dupescope's own `events` (queries/timeline.py groups them)."""
+    def key_rows(self, key: str) -> pa.Table | None:
+        """None, after a refresh: timeline.sql finds the key in dupescope's own `events` by
+        its sort key and job_id bloom filter, as on any ClickHouse store."""
         self.refresh()
-        return self.arrow(sql_text("otel_key_rows"), {"key": key})
+        return None
 
     def write(self, table: pa.Table) -> int:
         raise StoreError(
