@@ -196,9 +196,9 @@ def test_a_derivation_killed_at_any_statement_leaves_what_the_next_one_completes
     assert done.returncode == 0, done.stderr
     statements = int(done.stdout.split()[-1])
     assert statements > 30  # every work table, every kept table's rows, the status
-    # Six statements spread over the derivation and the last one (the status): each
+    # Four statements spread over the derivation and the last one (the status): each
     # child costs seconds, so not every statement is a kill point.
-    for kill_at in sorted({*range(3, statements, statements // 6), statements - 1}):
+    for kill_at in sorted({*range(3, statements, statements // 4), statements - 1}):
         copy = tmp_path / f"killed-{kill_at}"
         shutil.copytree(prepared, copy, symlinks=True)
         killed = _child("derive", str(copy), str(kill_at))
