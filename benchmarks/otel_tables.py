@@ -73,8 +73,9 @@ def measure(store: Store, key: str | None, add: Callable[[], None]
     """Figures of `store` (the timeline of `key`, else of its first duplicated key)."""
     started = time.perf_counter()
     found = duplicates(store)
-    figures = {"cold": time.perf_counter() - started,
-               "warm": timed(lambda: duplicates(store))}
+    figures = {"cold": time.perf_counter() - started}
+    print(f"  {store.describe()}: cold {figures['cold']:.1f} s", flush=True)
+    figures["warm"] = timed(lambda: duplicates(store))
     key = key or str(found["key"].iloc[0])
     figures |= {
         "timeline": timed(lambda: timeline(store, key)),

@@ -30,6 +30,11 @@ from store.sql_files import read, with_identifiers
 
 _SQL = Path(__file__).with_name("sql")
 
+#: A batch may hold events of any number of days (a file of last quarter's logs, the first
+#: read of an exporter's tables): ClickHouse refuses an insert into more than 100
+#: partitions unless told otherwise.
+ANY_DAYS = "max_partitions_per_insert_block = 0"
+
 #: When a row was inserted: the server's clock at the insert, never sent by a client.
 INGESTED_AT = "ingested_at DateTime64(6) MATERIALIZED now64(6)"
 
@@ -230,7 +235,8 @@ class ChdbStore(ClickHouseEngine):
         if table.num_rows == 0:
             return 0
         batch = as_events(table)  # noqa: F841 - read by chDB's Python() by name
-        self._session.query(f"INSERT INTO {self.database}.events SELECT * FROM Python(batch)")
+        self._session.query(f"INSERT INTO {self.database}.events SELECT * FROM Python(batch)"
+                            f" SETTINGS {ANY_DAYS}")
         return int(table.num_rows)
 
     def arrow(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:
@@ -289,7 +295,8 @@ class ClickHouseStore(ClickHouseEngine):
     def write(self, table: pa.Table) -> int:
         if table.num_rows == 0:
             return 0
-        self._client.insert_arrow("events", as_events(table), database=self.database)
+        self._client.insert_arrow("events", as_events(table), database=self.database,
+                                  settings={"max_partitions_per_insert_block": 0})
         return int(table.num_rows)
 
     def arrow(self, sql: str, params: dict[str, Any] | None = None) -> pa.Table:

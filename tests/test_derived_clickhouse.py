@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -205,3 +206,11 @@ def test_a_derivation_killed_at_any_statement_leaves_what_the_next_one_completes
         assert killed.returncode == -signal.SIGKILL, killed.stderr
         checked = _child("check", str(copy))
         assert checked.stdout.split()[-1:] == ["same"], f"killed at {kill_at}: {checked}"
+
+
+def test_a_batch_may_hold_events_of_more_than_a_hundred_days(chdb, make_table) -> None:
+    first = date(2025, 1, 1)
+    records = [{"ts": f"{first + timedelta(days=n)}T12:00:00Z", "event": "enqueue",
+                "job_id": f"j{n}", "job_type": "report.build"} for n in range(120)]
+    assert chdb.write(make_table(records)) == 120
+    assert int(chdb.arrow("SELECT count() AS n FROM events")["n"][0].as_py()) == 120
