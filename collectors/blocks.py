@@ -56,23 +56,34 @@ class BlockResult:
 SCAN_BYTES = 1 << 20  # a piece small enough that the scan's temporaries stay in cache
 
 
-def _scan(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, tuple[int, int]]:
-    """One pass over a block, a piece at a time: where its newlines and backslashes are,
-    how many bytes below 32 it holds, and how many `"` and `:`."""
-    newlines, backslashes = [], []
-    low = quotes = colons = 0
+def _scan(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, int, tuple[int, int]]:
+    """One pass over a block, a piece at a time: where its newlines and `\\u` pairs are,
+    how many backslashes and bytes below 32 it holds, and how many `"` and `:`.
+
+    Only a backslash before a `u` can start an escape that matters here; the others
+    (`\\n`, `\\"`, ... : three million in a block of `long_unicode`) are only counted.
+    """
+    newlines, escapes = [], []
+    low = quotes = colons = backslashes = 0
     for at in range(0, len(data), SCAN_BYTES):
         piece = data[at : at + SCAN_BYTES]
         control = np.flatnonzero(piece < 32)  # newlines among them: one pass finds both
         newlines.append(control[piece[control] == 10] + at)
-        backslashes.append(np.flatnonzero(piece == ord("\\")) + at)
+        slash = piece == ord("\\")
+        slashes = int(np.count_nonzero(slash))
+        if slashes:
+            backslashes += slashes
+            after = data[at + 1 : at + SCAN_BYTES + 1]  # one byte into the next piece
+            pair = slash[: len(after)] & (after == ord("u"))
+            escapes.append(np.flatnonzero(pair) + at)
         low += len(control)
         quotes += int(np.count_nonzero(piece == ord('"')))
         colons += int(np.count_nonzero(piece == ord(":")))
     empty = np.zeros(0, dtype=np.int64)
     return (
         np.concatenate([empty, *newlines]),
-        np.concatenate([empty, *backslashes]),
+        np.concatenate([empty, *escapes]),
+        backslashes,
         low,
         (quotes, colons),
     )
@@ -117,7 +128,9 @@ class Lines:
     def __init__(self, block: bytes) -> None:
         self.block = block
         self.data = np.frombuffer(block, dtype=np.uint8)
-        newlines, self.backslashes, self.low_bytes, self.mark_totals = _scan(self.data)
+        newlines, self.escapes, self.backslashes, self.low_bytes, self.mark_totals = _scan(
+            self.data
+        )
         ends = newlines
         if len(block) and block[-1] != 10:
             ends = np.append(ends, len(block))
@@ -125,6 +138,7 @@ class Lines:
         self.starts = np.concatenate(([0], newlines + 1))[: len(ends)].astype(np.int64)
         self.ends = ends.astype(np.int64)
         self._marks: np.ndarray | None = None
+        self._backslashed: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.ends)
@@ -144,6 +158,16 @@ class Lines:
         if len(idx) == len(self) and len(self):
             return self.block
         return b"\n".join([self[i] for i in idx.tolist()])
+
+    def backslashed(self, idx: np.ndarray) -> bool:
+        """Whether any of these lines holds a backslash; per line only for a part of the
+        block (a read again of some of its lines)."""
+        if not self.backslashes or len(idx) == len(self):
+            return bool(self.backslashes)
+        if self._backslashed is None:
+            self._backslashed = np.zeros(len(self), dtype=bool)
+            self._backslashed[self.at(np.flatnonzero(self.data == ord("\\")))] = True
+        return bool(self._backslashed[idx].any())
 
     def marks(self) -> np.ndarray:
         """How many `"` and `:` bytes each line holds (see `columnar.py`); computed once."""
@@ -167,13 +191,12 @@ class Lines:
 
 @dataclass
 class Classified:
-    """Per line: blank, readable column-wise, holding a `\\u` escape of `"` or `:` or any
-    backslash, and its bounds without surrounding whitespace."""
+    """Per line: blank, readable column-wise, holding a `\\u` escape of `"` or `:`, and
+    its bounds without surrounding whitespace."""
 
     blank: np.ndarray
     good: np.ndarray
     escaped: np.ndarray
-    backslashed: np.ndarray
     starts: np.ndarray
     ends: np.ndarray
 
@@ -220,12 +243,8 @@ def _classify(lines: Lines) -> Classified:
         bounds = np.concatenate((starts, ends[-1:]))
         suspect |= np.diff(np.searchsorted(openers, bounds))[:count] > MAX_DEPTH
     escaped = np.zeros(count, dtype=bool)
-    backslashed = np.zeros(count, dtype=bool)
-    escapes = lines.backslashes
-    if len(escapes):
-        backslashed[lines.at(escapes)] = True
+    escapes = lines.escapes
     escapes = escapes[escapes < len(data) - 5]
-    escapes = escapes[data[escapes + 1] == ord("u")]
     if len(escapes):
         # The four digits of each `\u` escape as one word, read in one gather: text from
         # `json.dumps` holds an escape for every character beyond ASCII.
@@ -241,7 +260,7 @@ def _classify(lines: Lines) -> Classified:
         if len(escapes):
             suspect[lines.at(escapes)] = True
     good = shaped & ~blank & ~suspect
-    return Classified(blank, good, escaped, backslashed, inner_starts, inner_ends)
+    return Classified(blank, good, escaped, inner_starts, inner_ends)
 
 
 def _words(block: bytes) -> np.ndarray:
@@ -385,11 +404,11 @@ class BlockDecoder:
             if not kinds.escaped[idx].any():
                 totals = lines.mark_totals
                 if payload is not block:
-                    totals = _scan(np.frombuffer(payload, dtype=np.uint8))[3]
+                    totals = _scan(np.frombuffer(payload, dtype=np.uint8))[4]
             marks = LineMarks(
                 lambda: lines.marks()[idx],
                 totals,
-                bool(kinds.backslashed[idx].any()),
+                lines.backslashed(idx),
                 lambda which: lines.marks_of(idx[which]),
             )
             try:

@@ -196,15 +196,26 @@ def _written_marks(nodes: list[pl.Series], rows: int) -> np.ndarray:
 
 
 def _text_bytes(text: pl.Series) -> tuple[np.ndarray, np.ndarray]:
-    """A text column's bytes and the offsets of its values in them (nulls as empty)."""
-    if text.has_nulls():  # Arrow leaves a null slot's bytes undefined: make them empty
-        text = text.fill_null("")
+    """A text column's bytes and the offsets of its values in them (nulls as empty).
+
+    Arrow leaves a null slot's bytes undefined. Polars writes them empty, so the column
+    is filled (a copy of every value) only where the null slots hold any byte.
+    """
+    array = _large_text(text)
+    offsets = np.frombuffer(array.buffers()[1], np.int64)[array.offset :][: len(array) + 1]
+    if array.null_count and int(offsets[-1] - offsets[0]) != text.str.len_bytes().sum():
+        array = _large_text(text.fill_null(""))
+        offsets = np.frombuffer(array.buffers()[1], np.int64)[array.offset :][: len(array) + 1]
+    data = array.buffers()[2]
+    return np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8), offsets
+
+
+def _large_text(text: pl.Series) -> pa.Array:
+    """A text column as one Arrow `large_string` array (offsets and bytes)."""
     array = text.to_arrow(compat_level=pl.CompatLevel.oldest())
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
-    offsets = np.frombuffer(array.buffers()[1], np.int64)[array.offset :][: len(array) + 1]
-    data = array.buffers()[2]
-    return np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8), offsets
+    return array
 
 
 def _text_marks_per_row(text: pl.Series) -> np.ndarray:
