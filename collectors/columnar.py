@@ -28,7 +28,7 @@ import polars as pl
 import pyarrow as pa
 
 from collectors.mapping import FieldMapping
-from collectors.timestamps_vec import NUMBER_TEXT, micros_column
+from collectors.timestamps_vec import micros_column, number_text
 from store.contract import (
     CELERY_RETRIES,
     EVENT_KINDS,
@@ -272,7 +272,11 @@ def _maybe_coerced(values: pl.Series) -> np.ndarray:
 
 
 def _miscounted(
-    nodes: list[pl.Series], bad: np.ndarray, marks: LineMarks, stamps: list[pl.Series]
+    nodes: list[pl.Series],
+    bad: np.ndarray,
+    marks: LineMarks,
+    stamps: list[pl.Series],
+    numbers: dict[str, pl.Series],
 ) -> np.ndarray:
     """Rows whose marks differ from their line's: a key lost or a value coerced.
 
@@ -284,14 +288,15 @@ def _miscounted(
     numbers and others as text, polars reads the numbers as their digits; a timestamp
     means the same quoted or not (`to_micros` reads digits as the number they spell), and
     is never kept in `attrs`, so such a row is kept when its missing quotes are those of
-    its digit timestamps, and no other value of the row could be a coercion.
+    its digit timestamps, and no other value of the row could be a coercion. `numbers`
+    holds `number_text` of each of them, by name.
     """
     rows = len(bad)
     if marks.totals is not None:
         totals = _written_totals(nodes)
         if not bad.any() and totals == marks.totals:
             return np.zeros(rows, dtype=bool)
-        by_totals = _miscounted_by_totals(nodes, bad, marks, stamps, totals)
+        by_totals = _miscounted_by_totals(nodes, bad, marks, stamps, numbers, totals)
         if by_totals is not None:
             return by_totals
     written, line = _written_marks(nodes, rows), marks.rows()
@@ -302,16 +307,16 @@ def _miscounted(
         which = np.flatnonzero(miscounted & ~off[:, 1] & (written[:, 0] > line[:, 0]))
         taken = pl.Series(which)
         digits = np.zeros(len(which), dtype=np.int64)
-        numbers = {}
+        taken_numbers = {}
         for stamp in stamps:
-            numbers[stamp.name] = stamp.gather(taken).str.contains(NUMBER_TEXT).fill_null(False)
-            digits += numbers[stamp.name].to_numpy()
+            taken_numbers[stamp.name] = numbers[stamp.name].gather(taken)
+            digits += taken_numbers[stamp.name].to_numpy()
         coerced = np.zeros(len(which), dtype=bool)
         for node in nodes:
             if node.dtype == pl.String:
                 maybe = _maybe_coerced(node.gather(taken))
-                if node.name in numbers:
-                    maybe &= ~numbers[node.name].to_numpy()
+                if node.name in taken_numbers:
+                    maybe &= ~taken_numbers[node.name].to_numpy()
                 coerced |= maybe
         unquoted = written[which, 0] - line[which, 0] == 2 * digits
         miscounted[which[unquoted & ~coerced]] = False
@@ -323,6 +328,7 @@ def _miscounted_by_totals(
     bad: np.ndarray,
     marks: LineMarks,
     stamps: list[pl.Series],
+    stamp_numbers: dict[str, pl.Series],
     totals: tuple[int, int],
 ) -> np.ndarray | None:
     """`_miscounted` from the totals and the counts of a few rows, or None where those
@@ -340,7 +346,7 @@ def _miscounted_by_totals(
     if marks.some is None:
         return None
     rows = len(bad)
-    numbers = {s.name: s.str.contains(NUMBER_TEXT).fill_null(False).to_numpy() for s in stamps}
+    numbers = {s.name: stamp_numbers[s.name].to_numpy() for s in stamps}
     digits = np.zeros(rows, dtype=np.int64)
     for number in numbers.values():
         digits += number
@@ -431,7 +437,8 @@ class ColumnarNormaliser:
         stamps = [
             leaves[n] for n in self.sources["ts"] if n in leaves and leaves[n].dtype == pl.String
         ]
-        bad |= _miscounted(nodes, bad, marks, stamps)
+        numbers = {stamp.name: number_text(stamp) for stamp in stamps}
+        bad |= _miscounted(nodes, bad, marks, stamps, numbers)
         table = pl.DataFrame(list(leaves.values())) if leaves else pl.DataFrame({})
         table = table.with_columns(pl.Series(_BAD, bad)) if leaves else pl.DataFrame({_BAD: bad})
         dtypes = dict(table.schema)
@@ -446,7 +453,7 @@ class ColumnarNormaliser:
         needs: list[pl.Expr] = [pl.col(_BAD)]
 
         ts_sources = take("ts")
-        stamps = [micros_column(table[n]).alias(_TS + n) for n, _ in ts_sources]
+        stamps = [micros_column(table[n], numbers.get(n)).alias(_TS + n) for n, _ in ts_sources]
         table = table.with_columns(stamps) if stamps else table
         exprs["ts"] = _first_present(
             [(pl.col(n).is_not_null(), pl.col(_TS + n)) for n, _ in ts_sources]
