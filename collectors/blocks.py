@@ -310,9 +310,14 @@ def _views(block: bytes, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
     views[:, 0] = lengths
     raw = views.view(np.uint8).reshape(count, 16)
     long = lengths > 12
-    if long.any():
+    # A long value's first four bytes, read as one native word from where it starts.
+    words = np.ndarray((max(len(block) - 3, 0),), dtype="=i4", buffer=block, strides=(1,))
+    if long.all():  # the common case: no mask to apply
+        views[:, 1] = words[starts]
+        views[:, 3] = starts
+    elif long.any():
         at = starts[long]
-        raw[long, 4:8] = data[at[:, None] + np.arange(4)]
+        views[long, 1] = words[at]
         views[long, 3] = at
     short = np.flatnonzero(~long)
     if len(short):  # up to 12 bytes are held in the view itself
@@ -325,12 +330,20 @@ def _views(block: bytes, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
     )
 
 
-def _uids(lines: Lines, kinds: Classified) -> pl.Series:
-    """The event_uid of every line (`uids.py`), hashed in one call over the block's bytes."""
+def _line_column(lines: Lines, kinds: Classified) -> pl.Series | None:
+    """Every line without surrounding whitespace, as a Binary column of views into the
+    block (None for a block of 2 GiB or more, beyond a view's offsets)."""
     if len(lines.block) >= 2**31:
-        return pl.Series("event_uid", line_uids([lines[i].strip() for i in range(len(lines))]))
+        return None
     column = pl.from_arrow(_views(lines.block, kinds.starts, kinds.ends))
     assert isinstance(column, pl.Series)
+    return column
+
+
+def _uids(lines: Lines, column: pl.Series | None) -> pl.Series:
+    """The event_uid of every line (`uids.py`), hashed in one call over the block's bytes."""
+    if column is None:
+        return pl.Series("event_uid", line_uids([lines[i].strip() for i in range(len(lines))]))
     return column_uids(column)
 
 
@@ -388,15 +401,18 @@ class BlockDecoder:
         count = len(lines)
         kinds = _classify(lines)
         blank, good = kinds.blank, kinds.good
+        column = _line_column(lines, kinds)
         otlp = np.zeros(count, dtype=bool)
-        found = _otlp_words(lines.data)
-        if len(found):
-            candidates = lines.at(found).tolist()
-            otlp[candidates] = [is_otlp_line(lines[i]) for i in candidates]
+        # Most logs never say `resource`: one search of the lines rules OTLP out.
+        if column is None or column.bin.contains(b"resource").any():
+            found = _otlp_words(lines.data)
+            if len(found):
+                candidates = lines.at(found).tolist()
+                otlp[candidates] = [is_otlp_line(lines[i]) for i in candidates]
         good &= ~otlp
 
         good_idx = np.flatnonzero(good)
-        uids = _uids(lines, kinds) if len(good_idx) else pl.Series(dtype=pl.String)
+        uids = _uids(lines, column) if len(good_idx) else pl.Series(dtype=pl.String)
 
         def read(idx: np.ndarray, full: bool = False, screened: bool = False) -> Parts:
             payload = lines.joined(idx)
