@@ -229,7 +229,19 @@ def _text_marks_per_row(text: pl.Series) -> np.ndarray:
     return counts
 
 
-def _written_totals(nodes: list[pl.Series]) -> tuple[int, int]:
+TextBytes = dict[int, tuple[np.ndarray, np.ndarray]]
+
+
+def _text_bytes_of(text: pl.Series, texts: TextBytes | None) -> tuple[np.ndarray, np.ndarray]:
+    """`_text_bytes`, kept in `texts` (by series) for the next look at the same column."""
+    if texts is None:
+        return _text_bytes(text)
+    if id(text) not in texts:
+        texts[id(text)] = _text_bytes(text)
+    return texts[id(text)]
+
+
+def _written_totals(nodes: list[pl.Series], texts: TextBytes | None = None) -> tuple[int, int]:
     """`_written_marks` summed over all rows, without a per-row array."""
     quotes = colons = 0
     for node in nodes:
@@ -240,29 +252,57 @@ def _written_totals(nodes: list[pl.Series]) -> tuple[int, int]:
         quotes += present * key_quotes
         colons += present * key_colons
         if node.dtype == pl.String:
-            inner_quotes, inner_colons = _text_marks(node)
+            inner_quotes, inner_colons = _text_marks(node, texts)
             quotes += inner_quotes
             colons += inner_colons
     return quotes, colons
 
 
-def _text_marks(text: pl.Series) -> tuple[int, int]:
+def _text_marks(text: pl.Series, texts: TextBytes | None = None) -> tuple[int, int]:
     """The `"` and `:` inside all values of a text column, counted in its Arrow bytes."""
-    data, offsets = _text_bytes(text)
+    data, offsets = _text_bytes_of(text, texts)
     data = data[offsets[0] : offsets[-1]]
     return int(np.count_nonzero(data == ord('"'))), int(np.count_nonzero(data == ord(":")))
 
 
-_COERCED_FIRST = np.frombuffer(b"-0123456789tfn{[", dtype=np.uint8)
+def _byte_set(members: bytes) -> np.ndarray:
+    """A lookup table: which of the 256 byte values are among `members`."""
+    table = np.zeros(256, dtype=bool)
+    table[np.frombuffer(members, dtype=np.uint8)] = True
+    return table
 
 
-def _maybe_coerced(values: pl.Series) -> np.ndarray:
+_COERCED_FIRST = _byte_set(b"-0123456789tfn{[")
+_NUMBER_FIRST = _byte_set(b"-0123456789")
+_DIGIT = _byte_set(b"0123456789")
+_AFTER_DIGIT = _byte_set(b"0123456789.eE")
+
+
+def _maybe_coerced(
+    values: pl.Series, texts: TextBytes | None = None, known: np.ndarray | None = None
+) -> np.ndarray:
     """Values that may be a number, boolean, null, object or array polars read as text:
-    the few whose first byte could start one are matched in full."""
-    data, offsets = _text_bytes(values)
+    the few whose first byte could start one are matched in full.
+
+    A value starting as a number is one only if its second byte can follow its first,
+    which is told for all values at once: most ids such as `0c5b...-0` are not matched
+    one by one. Rows where `known` is set are left out (the caller treats them apart).
+    """
+    data, offsets = _text_bytes_of(values, texts)
     starts, lengths = offsets[:-1], np.diff(offsets)
     first = data[np.minimum(starts, max(len(data) - 1, 0))] if len(data) else lengths * 0
-    which = np.flatnonzero((lengths > 0) & np.isin(first, _COERCED_FIRST))
+    candidate = (lengths > 0) & _COERCED_FIRST[first]
+    if known is not None:
+        candidate &= ~known
+    which = np.flatnonzero(candidate)
+    numeric = which[_NUMBER_FIRST[first[which]] & (lengths[which] > 1)]
+    if len(numeric):
+        # A number's second byte is a digit (or `.`, `e`, `E` after a digit).
+        second = data[starts[numeric] + 1]
+        after = np.where(first[numeric] == ord("-"), _DIGIT[second], _AFTER_DIGIT[second])
+        if not after.all():
+            candidate[numeric[~after]] = False
+            which = np.flatnonzero(candidate)
     maybe = np.zeros(len(values), dtype=bool)
     if len(which):
         some = values.gather(pl.Series(which))
@@ -293,10 +333,12 @@ def _miscounted(
     """
     rows = len(bad)
     if marks.totals is not None:
-        totals = _written_totals(nodes)
+        texts: TextBytes = {}
+        totals = _written_totals(nodes, texts)
         if not bad.any() and totals == marks.totals:
             return np.zeros(rows, dtype=bool)
-        by_totals = _miscounted_by_totals(nodes, bad, marks, stamps, numbers, totals)
+        by_totals = _miscounted_by_totals(nodes, bad, marks, stamps, numbers, totals, texts)
+        texts.clear()
         if by_totals is not None:
             return by_totals
     written, line = _written_marks(nodes, rows), marks.rows()
@@ -330,6 +372,7 @@ def _miscounted_by_totals(
     stamps: list[pl.Series],
     stamp_numbers: dict[str, pl.Series],
     totals: tuple[int, int],
+    texts: TextBytes | None = None,
 ) -> np.ndarray | None:
     """`_miscounted` from the totals and the counts of a few rows, or None where those
     cannot tell.
@@ -353,10 +396,7 @@ def _miscounted_by_totals(
     suspect = bad.copy()
     for node in nodes:
         if node.dtype == pl.String:
-            maybe = _maybe_coerced(node)
-            if node.name in numbers:
-                maybe &= ~numbers[node.name]
-            suspect |= maybe
+            suspect |= _maybe_coerced(node, texts, numbers.get(node.name))
     which = np.flatnonzero(suspect)
     if len(which) > rows // 10:
         return None
