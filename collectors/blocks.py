@@ -56,14 +56,20 @@ class BlockResult:
 SCAN_BYTES = 1 << 20  # a piece small enough that the scan's temporaries stay in cache
 
 
-def _scan(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, int, tuple[int, int]]:
-    """One pass over a block, a piece at a time: where its newlines and `\\u` pairs are,
-    how many backslashes and bytes below 32 it holds, and how many `"` and `:`.
+Scanned = tuple[np.ndarray, np.ndarray, np.ndarray, int, int, tuple[int, int]]
+
+
+def _scan(data: np.ndarray) -> Scanned:
+    """One pass over a block, a piece at a time: where its newlines, `\\u` pairs, `{` and
+    `[` are, how many backslashes and bytes below 32 it holds, and how many `"` and `:`.
 
     Only a backslash before a `u` can start an escape that matters here; the others
     (`\\n`, `\\"`, ... : three million in a block of `long_unicode`) are only counted.
+    A line holding more than MAX_DEPTH `{` and `[` may nest deeper than that, which only
+    the per-line path measures (polars' reader crashes the process on a few hundred
+    levels).
     """
-    newlines, escapes = [], []
+    newlines, escapes, openers = [], [], []
     low = quotes = colons = backslashes = 0
     for at in range(0, len(data), SCAN_BYTES):
         piece = data[at : at + SCAN_BYTES]
@@ -76,6 +82,8 @@ def _scan(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, int, tuple[int
             after = data[at + 1 : at + SCAN_BYTES + 1]  # one byte into the next piece
             pair = slash[: len(after)] & (after == ord("u"))
             escapes.append(np.flatnonzero(pair) + at)
+        # `[` is 0x5B, `{` 0x7B: one OR finds both, and no other byte.
+        openers.append(np.flatnonzero((piece | 0x20) == ord("{")) + at)
         low += len(control)
         quotes += int(np.count_nonzero(piece == ord('"')))
         colons += int(np.count_nonzero(piece == ord(":")))
@@ -83,22 +91,16 @@ def _scan(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, int, tuple[int
     return (
         np.concatenate([empty, *newlines]),
         np.concatenate([empty, *escapes]),
+        np.concatenate([empty, *openers]),
         backslashes,
         low,
         (quotes, colons),
     )
 
 
-def _openers(data: np.ndarray) -> np.ndarray:
-    """Where `{` and `[` are, a piece at a time: a line holding more than MAX_DEPTH of them
-    may nest deeper than that, which only the per-line path measures (polars' reader
-    crashes the process on a few hundred levels)."""
-    found = [  # `[` is 0x5B, `{` 0x7B: one OR finds both, and no other byte
-        np.flatnonzero((piece | 0x20) == ord("{")) + at
-        for at in range(0, len(data), SCAN_BYTES)
-        for piece in (data[at : at + SCAN_BYTES],)
-    ]
-    return np.concatenate([np.zeros(0, dtype=np.int64), *found])
+def _mark_totals(data: np.ndarray) -> tuple[int, int]:
+    """How many `"` and `:` some lines hold."""
+    return int(np.count_nonzero(data == ord('"'))), int(np.count_nonzero(data == ord(":")))
 
 
 def _otlp_words(data: np.ndarray) -> np.ndarray:
@@ -128,9 +130,9 @@ class Lines:
     def __init__(self, block: bytes) -> None:
         self.block = block
         self.data = np.frombuffer(block, dtype=np.uint8)
-        newlines, self.escapes, self.backslashes, self.low_bytes, self.mark_totals = _scan(
-            self.data
-        )
+        scanned = _scan(self.data)
+        newlines, self.escapes, self.openers, self.backslashes, self.low_bytes = scanned[:5]
+        self.mark_totals = scanned[5]
         ends = newlines
         if len(block) and block[-1] != 10:
             ends = np.append(ends, len(block))
@@ -238,7 +240,7 @@ def _classify(lines: Lines) -> Classified:
         control = control[~own_cr]
         if len(control):
             suspect[lines.at(control)] = True
-    openers = _openers(data)
+    openers = lines.openers
     if len(openers) > MAX_DEPTH:
         bounds = np.concatenate((starts, ends[-1:]))
         suspect |= np.diff(np.searchsorted(openers, bounds))[:count] > MAX_DEPTH
@@ -254,8 +256,10 @@ def _classify(lines: Lines) -> Classified:
         mark = (digits == _word(b"0022")) | (digits | 0x20 << 24 == _word(b"003a"))
         if mark.any():
             escaped[lines.at(escapes[mark])] = True
-        high = ((digits & 0xFF) | 0x20 == ord("d")) & np.isin(digits >> 8 & 0xFF, _HIGH_SURROGATE)
-        escapes = escapes[high]
+        # `\ud8`-`\udb`: the first digit is looked at in every escape, the second only
+        # where the first is a `d`.
+        escapes = escapes[(digits & 0xFF) | 0x20 == ord("d")]
+        escapes = escapes[np.isin(data[escapes + 3], _HIGH_SURROGATE)]
         escapes = escapes[~_paired(data, escapes)]
         if len(escapes):
             suspect[lines.at(escapes)] = True
@@ -420,7 +424,7 @@ class BlockDecoder:
             if not kinds.escaped[idx].any():
                 totals = lines.mark_totals
                 if payload is not block:
-                    totals = _scan(np.frombuffer(payload, dtype=np.uint8))[4]
+                    totals = _mark_totals(np.frombuffer(payload, dtype=np.uint8))
             marks = LineMarks(
                 lambda: lines.marks()[idx],
                 totals,
