@@ -52,6 +52,7 @@ _COERCED_WORDS = ["true", "false", "null"]
 _BAD = "__dupescope_bad"
 _OUT = "__dupescope_out_"
 _TS = "__dupescope_ts_"
+_ATTRS = "__dupescope_attrs"
 
 
 def _out(name: str) -> pl.Expr:
@@ -527,7 +528,12 @@ class ColumnarNormaliser:
         needs.append(~_out("event").is_in(NO_JOB_ID_KINDS) & (job_id.is_null() | (job_id == "")))
 
         rest = [n for n in leaves if n not in consumed]
-        exprs["attrs"] = _attrs(leaves, rest, marks.escapes, found.empty)
+        shaped = _attrs_by_shape(table, leaves, rest, marks.escapes, found.empty)
+        if shaped is None:
+            exprs["attrs"] = _attrs(leaves, rest, marks.escapes, found.empty)
+        else:
+            table = table.with_columns(shaped.alias(_ATTRS))
+            exprs["attrs"] = pl.col(_ATTRS)
         # A whole-number float may have been an integer in its line (polars widens a column
         # that mixes them), and would be written back as 5.0 where the line said 5.
         needs += [pl.col(n) == pl.col(n).floor() for n in rest if dtypes[n] == pl.Float64]
@@ -586,19 +592,10 @@ class ColumnarNormaliser:
         return value.cast(pl.String), needs.fill_null(False)
 
 
-def _attrs(
+def _attr_pieces(
     leaves: dict[str, pl.Series], names: list[str], escapes: bool, empty: set[str]
-) -> pl.Expr:
-    """The remaining fields as one JSON object per row; null where none remain.
-
-    A field in `empty` holds the text `{}` where its line held an empty object, written
-    as that object. Where no field is ever absent, one flat concatenation does it all.
-    Otherwise each field is `"key":value`, null where the field is absent, and the pieces
-    present are joined with commas (concat_str skips the nulls and their separators).
-    """
-    if not names:
-        return pl.lit(None, dtype=pl.String)
-    flat = not any(leaves[name].has_nulls() for name in names)
+) -> list[list[pl.Expr]]:
+    """Each field as its `"key":value` text, null where the field is absent."""
     pieces: list[list[pl.Expr]] = []
     for name in names:
         column, series = pl.col(name), leaves[name]
@@ -616,14 +613,79 @@ def _attrs(
             pieces.append([pl.when(column.is_not_null()).then(text)])
         else:
             pieces.append([pl.lit(key + '"'), column, pl.lit('"')])
-    if flat:
-        joined = [pl.lit("{")]
-        for i, piece in enumerate(pieces):
-            joined += [pl.lit(","), *piece] if i else piece
-        return pl.concat_str([*joined, pl.lit("}")])
+    return pieces
+
+
+def _flat_object(pieces: list[list[pl.Expr]]) -> pl.Expr:
+    """The pieces, all present, as one JSON object: one flat concatenation."""
+    joined = [pl.lit("{")]
+    for i, piece in enumerate(pieces):
+        joined += [pl.lit(","), *piece] if i else piece
+    return pl.concat_str([*joined, pl.lit("}")])
+
+
+def _attrs(
+    leaves: dict[str, pl.Series], names: list[str], escapes: bool, empty: set[str]
+) -> pl.Expr:
+    """The remaining fields as one JSON object per row; null where none remain.
+
+    A field in `empty` holds the text `{}` where its line held an empty object, written
+    as that object. Where no field is ever absent, one flat concatenation does it all.
+    Otherwise each field is `"key":value`, null where the field is absent, and the pieces
+    present are joined with commas (concat_str skips the nulls and their separators).
+    """
+    if not names:
+        return pl.lit(None, dtype=pl.String)
+    pieces = _attr_pieces(leaves, names, escapes, empty)
+    if not any(leaves[name].has_nulls() for name in names):
+        return _flat_object(pieces)
     body = pl.concat_str([pl.concat_str(p) for p in pieces], separator=",", ignore_nulls=True)
     present = pl.any_horizontal([pl.col(name).is_not_null() for name in names])
     return pl.when(present).then(pl.concat_str(pl.lit("{"), body, pl.lit("}")))
+
+
+#: Above this many sets of fields present, `attrs` is built in one expression.
+MAX_ATTR_SHAPES = 48
+
+
+def _attrs_by_shape(
+    table: pl.DataFrame,
+    leaves: dict[str, pl.Series],
+    names: list[str],
+    escapes: bool,
+    empty: set[str],
+) -> pl.Series | None:
+    """`_attrs` where fields are absent from some rows, built a set of present fields at
+    a time; None where there are too many sets (or fields) for that to pay.
+
+    Logs write a few shapes of line. The one expression pays for every field on every
+    row, present or not (a log mixing shapes has dozens of fields, each in a few rows);
+    the rows of one shape hold all of its fields, which one flat concatenation joins.
+    """
+    if not names or len(names) > 62 or all(not leaves[n].has_nulls() for n in names):
+        return None
+    present = np.zeros(table.height, dtype=np.int64)
+    for bit, name in enumerate(names):
+        present |= leaves[name].is_not_null().to_numpy().astype(np.int64) << bit
+    shapes = np.unique(present)
+    if len(shapes) > MAX_ATTR_SHAPES:
+        return None
+    pieces = dict(zip(names, _attr_pieces(leaves, names, escapes, empty), strict=True))
+    texts, rows = [], []
+    for shape in shapes[shapes != 0].tolist():
+        fields = [name for bit, name in enumerate(names) if shape >> bit & 1]
+        which = np.flatnonzero(present == shape)
+        part = table.select(fields)[pl.Series(which)]
+        texts.append(part.select(_flat_object([pieces[n] for n in fields])).to_series())
+        rows.append(which)
+    # Each row's text by its place among the shapes' texts; a row with no field, null.
+    total = sum(len(r) for r in rows)
+    place = np.full(table.height, total, dtype=np.int64)
+    if rows:
+        place[np.concatenate(rows)] = np.arange(total)
+    nothing = pl.Series([None], dtype=pl.String)
+    joined = pl.concat([*[t.cast(pl.String).alias("attrs") for t in texts], nothing.alias("attrs")])
+    return joined.gather(pl.Series(place))
 
 
 def _to_arrow(frame: pl.DataFrame, source: str, schema: pa.Schema) -> pa.Table:
