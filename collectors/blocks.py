@@ -56,38 +56,51 @@ class BlockResult:
 SCAN_BYTES = 1 << 20  # a piece small enough that the scan's temporaries stay in cache
 
 
-def _scan(data: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, tuple[int, int]]:
-    """One pass over a block, a piece at a time: where its newlines and backslashes are,
-    how many bytes below 32 it holds, and how many `"` and `:`."""
-    newlines, backslashes = [], []
-    low = quotes = colons = 0
+Scanned = tuple[np.ndarray, np.ndarray, np.ndarray, int, int, tuple[int, int]]
+
+
+def _scan(data: np.ndarray) -> Scanned:
+    """One pass over a block, a piece at a time: where its newlines, `\\u` pairs, `{` and
+    `[` are, how many backslashes and bytes below 32 it holds, and how many `"` and `:`.
+
+    Only a backslash before a `u` can start an escape that matters here; the others
+    (`\\n`, `\\"`, ... : three million in a block of `long_unicode`) are only counted.
+    A line holding more than MAX_DEPTH `{` and `[` may nest deeper than that, which only
+    the per-line path measures (polars' reader crashes the process on a few hundred
+    levels).
+    """
+    newlines, escapes, openers = [], [], []
+    low = quotes = colons = backslashes = 0
     for at in range(0, len(data), SCAN_BYTES):
         piece = data[at : at + SCAN_BYTES]
         control = np.flatnonzero(piece < 32)  # newlines among them: one pass finds both
         newlines.append(control[piece[control] == 10] + at)
-        backslashes.append(np.flatnonzero(piece == ord("\\")) + at)
+        slash = piece == ord("\\")
+        slashes = int(np.count_nonzero(slash))
+        if slashes:
+            backslashes += slashes
+            after = data[at + 1 : at + SCAN_BYTES + 1]  # one byte into the next piece
+            pair = slash[: len(after)] & (after == ord("u"))
+            escapes.append(np.flatnonzero(pair) + at)
+        # `[` is 0x5B, `{` 0x7B: one OR finds both, and no other byte.
+        openers.append(np.flatnonzero((piece | 0x20) == ord("{")) + at)
         low += len(control)
         quotes += int(np.count_nonzero(piece == ord('"')))
         colons += int(np.count_nonzero(piece == ord(":")))
     empty = np.zeros(0, dtype=np.int64)
     return (
         np.concatenate([empty, *newlines]),
-        np.concatenate([empty, *backslashes]),
+        np.concatenate([empty, *escapes]),
+        np.concatenate([empty, *openers]),
+        backslashes,
         low,
         (quotes, colons),
     )
 
 
-def _openers(data: np.ndarray) -> np.ndarray:
-    """Where `{` and `[` are, a piece at a time: a line holding more than MAX_DEPTH of them
-    may nest deeper than that, which only the per-line path measures (polars' reader
-    crashes the process on a few hundred levels)."""
-    found = [  # `[` is 0x5B, `{` 0x7B: one OR finds both, and no other byte
-        np.flatnonzero((piece | 0x20) == ord("{")) + at
-        for at in range(0, len(data), SCAN_BYTES)
-        for piece in (data[at : at + SCAN_BYTES],)
-    ]
-    return np.concatenate([np.zeros(0, dtype=np.int64), *found])
+def _mark_totals(data: np.ndarray) -> tuple[int, int]:
+    """How many `"` and `:` some lines hold."""
+    return int(np.count_nonzero(data == ord('"'))), int(np.count_nonzero(data == ord(":")))
 
 
 def _otlp_words(data: np.ndarray) -> np.ndarray:
@@ -117,7 +130,9 @@ class Lines:
     def __init__(self, block: bytes) -> None:
         self.block = block
         self.data = np.frombuffer(block, dtype=np.uint8)
-        newlines, self.backslashes, self.low_bytes, self.mark_totals = _scan(self.data)
+        scanned = _scan(self.data)
+        newlines, self.escapes, self.openers, self.backslashes, self.low_bytes = scanned[:5]
+        self.mark_totals = scanned[5]
         ends = newlines
         if len(block) and block[-1] != 10:
             ends = np.append(ends, len(block))
@@ -125,6 +140,7 @@ class Lines:
         self.starts = np.concatenate(([0], newlines + 1))[: len(ends)].astype(np.int64)
         self.ends = ends.astype(np.int64)
         self._marks: np.ndarray | None = None
+        self._backslashed: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.ends)
@@ -144,6 +160,16 @@ class Lines:
         if len(idx) == len(self) and len(self):
             return self.block
         return b"\n".join([self[i] for i in idx.tolist()])
+
+    def backslashed(self, idx: np.ndarray) -> bool:
+        """Whether any of these lines holds a backslash; per line only for a part of the
+        block (a read again of some of its lines)."""
+        if not self.backslashes or len(idx) == len(self):
+            return bool(self.backslashes)
+        if self._backslashed is None:
+            self._backslashed = np.zeros(len(self), dtype=bool)
+            self._backslashed[self.at(np.flatnonzero(self.data == ord("\\")))] = True
+        return bool(self._backslashed[idx].any())
 
     def marks(self) -> np.ndarray:
         """How many `"` and `:` bytes each line holds (see `columnar.py`); computed once."""
@@ -167,13 +193,12 @@ class Lines:
 
 @dataclass
 class Classified:
-    """Per line: blank, readable column-wise, holding a `\\u` escape of `"` or `:` or any
-    backslash, and its bounds without surrounding whitespace."""
+    """Per line: blank, readable column-wise, holding a `\\u` escape of `"` or `:`, and
+    its bounds without surrounding whitespace."""
 
     blank: np.ndarray
     good: np.ndarray
     escaped: np.ndarray
-    backslashed: np.ndarray
     starts: np.ndarray
     ends: np.ndarray
 
@@ -215,17 +240,13 @@ def _classify(lines: Lines) -> Classified:
         control = control[~own_cr]
         if len(control):
             suspect[lines.at(control)] = True
-    openers = _openers(data)
+    openers = lines.openers
     if len(openers) > MAX_DEPTH:
         bounds = np.concatenate((starts, ends[-1:]))
         suspect |= np.diff(np.searchsorted(openers, bounds))[:count] > MAX_DEPTH
     escaped = np.zeros(count, dtype=bool)
-    backslashed = np.zeros(count, dtype=bool)
-    escapes = lines.backslashes
-    if len(escapes):
-        backslashed[lines.at(escapes)] = True
+    escapes = lines.escapes
     escapes = escapes[escapes < len(data) - 5]
-    escapes = escapes[data[escapes + 1] == ord("u")]
     if len(escapes):
         # The four digits of each `\u` escape as one word, read in one gather: text from
         # `json.dumps` holds an escape for every character beyond ASCII.
@@ -235,13 +256,15 @@ def _classify(lines: Lines) -> Classified:
         mark = (digits == _word(b"0022")) | (digits | 0x20 << 24 == _word(b"003a"))
         if mark.any():
             escaped[lines.at(escapes[mark])] = True
-        high = ((digits & 0xFF) | 0x20 == ord("d")) & np.isin(digits >> 8 & 0xFF, _HIGH_SURROGATE)
-        escapes = escapes[high]
+        # `\ud8`-`\udb`: the first digit is looked at in every escape, the second only
+        # where the first is a `d`.
+        escapes = escapes[(digits & 0xFF) | 0x20 == ord("d")]
+        escapes = escapes[np.isin(data[escapes + 3], _HIGH_SURROGATE)]
         escapes = escapes[~_paired(data, escapes)]
         if len(escapes):
             suspect[lines.at(escapes)] = True
     good = shaped & ~blank & ~suspect
-    return Classified(blank, good, escaped, backslashed, inner_starts, inner_ends)
+    return Classified(blank, good, escaped, inner_starts, inner_ends)
 
 
 def _words(block: bytes) -> np.ndarray:
@@ -291,9 +314,14 @@ def _views(block: bytes, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
     views[:, 0] = lengths
     raw = views.view(np.uint8).reshape(count, 16)
     long = lengths > 12
-    if long.any():
+    # A long value's first four bytes, read as one native word from where it starts.
+    words = np.ndarray((max(len(block) - 3, 0),), dtype="=i4", buffer=block, strides=(1,))
+    if long.all():  # the common case: no mask to apply
+        views[:, 1] = words[starts]
+        views[:, 3] = starts
+    elif long.any():
         at = starts[long]
-        raw[long, 4:8] = data[at[:, None] + np.arange(4)]
+        views[long, 1] = words[at]
         views[long, 3] = at
     short = np.flatnonzero(~long)
     if len(short):  # up to 12 bytes are held in the view itself
@@ -306,12 +334,20 @@ def _views(block: bytes, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
     )
 
 
-def _uids(lines: Lines, kinds: Classified) -> pl.Series:
-    """The event_uid of every line (`uids.py`), hashed in one call over the block's bytes."""
+def _line_column(lines: Lines, kinds: Classified) -> pl.Series | None:
+    """Every line without surrounding whitespace, as a Binary column of views into the
+    block (None for a block of 2 GiB or more, beyond a view's offsets)."""
     if len(lines.block) >= 2**31:
-        return pl.Series("event_uid", line_uids([lines[i].strip() for i in range(len(lines))]))
+        return None
     column = pl.from_arrow(_views(lines.block, kinds.starts, kinds.ends))
     assert isinstance(column, pl.Series)
+    return column
+
+
+def _uids(lines: Lines, column: pl.Series | None) -> pl.Series:
+    """The event_uid of every line (`uids.py`), hashed in one call over the block's bytes."""
+    if column is None:
+        return pl.Series("event_uid", line_uids([lines[i].strip() for i in range(len(lines))]))
     return column_uids(column)
 
 
@@ -369,15 +405,18 @@ class BlockDecoder:
         count = len(lines)
         kinds = _classify(lines)
         blank, good = kinds.blank, kinds.good
+        column = _line_column(lines, kinds)
         otlp = np.zeros(count, dtype=bool)
-        found = _otlp_words(lines.data)
-        if len(found):
-            candidates = lines.at(found).tolist()
-            otlp[candidates] = [is_otlp_line(lines[i]) for i in candidates]
+        # Most logs never say `resource`: one search of the lines rules OTLP out.
+        if column is None or column.bin.contains(b"resource").any():
+            found = _otlp_words(lines.data)
+            if len(found):
+                candidates = lines.at(found).tolist()
+                otlp[candidates] = [is_otlp_line(lines[i]) for i in candidates]
         good &= ~otlp
 
         good_idx = np.flatnonzero(good)
-        uids = _uids(lines, kinds) if len(good_idx) else pl.Series(dtype=pl.String)
+        uids = _uids(lines, column) if len(good_idx) else pl.Series(dtype=pl.String)
 
         def read(idx: np.ndarray, full: bool = False, screened: bool = False) -> Parts:
             payload = lines.joined(idx)
@@ -385,11 +424,11 @@ class BlockDecoder:
             if not kinds.escaped[idx].any():
                 totals = lines.mark_totals
                 if payload is not block:
-                    totals = _scan(np.frombuffer(payload, dtype=np.uint8))[3]
+                    totals = _mark_totals(np.frombuffer(payload, dtype=np.uint8))
             marks = LineMarks(
                 lambda: lines.marks()[idx],
                 totals,
-                bool(kinds.backslashed[idx].any()),
+                lines.backslashed(idx),
                 lambda which: lines.marks_of(idx[which]),
             )
             try:

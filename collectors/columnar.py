@@ -28,7 +28,7 @@ import polars as pl
 import pyarrow as pa
 
 from collectors.mapping import FieldMapping
-from collectors.timestamps_vec import NUMBER_TEXT, micros_column
+from collectors.timestamps_vec import micros_column, number_text
 from store.contract import (
     CELERY_RETRIES,
     EVENT_KINDS,
@@ -52,6 +52,7 @@ _COERCED_WORDS = ["true", "false", "null"]
 _BAD = "__dupescope_bad"
 _OUT = "__dupescope_out_"
 _TS = "__dupescope_ts_"
+_ATTRS = "__dupescope_attrs"
 
 
 def _out(name: str) -> pl.Expr:
@@ -196,15 +197,26 @@ def _written_marks(nodes: list[pl.Series], rows: int) -> np.ndarray:
 
 
 def _text_bytes(text: pl.Series) -> tuple[np.ndarray, np.ndarray]:
-    """A text column's bytes and the offsets of its values in them (nulls as empty)."""
-    if text.has_nulls():  # Arrow leaves a null slot's bytes undefined: make them empty
-        text = text.fill_null("")
+    """A text column's bytes and the offsets of its values in them (nulls as empty).
+
+    Arrow leaves a null slot's bytes undefined. Polars writes them empty, so the column
+    is filled (a copy of every value) only where the null slots hold any byte.
+    """
+    array = _large_text(text)
+    offsets = np.frombuffer(array.buffers()[1], np.int64)[array.offset :][: len(array) + 1]
+    if array.null_count and int(offsets[-1] - offsets[0]) != text.str.len_bytes().sum():
+        array = _large_text(text.fill_null(""))
+        offsets = np.frombuffer(array.buffers()[1], np.int64)[array.offset :][: len(array) + 1]
+    data = array.buffers()[2]
+    return np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8), offsets
+
+
+def _large_text(text: pl.Series) -> pa.Array:
+    """A text column as one Arrow `large_string` array (offsets and bytes)."""
     array = text.to_arrow(compat_level=pl.CompatLevel.oldest())
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
-    offsets = np.frombuffer(array.buffers()[1], np.int64)[array.offset :][: len(array) + 1]
-    data = array.buffers()[2]
-    return np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8), offsets
+    return array
 
 
 def _text_marks_per_row(text: pl.Series) -> np.ndarray:
@@ -218,7 +230,19 @@ def _text_marks_per_row(text: pl.Series) -> np.ndarray:
     return counts
 
 
-def _written_totals(nodes: list[pl.Series]) -> tuple[int, int]:
+TextBytes = dict[int, tuple[np.ndarray, np.ndarray]]
+
+
+def _text_bytes_of(text: pl.Series, texts: TextBytes | None) -> tuple[np.ndarray, np.ndarray]:
+    """`_text_bytes`, kept in `texts` (by series) for the next look at the same column."""
+    if texts is None:
+        return _text_bytes(text)
+    if id(text) not in texts:
+        texts[id(text)] = _text_bytes(text)
+    return texts[id(text)]
+
+
+def _written_totals(nodes: list[pl.Series], texts: TextBytes | None = None) -> tuple[int, int]:
     """`_written_marks` summed over all rows, without a per-row array."""
     quotes = colons = 0
     for node in nodes:
@@ -229,29 +253,57 @@ def _written_totals(nodes: list[pl.Series]) -> tuple[int, int]:
         quotes += present * key_quotes
         colons += present * key_colons
         if node.dtype == pl.String:
-            inner_quotes, inner_colons = _text_marks(node)
+            inner_quotes, inner_colons = _text_marks(node, texts)
             quotes += inner_quotes
             colons += inner_colons
     return quotes, colons
 
 
-def _text_marks(text: pl.Series) -> tuple[int, int]:
+def _text_marks(text: pl.Series, texts: TextBytes | None = None) -> tuple[int, int]:
     """The `"` and `:` inside all values of a text column, counted in its Arrow bytes."""
-    data, offsets = _text_bytes(text)
+    data, offsets = _text_bytes_of(text, texts)
     data = data[offsets[0] : offsets[-1]]
     return int(np.count_nonzero(data == ord('"'))), int(np.count_nonzero(data == ord(":")))
 
 
-_COERCED_FIRST = np.frombuffer(b"-0123456789tfn{[", dtype=np.uint8)
+def _byte_set(members: bytes) -> np.ndarray:
+    """A lookup table: which of the 256 byte values are among `members`."""
+    table = np.zeros(256, dtype=bool)
+    table[np.frombuffer(members, dtype=np.uint8)] = True
+    return table
 
 
-def _maybe_coerced(values: pl.Series) -> np.ndarray:
+_COERCED_FIRST = _byte_set(b"-0123456789tfn{[")
+_NUMBER_FIRST = _byte_set(b"-0123456789")
+_DIGIT = _byte_set(b"0123456789")
+_AFTER_DIGIT = _byte_set(b"0123456789.eE")
+
+
+def _maybe_coerced(
+    values: pl.Series, texts: TextBytes | None = None, known: np.ndarray | None = None
+) -> np.ndarray:
     """Values that may be a number, boolean, null, object or array polars read as text:
-    the few whose first byte could start one are matched in full."""
-    data, offsets = _text_bytes(values)
+    the few whose first byte could start one are matched in full.
+
+    A value starting as a number is one only if its second byte can follow its first,
+    which is told for all values at once: most ids such as `0c5b...-0` are not matched
+    one by one. Rows where `known` is set are left out (the caller treats them apart).
+    """
+    data, offsets = _text_bytes_of(values, texts)
     starts, lengths = offsets[:-1], np.diff(offsets)
     first = data[np.minimum(starts, max(len(data) - 1, 0))] if len(data) else lengths * 0
-    which = np.flatnonzero((lengths > 0) & np.isin(first, _COERCED_FIRST))
+    candidate = (lengths > 0) & _COERCED_FIRST[first]
+    if known is not None:
+        candidate &= ~known
+    which = np.flatnonzero(candidate)
+    numeric = which[_NUMBER_FIRST[first[which]] & (lengths[which] > 1)]
+    if len(numeric):
+        # A number's second byte is a digit (or `.`, `e`, `E` after a digit).
+        second = data[starts[numeric] + 1]
+        after = np.where(first[numeric] == ord("-"), _DIGIT[second], _AFTER_DIGIT[second])
+        if not after.all():
+            candidate[numeric[~after]] = False
+            which = np.flatnonzero(candidate)
     maybe = np.zeros(len(values), dtype=bool)
     if len(which):
         some = values.gather(pl.Series(which))
@@ -261,7 +313,11 @@ def _maybe_coerced(values: pl.Series) -> np.ndarray:
 
 
 def _miscounted(
-    nodes: list[pl.Series], bad: np.ndarray, marks: LineMarks, stamps: list[pl.Series]
+    nodes: list[pl.Series],
+    bad: np.ndarray,
+    marks: LineMarks,
+    stamps: list[pl.Series],
+    numbers: dict[str, pl.Series],
 ) -> np.ndarray:
     """Rows whose marks differ from their line's: a key lost or a value coerced.
 
@@ -273,14 +329,17 @@ def _miscounted(
     numbers and others as text, polars reads the numbers as their digits; a timestamp
     means the same quoted or not (`to_micros` reads digits as the number they spell), and
     is never kept in `attrs`, so such a row is kept when its missing quotes are those of
-    its digit timestamps, and no other value of the row could be a coercion.
+    its digit timestamps, and no other value of the row could be a coercion. `numbers`
+    holds `number_text` of each of them, by name.
     """
     rows = len(bad)
     if marks.totals is not None:
-        totals = _written_totals(nodes)
+        texts: TextBytes = {}
+        totals = _written_totals(nodes, texts)
         if not bad.any() and totals == marks.totals:
             return np.zeros(rows, dtype=bool)
-        by_totals = _miscounted_by_totals(nodes, bad, marks, stamps, totals)
+        by_totals = _miscounted_by_totals(nodes, bad, marks, stamps, numbers, totals, texts)
+        texts.clear()
         if by_totals is not None:
             return by_totals
     written, line = _written_marks(nodes, rows), marks.rows()
@@ -291,16 +350,16 @@ def _miscounted(
         which = np.flatnonzero(miscounted & ~off[:, 1] & (written[:, 0] > line[:, 0]))
         taken = pl.Series(which)
         digits = np.zeros(len(which), dtype=np.int64)
-        numbers = {}
+        taken_numbers = {}
         for stamp in stamps:
-            numbers[stamp.name] = stamp.gather(taken).str.contains(NUMBER_TEXT).fill_null(False)
-            digits += numbers[stamp.name].to_numpy()
+            taken_numbers[stamp.name] = numbers[stamp.name].gather(taken)
+            digits += taken_numbers[stamp.name].to_numpy()
         coerced = np.zeros(len(which), dtype=bool)
         for node in nodes:
             if node.dtype == pl.String:
                 maybe = _maybe_coerced(node.gather(taken))
-                if node.name in numbers:
-                    maybe &= ~numbers[node.name].to_numpy()
+                if node.name in taken_numbers:
+                    maybe &= ~taken_numbers[node.name].to_numpy()
                 coerced |= maybe
         unquoted = written[which, 0] - line[which, 0] == 2 * digits
         miscounted[which[unquoted & ~coerced]] = False
@@ -312,7 +371,9 @@ def _miscounted_by_totals(
     bad: np.ndarray,
     marks: LineMarks,
     stamps: list[pl.Series],
+    stamp_numbers: dict[str, pl.Series],
     totals: tuple[int, int],
+    texts: TextBytes | None = None,
 ) -> np.ndarray | None:
     """`_miscounted` from the totals and the counts of a few rows, or None where those
     cannot tell.
@@ -329,17 +390,14 @@ def _miscounted_by_totals(
     if marks.some is None:
         return None
     rows = len(bad)
-    numbers = {s.name: s.str.contains(NUMBER_TEXT).fill_null(False).to_numpy() for s in stamps}
+    numbers = {s.name: stamp_numbers[s.name].to_numpy() for s in stamps}
     digits = np.zeros(rows, dtype=np.int64)
     for number in numbers.values():
         digits += number
     suspect = bad.copy()
     for node in nodes:
         if node.dtype == pl.String:
-            maybe = _maybe_coerced(node)
-            if node.name in numbers:
-                maybe &= ~numbers[node.name]
-            suspect |= maybe
+            suspect |= _maybe_coerced(node, texts, numbers.get(node.name))
     which = np.flatnonzero(suspect)
     if len(which) > rows // 10:
         return None
@@ -420,7 +478,8 @@ class ColumnarNormaliser:
         stamps = [
             leaves[n] for n in self.sources["ts"] if n in leaves and leaves[n].dtype == pl.String
         ]
-        bad |= _miscounted(nodes, bad, marks, stamps)
+        numbers = {stamp.name: number_text(stamp) for stamp in stamps}
+        bad |= _miscounted(nodes, bad, marks, stamps, numbers)
         table = pl.DataFrame(list(leaves.values())) if leaves else pl.DataFrame({})
         table = table.with_columns(pl.Series(_BAD, bad)) if leaves else pl.DataFrame({_BAD: bad})
         dtypes = dict(table.schema)
@@ -435,7 +494,7 @@ class ColumnarNormaliser:
         needs: list[pl.Expr] = [pl.col(_BAD)]
 
         ts_sources = take("ts")
-        stamps = [micros_column(table[n]).alias(_TS + n) for n, _ in ts_sources]
+        stamps = [micros_column(table[n], numbers.get(n)).alias(_TS + n) for n, _ in ts_sources]
         table = table.with_columns(stamps) if stamps else table
         exprs["ts"] = _first_present(
             [(pl.col(n).is_not_null(), pl.col(_TS + n)) for n, _ in ts_sources]
@@ -469,7 +528,12 @@ class ColumnarNormaliser:
         needs.append(~_out("event").is_in(NO_JOB_ID_KINDS) & (job_id.is_null() | (job_id == "")))
 
         rest = [n for n in leaves if n not in consumed]
-        exprs["attrs"] = _attrs(leaves, rest, marks.escapes, found.empty)
+        shaped = _attrs_by_shape(table, leaves, rest, marks.escapes, found.empty)
+        if shaped is None:
+            exprs["attrs"] = _attrs(leaves, rest, marks.escapes, found.empty)
+        else:
+            table = table.with_columns(shaped.alias(_ATTRS))
+            exprs["attrs"] = pl.col(_ATTRS)
         # A whole-number float may have been an integer in its line (polars widens a column
         # that mixes them), and would be written back as 5.0 where the line said 5.
         needs += [pl.col(n) == pl.col(n).floor() for n in rest if dtypes[n] == pl.Float64]
@@ -528,19 +592,10 @@ class ColumnarNormaliser:
         return value.cast(pl.String), needs.fill_null(False)
 
 
-def _attrs(
+def _attr_pieces(
     leaves: dict[str, pl.Series], names: list[str], escapes: bool, empty: set[str]
-) -> pl.Expr:
-    """The remaining fields as one JSON object per row; null where none remain.
-
-    A field in `empty` holds the text `{}` where its line held an empty object, written
-    as that object. Where no field is ever absent, one flat concatenation does it all.
-    Otherwise each field is `"key":value`, null where the field is absent, and the pieces
-    present are joined with commas (concat_str skips the nulls and their separators).
-    """
-    if not names:
-        return pl.lit(None, dtype=pl.String)
-    flat = not any(leaves[name].has_nulls() for name in names)
+) -> list[list[pl.Expr]]:
+    """Each field as its `"key":value` text, null where the field is absent."""
     pieces: list[list[pl.Expr]] = []
     for name in names:
         column, series = pl.col(name), leaves[name]
@@ -558,14 +613,79 @@ def _attrs(
             pieces.append([pl.when(column.is_not_null()).then(text)])
         else:
             pieces.append([pl.lit(key + '"'), column, pl.lit('"')])
-    if flat:
-        joined = [pl.lit("{")]
-        for i, piece in enumerate(pieces):
-            joined += [pl.lit(","), *piece] if i else piece
-        return pl.concat_str([*joined, pl.lit("}")])
+    return pieces
+
+
+def _flat_object(pieces: list[list[pl.Expr]]) -> pl.Expr:
+    """The pieces, all present, as one JSON object: one flat concatenation."""
+    joined = [pl.lit("{")]
+    for i, piece in enumerate(pieces):
+        joined += [pl.lit(","), *piece] if i else piece
+    return pl.concat_str([*joined, pl.lit("}")])
+
+
+def _attrs(
+    leaves: dict[str, pl.Series], names: list[str], escapes: bool, empty: set[str]
+) -> pl.Expr:
+    """The remaining fields as one JSON object per row; null where none remain.
+
+    A field in `empty` holds the text `{}` where its line held an empty object, written
+    as that object. Where no field is ever absent, one flat concatenation does it all.
+    Otherwise each field is `"key":value`, null where the field is absent, and the pieces
+    present are joined with commas (concat_str skips the nulls and their separators).
+    """
+    if not names:
+        return pl.lit(None, dtype=pl.String)
+    pieces = _attr_pieces(leaves, names, escapes, empty)
+    if not any(leaves[name].has_nulls() for name in names):
+        return _flat_object(pieces)
     body = pl.concat_str([pl.concat_str(p) for p in pieces], separator=",", ignore_nulls=True)
     present = pl.any_horizontal([pl.col(name).is_not_null() for name in names])
     return pl.when(present).then(pl.concat_str(pl.lit("{"), body, pl.lit("}")))
+
+
+#: Above this many sets of fields present, `attrs` is built in one expression.
+MAX_ATTR_SHAPES = 48
+
+
+def _attrs_by_shape(
+    table: pl.DataFrame,
+    leaves: dict[str, pl.Series],
+    names: list[str],
+    escapes: bool,
+    empty: set[str],
+) -> pl.Series | None:
+    """`_attrs` where fields are absent from some rows, built a set of present fields at
+    a time; None where there are too many sets (or fields) for that to pay.
+
+    Logs write a few shapes of line. The one expression pays for every field on every
+    row, present or not (a log mixing shapes has dozens of fields, each in a few rows);
+    the rows of one shape hold all of its fields, which one flat concatenation joins.
+    """
+    if not names or len(names) > 62 or all(not leaves[n].has_nulls() for n in names):
+        return None
+    present = np.zeros(table.height, dtype=np.int64)
+    for bit, name in enumerate(names):
+        present |= leaves[name].is_not_null().to_numpy().astype(np.int64) << bit
+    shapes = np.unique(present)
+    if len(shapes) > MAX_ATTR_SHAPES:
+        return None
+    pieces = dict(zip(names, _attr_pieces(leaves, names, escapes, empty), strict=True))
+    texts, rows = [], []
+    for shape in shapes[shapes != 0].tolist():
+        fields = [name for bit, name in enumerate(names) if shape >> bit & 1]
+        which = np.flatnonzero(present == shape)
+        part = table.select(fields)[pl.Series(which)]
+        texts.append(part.select(_flat_object([pieces[n] for n in fields])).to_series())
+        rows.append(which)
+    # Each row's text by its place among the shapes' texts; a row with no field, null.
+    total = sum(len(r) for r in rows)
+    place = np.full(table.height, total, dtype=np.int64)
+    if rows:
+        place[np.concatenate(rows)] = np.arange(total)
+    nothing = pl.Series([None], dtype=pl.String)
+    joined = pl.concat([*[t.cast(pl.String).alias("attrs") for t in texts], nothing.alias("attrs")])
+    return joined.gather(pl.Series(place))
 
 
 def _to_arrow(frame: pl.DataFrame, source: str, schema: pa.Schema) -> pa.Table:

@@ -221,29 +221,49 @@ def _read_form(text: np.ndarray) -> np.ndarray | None:
     return stamps
 
 
-def micros_column(values: pl.Series) -> pl.Series:
+def number_text(values: pl.Series) -> pl.Series:
+    """Which values of a text column are epochs written as digits (`NUMBER_TEXT`)."""
+    return values.str.contains(NUMBER_TEXT).fill_null(False)
+
+
+def micros_column(values: pl.Series, number: pl.Series | None = None) -> pl.Series:
     """`micros` of a whole column, parsing each value once where all share the common form.
 
     `rfc3339` tries four formats on every row; a log writes one form throughout, so the
     values are first read as one fixed-width form, then the first format alone is tried
-    before the rest, whose rows then get `micros` in full.
+    before the rest, whose rows then get `micros` in full. `number`, where the caller has
+    it already, is `number_text(values)`.
     """
     frame = values.to_frame("v")
     if values.dtype != pl.String:
         return frame.select(micros(pl.col("v"), values.dtype)).to_series()
-    number = values.str.contains(NUMBER_TEXT).fill_null(False)
+    if number is None:
+        number = number_text(values)
     if number.any():
         # Epochs read as text beside RFC 3339 ones: each kind read by its own rule (a
-        # `when` would parse every row every way), then put back together.
+        # `when` would parse every row every way), then put back together. Among epochs,
+        # those without a point are DIGITS, the others DECIMAL; each cast sees only its
+        # own rows (the others null).
         value = pl.col("v")
-        epochs = frame.select(
-            pl.when(value.str.contains(DIGITS))
-            .then(epoch_int(value.cast(pl.Int64, strict=False)))
-            .otherwise(epoch_float(value.cast(pl.Float64, strict=False)))
-        ).to_series()
+        whole = pl.col("whole")
+        pointless = ~value.str.contains(".", literal=True)
+        epochs = (
+            frame.with_columns(number.alias("number"))
+            .with_columns((pl.col("number") & pointless).alias("whole"))
+            .select(
+                pl.when(whole)
+                .then(epoch_int(pl.when(whole).then(value).cast(pl.Int64, strict=False)))
+                .when(pl.col("number"))
+                .then(epoch_float(pl.when(~whole).then(value).cast(pl.Float64, strict=False)))
+            )
+            .to_series()
+        )
         if number.all():
             return epochs.alias(values.name)
-        text = micros_column(pl.select(pl.when(~number).then(values)).to_series())
+        text = micros_column(
+            pl.select(pl.when(~number).then(values)).to_series(),
+            pl.Series(np.zeros(len(values), dtype=bool)),
+        )
         return epochs.zip_with(number, text).alias(values.name)
     fixed = _fixed_width(values.drop_nulls() if values.has_nulls() else values)
     if fixed is not None and values.has_nulls():  # a field other spellings fill in some rows

@@ -466,3 +466,83 @@ def test_crlf_line_ends_are_cut_off_column_wise() -> None:
     lines = [orjson.dumps(_ack(i)) + b"\r" for i in range(300)]
     lines += [orjson.dumps(_ack(1)) + b" \r", b"\r", b" " + orjson.dumps(_ack(2)) + b"\r"]
     assert _decoded_as_line_path(lines).per_line == 0
+
+
+def test_escapes_split_across_scan_pieces_give_the_line_paths_rows(monkeypatch) -> None:
+    """A `\\u` pair, `{` or mark that straddles two of the scan's pieces is found as
+    inside one."""
+    monkeypatch.setattr(blocks, "SCAN_BYTES", 7)
+    rng = random.Random(5)
+    pieces = [r"\u0022", r"\u003a", r"\ud83d\ude80", r"\uD83D", r"\\u0022", r"\n", "a", ":"]
+    lines = []
+    for i in range(300):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(5)))
+        lines.append(orjson.dumps(_ack(i))[:-1] + b', "msg": "' + text.encode() + b'"}')
+    lines += [orjson.dumps(_ack(1, d={"a": [1]})), b'{"x":' * 70 + b"1" + b"}" * 70]
+    _decoded_as_line_path(lines)
+
+
+def test_a_value_may_be_a_coercion_where_the_pattern_matches_it() -> None:
+    """The look at a value's first two bytes drops only values the pattern refuses."""
+    import polars as pl
+
+    from collectors import columnar
+
+    rng = random.Random(7)
+    parts = [*"0123456789-+.eEtfn{[x\"é ", "true", "null", "1e5", "-0.5", "0c5b-0", "12:00"]
+    values = [
+        None if rng.random() < 0.2 else "".join(rng.choice(parts) for _ in range(rng.randrange(5)))
+        for _ in range(3000)
+    ]
+    column = pl.Series("v", values, dtype=pl.String)
+    pattern = column.str.contains(columnar._COERCED) | column.is_in(columnar._COERCED_WORDS)
+    want = pattern.fill_null(False).to_numpy()
+    assert (columnar._maybe_coerced(column) == want).all()
+    known = np.array([rng.random() < 0.3 for _ in values])
+    assert (columnar._maybe_coerced(column, {}, known) == (want & ~known)).all()
+
+
+def test_attrs_built_shape_by_shape_are_those_of_the_one_expression() -> None:
+    import polars as pl
+
+    from collectors import columnar
+
+    rng = random.Random(11)
+    rows = 500
+    columns = {
+        "msg": [rng.choice(["plain", 'a "q"', "tab\there", "é"]) for _ in range(rows)],
+        "n": [rng.randrange(-5, 5) for _ in range(rows)],
+        "f": [rng.random() * 100 for _ in range(rows)],
+        "ok": [rng.random() < 0.5 for _ in range(rows)],
+        "hollow": ["{}"] * rows,
+        "a.b": [f"v{i}" for i in range(rows)],
+    }
+    sometimes = {"msg", "f", "hollow", "a.b"}  # 16 sets of fields present, at most
+    leaves = {
+        name: pl.Series(
+            name, [v if name not in sometimes or rng.random() < 0.6 else None for v in values]
+        )
+        for name, values in columns.items()
+    }
+    table = pl.DataFrame(list(leaves.values()))
+    for names in (list(leaves), ["msg", "hollow"], ["f"]):
+        for escapes in (True, False):
+            want = table.select(columnar._attrs(leaves, names, escapes, {"hollow"})).to_series()
+            got = columnar._attrs_by_shape(table, leaves, names, escapes, {"hollow"})
+            assert got is not None
+            assert got.to_list() == want.to_list()
+    assert columnar._attrs_by_shape(table, leaves, ["n", "ok"], True, set()) is None
+    # 256 sets of fields present: too many to build one by one.
+    many = {
+        f"k{i}": pl.Series(f"k{i}", [rng.choice([1, None]) for _ in range(rows)]) for i in range(8)
+    }
+    wide = pl.DataFrame(list(many.values()))
+    assert columnar._attrs_by_shape(wide, many, list(many), True, set()) is None
+
+
+def test_line_views_of_short_and_long_lines_hold_their_bytes() -> None:
+    block = b"".join(orjson.dumps({"k": "v" * n}) + b"\n" for n in range(0, 30))
+    lines = blocks.Lines(block)
+    kinds = blocks._classify(lines)
+    views = blocks._views(block, kinds.starts, kinds.ends)
+    assert views.to_pylist() == [lines[i] for i in range(len(lines))]
