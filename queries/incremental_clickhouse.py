@@ -31,7 +31,7 @@ import time
 import uuid
 from typing import Any
 
-from queries import answers
+from queries import answers, incremental
 from queries.loader import render, sql_text
 from store import clickhouse_derived as kept
 from store.clickhouse import ClickHouseEngine
@@ -48,16 +48,23 @@ WINDOW_SECONDS = 10
 #: A batch of more rows than this, and over twice the executions, is built from nothing.
 LARGE_BATCH_ROWS = 500_000
 
+#: The work table listing each kept derived table's touched units (its unit column is
+#: queries/incremental.py's, as on the embedded store).
+_TOUCHED = {
+    "derived_executions": "derive_work_keys",
+    "derived_lock_incidents": "derive_work_holder_units",
+    "derived_duplicate_runs": "derive_work_keys",
+    "derived_jobs": "derive_work_all_jobs",
+    "derived_lifecycle": "derive_work_batch_events",
+    "derived_key_runs": "derive_work_keys",
+    "derived_lookup": "derive_work_keys",
+    "derived_redeliveries": "derive_work_keys",
+}
+
 #: Each kept derived table's unit column, and the work table listing its touched units.
 UNITS: dict[str, tuple[str, str]] = {
-    "derived_executions": ("key", "derive_work_keys"),
-    "derived_lock_incidents": ("execution_uid", "derive_work_holder_units"),
-    "derived_duplicate_runs": ("key", "derive_work_keys"),
-    "derived_jobs": ("job_id", "derive_work_all_jobs"),
-    "derived_lifecycle": ("event_uid", "derive_work_batch_events"),
-    "derived_key_runs": ("key", "derive_work_keys"),
-    "derived_lookup": ("key", "derive_work_keys"),
-    "derived_redeliveries": ("key", "derive_work_keys"),
+    table: (unit, _TOUCHED[table])
+    for table, unit in incremental.UNITS.items() if table in _TOUCHED and unit is not None
 }
 
 #: ClickHouse fills unmatched LEFT JOIN columns with type defaults and lets an alias

@@ -116,14 +116,19 @@ def layouts(
 # the JSON layout's attributes flattened into Maps, and one row per span that names a job.
 
 
-def _signature(parts: list[Part]) -> str:
-    """What the exporter's tables hold, as far as reading them goes: the newest block of
-    each partition (a merge changes part names, not this)."""
+def _newest(parts: list[Part]) -> dict[tuple[str, str], int]:
+    """(table, partition) -> the highest block any of its parts holds."""
     newest: dict[tuple[str, str], int] = {}
     for p in parts:
         newest[(p.table, p.partition)] = max(newest.get((p.table, p.partition), -1),
                                              p.max_block)
-    return ";".join(f"{t}:{d}:{b}" for (t, d), b in sorted(newest.items()))
+    return newest
+
+
+def _signature(parts: list[Part]) -> str:
+    """What the exporter's tables hold, as far as reading them goes: the newest block of
+    each partition (a merge changes part names, not this)."""
+    return ";".join(f"{t}:{d}:{b}" for (t, d), b in sorted(_newest(parts).items()))
 
 
 def _span_steps(json: bool) -> list[tuple[str, str, bool]]:
@@ -270,17 +275,17 @@ class OtelReading(Store):
         current = _signature(parts)
         if current == self._refreshed:
             return current
-        if not self._unread(parts, self._read()) and not self._days_gone(parts):
+        read = self._read()
+        if not self._unread(parts, read) and not self._days_gone(parts, read):
             self._refreshed = current  # another process read these already
             return current
         self._lock_refill()
         try:
-            parts = self._parts()
-            read = self._read()
-            unread = self._unread(parts, read)
-            if unread or self._days_gone(parts):
+            parts, read = self._parts(), self._read()
+            unread, gone = self._unread(parts, read), self._days_gone(parts, read)
+            if unread or gone:
                 self._append(unread, first=not read)
-                self._drop_days(parts)
+                self._drop_days(gone)
                 self._record(parts)
             current = _signature(parts)
         finally:
@@ -304,12 +309,13 @@ class OtelReading(Store):
         """Parts holding a block not read yet (a new insert, or a merge that took one)."""
         return [p for p in parts if p.max_block > read.get((p.table, p.partition), -1)]
 
-    def _days_gone(self, parts: list[Part]) -> list[str]:
-        """Partitions `events` holds that no exporter table holds any more (retention)."""
+    def _days_gone(self, parts: list[Part], read: dict[tuple[str, str], int]) -> list[str]:
+        """Partitions `events` holds that were read and that no exporter table holds any
+        more (retention)."""
         held = {p.partition for p in parts}
+        was_read = {partition for _, partition in read}
         ours = self.execute(sql_text("otel_events_days"), {"database": self.source.own_db})
-        read = {partition for _, partition in self._read()}
-        return sorted(d for d in ours["partition_id"] if d in read and d not in held)
+        return sorted(d for d in ours["partition_id"] if d in was_read and d not in held)
 
     def _append(self, unread: list[Part], *, first: bool) -> None:
         """The mapping of the unread parts' rows (and of every span of their traces, but
@@ -333,16 +339,13 @@ class OtelReading(Store):
             self.command(statement("otel_stage_fill", own=own, stage=stage, view=view))
         self.command(statement("otel_events_append", own=own))
 
-    def _drop_days(self, parts: list[Part]) -> None:
-        for day in self._days_gone(parts):
+    def _drop_days(self, days: list[str]) -> None:
+        for day in days:
             self.command(statement("otel_events_drop_day", own=self.source.own_db),
                          {"partition": day})
 
     def _record(self, parts: list[Part]) -> None:
-        newest: dict[tuple[str, str], int] = {}
-        for p in parts:
-            newest[(p.table, p.partition)] = max(newest.get((p.table, p.partition), -1),
-                                                 p.max_block)
+        newest = _newest(parts)
         if newest:
             self.command(statement("otel_read_set", own=self.source.own_db),
                          {"tables": [t for t, _ in newest],

@@ -4,6 +4,8 @@ own client library, agreeing with what the store holds and with `/healthz`."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any
 import urllib.request
 from pathlib import Path
 
@@ -116,40 +118,35 @@ def test_a_commit_counts_in_the_first_bucket_at_or_above_its_duration() -> None:
     assert durations.total_seconds == 0.5021
 
 
+def _lag_follows_derivation(collector: Any, derive: Callable[[], None]) -> None:
+    """-1 before anything is derived, 0 once a reader has derived everything, and the
+    wait of the oldest rows not derived in between."""
+    lag = "dupescope_collector_derivation_lag_seconds"
+    url = f"http://127.0.0.1:{collector.http.port}/v1/traces"
+    assert _scrape(collector.http.port)[1][lag] == -1  # no reader derived anything yet
+    assert post(url, _body(), PB)[0] == 200
+    derive()
+    assert _scrape(collector.http.port)[1][lag] == 0
+    assert post(url, _body(offset=3), PB)[0] == 200
+    time.sleep(1.2)
+    waited = _scrape(collector.http.port)[1][lag]
+    assert 1.0 <= waited < 30
+    derive()
+    assert _scrape(collector.http.port)[1][lag] == 0
+
+
 def test_derivation_lag_counts_from_the_first_write_no_reader_derived(tmp_path: Path) -> None:
     store = EmbeddedStore(tmp_path / "store")
-    lag = "dupescope_collector_derivation_lag_seconds"
     with running(store) as collector:
-        url = f"http://127.0.0.1:{collector.http.port}/v1/traces"
-        assert _scrape(collector.http.port)[1][lag] == -1  # no reader derived anything yet
-        assert post(url, _body(), PB)[0] == 200
         reader = EmbeddedStore(tmp_path / "store")
-        derived.ensure(reader)
-        assert _scrape(collector.http.port)[1][lag] == 0
-        assert post(url, _body(offset=3), PB)[0] == 200
-        time.sleep(1.2)
-        waited = _scrape(collector.http.port)[1][lag]
-        assert 1.0 <= waited < 30
-        derived.ensure(reader)
-        assert _scrape(collector.http.port)[1][lag] == 0
+        _lag_follows_derivation(collector, lambda: derived.ensure(reader))
         reader.close()
 
 
 def test_derivation_lag_on_chdb_counts_from_the_oldest_row_not_derived(tmp_path: Path) -> None:
     store = ChdbStore(str(tmp_path / "chdb"))
-    lag = "dupescope_collector_derivation_lag_seconds"
     try:
         with running(store) as collector:
-            url = f"http://127.0.0.1:{collector.http.port}/v1/traces"
-            assert _scrape(collector.http.port)[1][lag] == -1  # nothing derived yet
-            assert post(url, _body(), PB)[0] == 200
-            derived.ensure(store)
-            assert _scrape(collector.http.port)[1][lag] == 0
-            assert post(url, _body(offset=3), PB)[0] == 200
-            time.sleep(1.2)
-            waited = _scrape(collector.http.port)[1][lag]
-            assert 1.0 <= waited < 30
-            derived.ensure(store)
-            assert _scrape(collector.http.port)[1][lag] == 0
+            _lag_follows_derivation(collector, lambda: derived.ensure(store))
     finally:
         store.close()
