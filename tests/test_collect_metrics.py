@@ -4,10 +4,10 @@ own client library, agreeing with what the store holds and with `/healthz`."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Any
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from collect_support import get_json, job_spans, post, raw_count, running
 from native_support import require_native
