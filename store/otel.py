@@ -18,9 +18,14 @@ user's tables.
 A refresh reads what is new, not the history: every insert into the exporter's tables
 makes a part of new block numbers in its partition, so `otel_read` records, per
 partition, the highest block read, and a refresh reads the parts holding a higher one
-(from part metadata; a merge of read parts with a new one is read whole again). Spans are
-read with every other span of their traces (a span's meaning can depend on its children),
-found by the exporter's TraceId bloom filter. A row read again replaces itself in
+(from part metadata; a merge of read parts with a new one is read whole again).
+
+One span's meaning depends on others: a span with a lifecycle step as a child span is an
+execution. dupescope keeps every step child span read (`otel_step_children`, by parent), so
+a parent read later is an execution by its children without reading them again; and it
+keeps the spans read that name a job but record no event (`otel_idle_spans`), the only ones
+a child read later can change, so those, and no other span read, are read again (by their
+trace, through the exporter's TraceId bloom filter). A row read again replaces itself in
 `events`, and the derived tables derive what the new rows touch
 (queries/incremental_clickhouse.py). A day the exporter's TTL dropped is dropped from
 `events` too.
@@ -197,6 +202,13 @@ class OtelSource:
         own = self.own_db
         command(statement("otel_database_create", own=own))
         use(own)
+        # A database read before the step child spans were kept: read the tables whole
+        # once more, so that every parent's children are known.
+        keeps_children = not query(sql_text("otel_table_exists"),
+                                   {"database": own, "name": "otel_idle_spans"}).empty
+        for table in ("otel_step_children_create", "otel_step_parents_create",
+                      "otel_idle_spans_create"):
+            command(statement(table, own=own))
         records: list[str] = []
         self.stages = []
         for layout, source, steps in (
@@ -224,6 +236,8 @@ class OtelSource:
                     command(statement("otel_stage_create", own=own, stage=name, view=view))
                     self.stages.append((name, view))
             records.append(f"SELECT * FROM {own}.{steps(layout.json)[-1][0]}")
+        if self.traces is not None:
+            command(statement("otel_step_children_read", own=own))
         command(f"CREATE OR REPLACE VIEW {own}.otel_records AS {' UNION ALL '.join(records)}")
         command(f"CREATE OR REPLACE VIEW {own}.otel_events AS {sql_text('otel_events')}")
         stale = query(sql_text("otel_events_view_stale"), {"database": own})
@@ -232,6 +246,8 @@ class OtelSource:
         for ddl in events_ddl(own):
             command(ddl)
         command(statement("otel_read_create", own=own))
+        if not keeps_children:
+            command(statement("otel_read_forget", own=own))
 
     def tables(self) -> list[tuple[Layout, str]]:
         """(layout, its source view) of each of the exporter's tables present."""
@@ -318,31 +334,55 @@ class OtelReading(Store):
         return sorted(d for d in ours["partition_id"] if d in was_read and d not in held)
 
     def _append(self, unread: list[Part], *, first: bool) -> None:
-        """The mapping of the unread parts' rows (and of every span of their traces, but
-        on a first read, which reads everything) added to `events`."""
+        """The mapping of the unread parts' rows added to `events`, with the spans read
+        earlier that a new step child span makes executions (none on a first read, which
+        reads everything)."""
         own = self.source.own_db
         for layout, source in self.source.tables():
             parts, traces = f"{source}_parts", f"{source}_traces"
             for table in (parts, traces):
                 self.command(statement("otel_reading_truncate", own=own, parts=table))
             names = [p.name for p in unread if p.table == layout.table]
-            if not names:
-                continue
-            self.command(statement("otel_reading_fill", own=own, parts=parts),
-                         {"names": names})
-            if layout is self.source.traces and not first:
-                self.command(statement("otel_reading_traces_fill", own=own, traces=traces,
-                                       source_db=self.source.source_db, table=layout.table,
-                                       parts=parts))
-        for stage, view in self.source.stages:
-            self.command(statement("otel_stage_truncate", own=own, stage=stage))
-            self.command(statement("otel_stage_fill", own=own, stage=stage, view=view))
+            if names:
+                self.command(statement("otel_reading_fill", own=own, parts=parts),
+                             {"names": names})
+        spans = [s for s in self.source.stages if s[0] == "otel_spans"]
+        rest = [s for s in self.source.stages if s[0] != "otel_spans"]
+        if self.source.traces is not None:
+            self._fill(spans)
+            if not first and self._revisit():
+                self._fill(spans)
+            self.command(statement("otel_step_children_add", own=own))
+            self.command(statement("otel_step_parents_truncate", own=own))
+            fill = "otel_step_parents_fill_read" if first else "otel_step_parents_fill"
+            self.command(statement(fill, own=own))
+        self._fill(rest)
+        if self.source.traces is not None:
+            self.command(statement("otel_idle_spans_add", own=own))
         self.command(statement("otel_events_append", own=own))
 
+    def _fill(self, stages: list[tuple[str, str]]) -> None:
+        for stage, view in stages:
+            self.command(statement("otel_stage_truncate", own=self.source.own_db, stage=stage))
+            self.command(statement("otel_stage_fill", own=self.source.own_db, stage=stage,
+                                   view=view))
+
+    def _revisit(self) -> bool:
+        """Mark for reading again the traces of spans read earlier that name a job and
+        record no event, where a span now read is a step child of theirs; whether any."""
+        own, traces = self.source.own_db, "otel_traces_source_traces"
+        self.command(statement("otel_revisit_fill", own=own, traces=traces))
+        found = self.execute(statement("otel_reading_count", own=own, table=traces))
+        return int(found["n"].iloc[0]) > 0
+
     def _drop_days(self, days: list[str]) -> None:
+        own = self.source.own_db
         for day in days:
-            self.command(statement("otel_events_drop_day", own=self.source.own_db),
-                         {"partition": day})
+            self.command(statement("otel_events_drop_day", own=own), {"partition": day})
+            if self.source.traces is not None:
+                for table in ("otel_step_children", "otel_idle_spans"):
+                    self.command(statement("otel_bookkeeping_drop_day", own=own, table=table),
+                                 {"partition": day})
 
     def _record(self, parts: list[Part]) -> None:
         newest = _newest(parts)

@@ -404,23 +404,25 @@ def _trace_ids(rows: list[dict]) -> set[str]:
     return {r["TraceId"] for r in rows}
 
 
-def test_a_refresh_reads_the_new_spans_and_their_traces_only(requests: list,
-                                                               tmp_path: Path) -> None:
-    third = len(requests) // 3
+def test_a_refresh_reads_the_new_spans_only(requests: list, tmp_path: Path) -> None:
+    rows = sorted(span_rows(requests), key=lambda r: r["Timestamp"])
+    last = {r["TraceId"]: r["SpanId"] for r in rows}  # each trace's latest span
+    earlier = [r for r in rows[:len(rows) // 2] if last[r["TraceId"]] != r["SpanId"]]
+    later = [r for r in rows if r not in earlier]
+    assert _trace_ids(earlier) & _trace_ids(later)  # jobs whose spans span both inserts
     folder = exporter_tables(tmp_path / "otel", json_attrs=False, logs="current",
-                             spans=span_rows(requests[:third]))
+                             spans=earlier)
     store = OtelChdbStore(str(folder), OtelSource("otel"))
     try:
         store.refresh()
         before = store.execute("SELECT toString(max(ingested_at)) AS t FROM events")["t"][0]
-        later = span_rows(requests[third:2 * third])
         insert(store._session, "otel.otel_traces", later)
         store.refresh()
-        added = store.execute("SELECT DISTINCT trace_id FROM events "
+        added = store.execute("SELECT DISTINCT span_id FROM events "
                               "WHERE ingested_at > toDateTime64({t:String}, 6)", {"t": before})
     finally:
         store.close()
-    assert set(added["trace_id"]) and set(added["trace_id"]) <= _trace_ids(later)
+    assert set(added["span_id"]) and set(added["span_id"]) <= {r["SpanId"] for r in later}
 
 
 def test_the_derived_state_over_the_exporters_tables_follows_batch_after_batch(
@@ -471,7 +473,7 @@ def test_a_day_the_exporter_dropped_is_dropped_from_events(requests: list,
         store.close()
 
 
-def _job_with_step_spans() -> list[dict]:
+def _job_with_step_spans(json_attrs: bool = False) -> list[dict]:
     """A job's run whose span is an execution only by its children: lifecycle steps as
     child spans, the run span itself naming no event and no attempt."""
     exporter = CollectingExporter()
@@ -487,19 +489,26 @@ def _job_with_step_spans() -> list[dict]:
                                   start_time=start + offset * 10**9)
         child.end(end_time=start + offset * 10**9 + 1000)
     run.end(end_time=start + 3 * 10**9)
-    return span_rows(exporter.requests)
+    return span_rows(exporter.requests, json=json_attrs)
 
 
-def test_a_span_read_after_its_children_is_read_with_them(tmp_path: Path) -> None:
-    rows = _job_with_step_spans()
-    children = [r for r in rows if r["ParentSpanId"]]
-    parent = [r for r in rows if not r["ParentSpanId"]]
-    folder = exporter_tables(tmp_path / "otel", json_attrs=False, logs="current",
-                             spans=children)
+def _read_in_two_inserts(folder: Path, first: list[dict], second: list[dict], *,
+                         json_attrs: bool, forget: bool = False) -> None:
+    """Refresh after each insert of the job with step child spans (each insert a part of
+    its own); then its events are a run with its steps, and the kept state equals a
+    build from nothing. `forget`: reopen in between without the kept step child spans, as
+    an earlier version of dupescope left its database."""
+    exporter_tables(folder, json_attrs=json_attrs, logs="current",
+                    spans=first)
     live = OtelChdbStore(str(folder), OtelSource("otel"))
     try:
         live.refresh()
-        insert(live._session, "otel.otel_traces", parent)  # a part of its own, read later
+        if forget:
+            live.command("DROP TABLE otel_dupescope.otel_step_children")
+            live.command("DROP TABLE otel_dupescope.otel_idle_spans")
+            live.close()
+            live = OtelChdbStore(str(folder), OtelSource("otel"))
+        insert(live._session, "otel.otel_traces", second)
         kept = state(live)
         events = live.execute("SELECT event FROM events FINAL WHERE job_id = 'j-steps'")
         assert sorted(events["event"]) == ["ack", "deliver", "side_effect"]
@@ -510,3 +519,28 @@ def test_a_span_read_after_its_children_is_read_with_them(tmp_path: Path) -> Non
             fresh.close()
     finally:
         live.close()
+
+
+@pytest.mark.parametrize("json_attrs", [False, True], ids=["map", "json"])
+def test_a_span_read_after_its_children_is_an_execution_by_them(tmp_path: Path,
+                                                                 json_attrs: bool) -> None:
+    rows = _job_with_step_spans(json_attrs)
+    children = [r for r in rows if r["ParentSpanId"]]
+    parent = [r for r in rows if not r["ParentSpanId"]]
+    _read_in_two_inserts(tmp_path / "otel", children, parent, json_attrs=json_attrs)
+
+
+@pytest.mark.parametrize("json_attrs", [False, True], ids=["map", "json"])
+def test_a_span_read_before_its_children_is_read_again_with_them(tmp_path: Path,
+                                                                  json_attrs: bool) -> None:
+    rows = _job_with_step_spans(json_attrs)
+    children = [r for r in rows if r["ParentSpanId"]]
+    parent = [r for r in rows if not r["ParentSpanId"]]
+    _read_in_two_inserts(tmp_path / "otel", parent, children, json_attrs=json_attrs)
+
+
+def test_a_database_read_before_step_children_were_kept_is_read_again(tmp_path: Path) -> None:
+    rows = _job_with_step_spans()
+    children = [r for r in rows if r["ParentSpanId"]]
+    parent = [r for r in rows if not r["ParentSpanId"]]
+    _read_in_two_inserts(tmp_path / "otel", children, parent, json_attrs=False, forget=True)

@@ -1,4 +1,4 @@
--- The traces of the spans a refresh reads: every span of them is read again with them, as
--- a span's meaning can depend on its children (a lifecycle step as a child span).
+-- The traces a refresh reads again beside the new parts: those of spans read earlier that
+-- a new step child span makes executions (otel_revisit_fill.sql). Usually empty.
 CREATE TABLE IF NOT EXISTS {own:Identifier}.{traces:Identifier} (trace_id String)
 ENGINE = MergeTree ORDER BY tuple()

@@ -28,15 +28,9 @@ WITH
         'process', 'deliver', 'deliver', 'deliver', 'settle', 'ack') AS operations,
     map('SUCCESS', 'ack', 'IGNORED', 'ack', 'RETRY', 'nack', 'REJECTED', 'nack',
         'FAILURE', 'fail') AS celery_settles,
-    -- Spans with a lifecycle step as a child span: those are executions.
-    step_parents AS (
-        SELECT DISTINCT parent_span_id
-        FROM otel_spans
-        WHERE parent_span_id != ''
-            AND (span_name IN worker_steps
-                OR own_attrs['job.event'] IN worker_steps
-                OR own_attrs['event'] IN worker_steps)
-    ),
+    -- Spans with a lifecycle step as a child span, read now or earlier: those are
+    -- executions (otel_step_parents, refilled by each refresh).
+    step_parents AS (SELECT parent_span_id FROM otel_step_parents),
     based AS (
         SELECT
             *,
@@ -113,6 +107,8 @@ WITH
                     step_attrs[exception_at]['exception.type'])) AS failure
         FROM based
     )
+-- Spans that name a job but record no event are kept too (otel_idle_spans_add.sql): a
+-- step child span read later makes them executions.
 SELECT *
 FROM named
-WHERE own_event != ''
+WHERE own_event != '' OR hasAny(mapKeys(span_attrs), job_id_keys)

@@ -39,6 +39,7 @@ WITH
                                 span_attrs['celery.state'])))))])
             ) AS records
         FROM otel_span_kinds_stage
+        WHERE own_event != ''
     )
 SELECT
     lower(hex(MD5(concat(trace_id, '\x1f', span_id, '\x1f', toString(record.1), '\x1f'))))

@@ -1,5 +1,6 @@
 -- The exporter's spans under a fixed name in dupescope's own database: those of the parts
--- a refresh reads, and every other span of their traces.
+-- a refresh reads, and those of the traces it reads again (found by the exporter's
+-- TraceId bloom filter).
 CREATE OR REPLACE VIEW {own:Identifier}.{view:Identifier} AS
 SELECT *
 FROM {source_db:Identifier}.{table:Identifier}
