@@ -360,6 +360,10 @@ class OtelReading(Store):
         if self.source.traces is not None:
             self.command(statement("otel_idle_spans_add", own=own))
         self.command(statement("otel_events_append", own=own))
+        # Emptied now, not by the next refresh: dropping a first read's millions of rows
+        # takes seconds, which the first read pays better than the next small batch.
+        for stage, _ in self.source.stages:
+            self.command(statement("otel_stage_truncate", own=own, stage=stage))
 
     def _fill(self, stages: list[tuple[str, str]]) -> None:
         for stage, view in stages:
