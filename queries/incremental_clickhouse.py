@@ -4,7 +4,8 @@
 derived status (store/clickhouse_derived.py) the newest insert time read (`high`). A
 derivation reads the rows inserted since, finds the units they touch as the embedded store
 does (queries/incremental.py: their keys and job_ids, with every row of the jobs of those
-keys, fetched through the sort key and the job_id bloom filter), runs the same query files
+keys: the pairs of key and job_id with rows from before the read, which the id index
+`events_ids` names, through the sort key, and the others from the read), runs the same query files
 over those rows in tables of its own (`derive_work_*`), and writes the touched units'
 rows under a new version. What it costs follows the rows touched and their keys' history,
 not the size of `events`; the lock incidents are the exception, as a lock_key's holders
@@ -196,8 +197,8 @@ def _work_table(store: ClickHouseEngine, name: str, select: str) -> None:
 def _drop_work(store: ClickHouseEngine, tables: Tables) -> None:
     names = [t for t, _ in tables] + [
         "events", "unique_events", "event_facts", "everything", "read", "batch", "jobs",
-        "own", "keys", "keyed", "rest", "found", "all_jobs", "batch_events", "locks",
-        "holders", "holder_units"]
+        "own", "keys", "keyed", "rest", "found", "recent", "keyed_units", "rest_units",
+        "all_jobs", "batch_events", "locks", "holders", "holder_units"]
     for name in names:
         store.command(f"DROP TABLE IF EXISTS {WORK}{name}")
 
@@ -218,9 +219,15 @@ def _absorb(store: ClickHouseEngine, tables: Tables, status: kept.Status) -> kep
     batch_rows = int(sizes["batch_rows"])
     if batch_rows > LARGE_BATCH_ROWS and batch_rows > 2 * int(sizes["executions"]):
         return build(store, tables)
-    for step in ("derive_work_jobs", "derive_work_own", "derive_work_keys",
-                 "derive_work_keyed", "derive_work_rest", "derive_work_found",
-                 "derive_work_all_jobs", "derive_work_batch_events"):
+    _run(store, "derive_work_jobs")
+    _run(store, "derive_work_recent")
+    _history(store, "derive_work_jobs", WORK + "own", status)
+    _run(store, "derive_work_keys")
+    _run(store, "derive_work_keyed_units")
+    _history(store, "derive_work_keyed_units", WORK + "keyed", status)
+    _run(store, "derive_work_rest_units")
+    _history(store, "derive_work_rest_units", WORK + "rest", status)
+    for step in ("derive_work_found", "derive_work_all_jobs", "derive_work_batch_events"):
         _run(store, step)
     _chain(store, tables, WORK + "found")
     _relock(store)
@@ -240,6 +247,14 @@ def _absorb(store: ClickHouseEngine, tables: Tables, status: kept.Status) -> kep
     kept.set_status(store, grown)
     log.debug("absorbed %d new rows in %.2f s", batch_rows, time.perf_counter() - started)
     return grown
+
+
+def _history(store: ClickHouseEngine, units: str, target: str, status: kept.Status) -> None:
+    """Every row of the listed units into `target`, however old: the history from before
+    the read through the id index (`events_ids`), the rest from the read."""
+    params = {"high": status.high, "window": WINDOW_SECONDS}
+    text = _named("derive_work_history", units=units, target=target)
+    store.command(render(text, "clickhouse", params), params)
 
 
 def _relock(store: ClickHouseEngine) -> None:

@@ -92,6 +92,60 @@ def events_ddl(
     return statements
 
 
+def ids_ddl(database: str, *, ttl_days: int | None = None,
+            cluster: str | None = None) -> list[str]:
+    """The id index beside `events`: each (key, job_id) pair under its job_id and under
+    its key, with its first insert time, kept by a materialized view of every insert.
+
+    A derivation looks the touched keys and jobs up here to learn which pairs have rows
+    from before what it read; only those are read from `events`. Looking thousands of
+    job_ids up in `events` itself passes its bloom filter in every granule, which made a
+    batch cost as much as reading the history. It outlives its events by a day under
+    retention: a pair listed whose rows are gone costs a read that finds nothing, while a
+    pair missing would lose rows."""
+    db = _identifier(database)
+    on_cluster = f" ON CLUSTER {_identifier(cluster)}" if cluster else ""
+    local = "events_ids_local" if cluster else "events_ids"
+    engine = (
+        "ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/"
+        "events_ids_local', '{replica}')" if cluster else "AggregatingMergeTree"
+    )
+    ttl = (f"\nTTL day + INTERVAL {int(ttl_days) + 1} DAY"
+           "\nSETTINGS ttl_only_drop_parts = 1" if ttl_days else "")
+    rows = with_identifiers(read(_SQL, "events_ids_rows", "clickhouse"), db=db,
+                            events="events_local" if cluster else "events")
+    statements = [
+        f"CREATE TABLE IF NOT EXISTS {db}.{local}{on_cluster} (\n"
+        "  value String,\n  idempotency_key String,\n  job_id String,\n  day Date,\n"
+        "  first_ingested SimpleAggregateFunction(min, DateTime64(6))\n)\n"
+        f"ENGINE = {engine}\nPARTITION BY day\n"
+        f"ORDER BY (value, idempotency_key, job_id){ttl}",
+    ]
+    if cluster:
+        statements.append(
+            f"CREATE TABLE IF NOT EXISTS {db}.events_ids{on_cluster} AS {db}.events_ids_local\n"
+            f"ENGINE = Distributed({_identifier(cluster)}, {db}, events_ids_local, rand())"
+        )
+    statements.append(f"CREATE MATERIALIZED VIEW IF NOT EXISTS {db}.events_ids_mv{on_cluster} "
+                      f"TO {db}.{local} AS\n{rows}")
+    return statements
+
+
+def ids_fill_statements(database: str, *, cluster: str | None = None) -> list[str]:
+    """What an `events` table made before the id index needs: the index filled from its
+    rows (after the view is made, so no insert is missed; a row both ways is harmless, as
+    the index keeps the first insert time), then a mark that it was."""
+    db = _identifier(database)
+    on_cluster = f" ON CLUSTER {_identifier(cluster)}" if cluster else ""
+    rows = with_identifiers(read(_SQL, "events_ids_rows", "clickhouse"), db=db,
+                            events="events")
+    return [
+        f"INSERT INTO {db}.events_ids\n{rows}\nSETTINGS {ANY_DAYS}",
+        f"CREATE TABLE IF NOT EXISTS {db}.events_ids_filled{on_cluster} (at DateTime) "
+        "ENGINE = MergeTree ORDER BY tuple()",
+    ]
+
+
 def upgrade_statements(database: str = "default", *, cluster: str | None = None) -> list[str]:
     """What an `events` table made before rows recorded their insert time needs: the
     column, written into the rows there are (else each read would give them the time of
@@ -160,6 +214,7 @@ class ClickHouseEngine(Store):
 
     database: str
     cluster: str | None = None
+    ttl_days: int | None = None
 
     #: A derivation lock older than this was left by a process that died holding it.
     STALE_LOCK_SECONDS = 300
@@ -170,6 +225,13 @@ class ClickHouseEngine(Store):
                              {"database": self.database})
         if not present["present"][0].as_py():
             for statement in upgrade_statements(self.database, cluster=self.cluster):
+                self.command(statement)
+        for statement in ids_ddl(self.database, ttl_days=self.ttl_days, cluster=self.cluster):
+            self.command(statement)
+        filled = self.arrow(read(_SQL, "events_ids_filled", "clickhouse"),
+                            {"database": self.database})
+        if not filled["filled"][0].as_py():
+            for statement in ids_fill_statements(self.database, cluster=self.cluster):
                 self.command(statement)
 
     @contextmanager
@@ -280,6 +342,7 @@ class ClickHouseStore(ClickHouseEngine):
 
         self.database = _identifier(database)
         self.cluster = cluster
+        self.ttl_days = ttl_days
         try:
             self._client = clickhouse_connect.get_client(
                 host=host, port=port, username=username, password=password, secure=secure

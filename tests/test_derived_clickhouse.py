@@ -20,7 +20,7 @@ from test_derived_state import state
 
 from queries import derived, duplicates
 from store import clickhouse_derived
-from store.clickhouse import ChdbStore
+from store.clickhouse import ChdbStore, ids_ddl
 from store.contract import COLUMNS
 
 CHILD = Path(__file__).with_name("derive_crash_child_chdb.py")
@@ -151,6 +151,46 @@ def test_an_events_table_from_before_insert_times_is_upgraded(tmp_path, make_tab
         assert status(store) == before
     finally:
         store.close()
+
+
+def test_rows_written_before_the_id_index_existed_are_found_through_it(tmp_path,
+                                                                       make_table) -> None:
+    store = ChdbStore(str(tmp_path / "chdb"))
+    try:  # as an earlier version left its database: events, and no id index
+        for name in ("events_ids_mv", "events_ids", "events_ids_filled"):
+            store.command(f"DROP TABLE {name}")
+        store.write(make_table(acked("j1", "a")))
+        derived.ensure(store)
+    finally:
+        store.close()
+    store = ChdbStore(str(tmp_path / "chdb"))
+    try:
+        store.write(make_table(acked("j2", "a", "00:05")))  # a second run of key a
+        assert list(duplicates(store)["key"]) == ["a"]
+        assert state(store) == from_nothing(store)
+    finally:
+        store.close()
+
+
+def test_the_id_index_lists_each_pair_under_its_job_and_its_key(chdb, make_table) -> None:
+    chdb.write(make_table(acked("j1", "a") + run("j2", 1, "w1", "00:04", [])))
+    listed = chdb.arrow("SELECT value, idempotency_key, job_id FROM events_ids "
+                        "GROUP BY ALL ORDER BY ALL").to_pylist()
+    assert listed == [
+        {"value": "a", "idempotency_key": "a", "job_id": "j1"},
+        {"value": "j1", "idempotency_key": "a", "job_id": "j1"},
+        {"value": "j2", "idempotency_key": "", "job_id": "j2"},
+    ]
+
+
+def test_the_id_index_on_a_cluster_is_kept_on_every_shard_and_outlives_its_events() -> None:
+    statements = ids_ddl("jobs", ttl_days=30, cluster="prod")
+    assert all(" ON CLUSTER prod" in s for s in statements)
+    assert "ReplicatedAggregatingMergeTree" in statements[0]
+    assert "TTL day + INTERVAL 31 DAY" in statements[0]
+    assert "ENGINE = Distributed(prod, jobs, events_ids_local" in statements[1]
+    assert "TO jobs.events_ids_local" in statements[2]
+    assert "FROM jobs.events_local" in statements[2]
 
 
 class Recorder:
