@@ -1,7 +1,9 @@
 -- Every row, however old, whose job_id or idempotency key is one of the units listed:
 -- - the (key, job_id) pairs that have rows from before the read, by the id index
 --   (events_ids: each pair under its job_id and under its key, with its first insert),
---   read from `events` by its sort key: a pair with no older row costs nothing here;
+--   read from `events` by its sort key, in the days the index lists them (so the days
+--   the batch's pairs never touched are not looked at): a pair with no older row costs
+--   nothing here;
 -- - every other pair's rows from the read itself, which holds all of them.
 -- param high: String
 -- param window: UInt32
@@ -15,7 +17,11 @@ WITH older AS (
 )
 SELECT *
 FROM events FINAL
-WHERE (ifNull(idempotency_key, ''), ifNull(job_id, '')) IN (SELECT * FROM older)
+WHERE toDate(ts) IN (
+        SELECT day FROM events_ids
+        WHERE value IN (SELECT unit FROM {units:Identifier})
+          AND (idempotency_key, job_id) IN (SELECT * FROM older))
+  AND (ifNull(idempotency_key, ''), ifNull(job_id, '')) IN (SELECT * FROM older)
 UNION ALL
 SELECT *
 FROM derive_work_recent
