@@ -197,7 +197,7 @@ def _work_table(store: ClickHouseEngine, name: str, select: str) -> None:
 def _drop_work(store: ClickHouseEngine, tables: Tables) -> None:
     names = [t for t, _ in tables] + [
         "events", "unique_events", "event_facts", "everything", "read", "batch", "jobs",
-        "own", "keys", "keyed", "rest", "found", "recent", "keyed_units", "rest_units",
+        "own", "keys", "keyed", "rest", "found", "keyed_units", "rest_units",
         "all_jobs", "batch_events", "locks", "holders", "holder_units"]
     for name in names:
         store.command(f"DROP TABLE IF EXISTS {WORK}{name}")
@@ -220,7 +220,6 @@ def _absorb(store: ClickHouseEngine, tables: Tables, status: kept.Status) -> kep
     if batch_rows > LARGE_BATCH_ROWS and batch_rows > 2 * int(sizes["executions"]):
         return build(store, tables)
     _run(store, "derive_work_jobs")
-    _run(store, "derive_work_recent")
     _history(store, "derive_work_jobs", WORK + "own", status)
     _run(store, "derive_work_keys")
     _run(store, "derive_work_keyed_units")

@@ -110,16 +110,17 @@ def ids_ddl(database: str, *, ttl_days: int | None = None,
         "ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/"
         "events_ids_local', '{replica}')" if cluster else "AggregatingMergeTree"
     )
-    ttl = (f"\nTTL day + INTERVAL {int(ttl_days) + 1} DAY"
-           "\nSETTINGS ttl_only_drop_parts = 1" if ttl_days else "")
+    # Not partitioned: a lookup of thousands of values would probe every day's parts.
+    # Expired rows go in merges instead of with whole parts.
+    ttl = f"\nTTL day + INTERVAL {int(ttl_days) + 1} DAY" if ttl_days else ""
     rows = with_identifiers(read(_SQL, "events_ids_rows", "clickhouse"), db=db,
                             events="events_local" if cluster else "events")
     statements = [
         f"CREATE TABLE IF NOT EXISTS {db}.{local}{on_cluster} (\n"
         "  value String,\n  idempotency_key String,\n  job_id String,\n  day Date,\n"
         "  first_ingested SimpleAggregateFunction(min, DateTime64(6))\n)\n"
-        f"ENGINE = {engine}\nPARTITION BY day\n"
-        f"ORDER BY (value, idempotency_key, job_id){ttl}",
+        f"ENGINE = {engine}\n"
+        f"ORDER BY (value, idempotency_key, job_id, day){ttl}",
     ]
     if cluster:
         statements.append(

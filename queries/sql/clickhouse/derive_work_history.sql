@@ -23,8 +23,11 @@ WHERE toDate(ts) IN (
           AND (idempotency_key, job_id) IN (SELECT * FROM older))
   AND (ifNull(idempotency_key, ''), ifNull(job_id, '')) IN (SELECT * FROM older)
 UNION ALL
-SELECT *
-FROM derive_work_recent
+SELECT * EXCEPT (ingested_at)
+FROM derive_work_read
 WHERE (job_id IN (SELECT unit FROM {units:Identifier})
        OR idempotency_key IN (SELECT unit FROM {units:Identifier}))
   AND (ifNull(idempotency_key, ''), ifNull(job_id, '')) NOT IN (SELECT * FROM older)
+-- Each event once, as `FINAL` would give it: its newest insert.
+ORDER BY ingested_at DESC
+LIMIT 1 BY ifNull(idempotency_key, ''), ifNull(job_id, ''), ts, event_uid
