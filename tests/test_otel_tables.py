@@ -492,6 +492,12 @@ def _job_with_step_spans(json_attrs: bool = False) -> list[dict]:
     return span_rows(exporter.requests, json=json_attrs)
 
 
+def _children_and_parent(json_attrs: bool) -> tuple[list[dict], list[dict]]:
+    """The job's step child spans' rows, and its run span's."""
+    rows = _job_with_step_spans(json_attrs)
+    return ([r for r in rows if r["ParentSpanId"]], [r for r in rows if not r["ParentSpanId"]])
+
+
 def _read_in_two_inserts(folder: Path, first: list[dict], second: list[dict], *,
                          json_attrs: bool, forget: bool = False) -> None:
     """Refresh after each insert of the job with step child spans (each insert a part of
@@ -524,23 +530,17 @@ def _read_in_two_inserts(folder: Path, first: list[dict], second: list[dict], *,
 @pytest.mark.parametrize("json_attrs", [False, True], ids=["map", "json"])
 def test_a_span_read_after_its_children_is_an_execution_by_them(tmp_path: Path,
                                                                  json_attrs: bool) -> None:
-    rows = _job_with_step_spans(json_attrs)
-    children = [r for r in rows if r["ParentSpanId"]]
-    parent = [r for r in rows if not r["ParentSpanId"]]
+    children, parent = _children_and_parent(json_attrs)
     _read_in_two_inserts(tmp_path / "otel", children, parent, json_attrs=json_attrs)
 
 
 @pytest.mark.parametrize("json_attrs", [False, True], ids=["map", "json"])
 def test_a_span_read_before_its_children_is_read_again_with_them(tmp_path: Path,
                                                                   json_attrs: bool) -> None:
-    rows = _job_with_step_spans(json_attrs)
-    children = [r for r in rows if r["ParentSpanId"]]
-    parent = [r for r in rows if not r["ParentSpanId"]]
+    children, parent = _children_and_parent(json_attrs)
     _read_in_two_inserts(tmp_path / "otel", parent, children, json_attrs=json_attrs)
 
 
 def test_a_database_read_before_step_children_were_kept_is_read_again(tmp_path: Path) -> None:
-    rows = _job_with_step_spans()
-    children = [r for r in rows if r["ParentSpanId"]]
-    parent = [r for r in rows if not r["ParentSpanId"]]
+    children, parent = _children_and_parent(False)
     _read_in_two_inserts(tmp_path / "otel", children, parent, json_attrs=False, forget=True)
