@@ -7,7 +7,15 @@ import sys
 import click
 from tqdm import tqdm
 
-from dupescope import __version__, cli_collect, cli_dashboard, cli_demo, cli_forensics, cli_watch
+from dupescope import (
+    __version__,
+    cli_collect,
+    cli_dashboard,
+    cli_demo,
+    cli_forensics,
+    cli_watch,
+    prompt_exit,
+)
 from dupescope.options import (
     celery_log_options,
     celery_log_settings,
@@ -129,6 +137,12 @@ def ingest(
     if shown > 50 and not quiet:
         click.echo(f"... and {shown - 50} more rejected lines", err=True)
     click.echo(report.summary(), err=True)
+    # Every segment is durable once written: with the store closed, nothing is left that
+    # the interpreter's teardown would finish (a database store may still be flushing).
+    segmented = store.segmented() is not None
+    store.close()
+    if segmented:
+        prompt_exit.ask()
     if report.rows == 0 and report.lines > 0:
         sys.exit(1)
     if strict and report.rejected:
@@ -234,5 +248,10 @@ for command in (
     main.add_command(command)
 
 
+def program() -> None:
+    """The `dupescope` program (console script and `python -m dupescope.cli`)."""
+    prompt_exit.run(main)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    program()
