@@ -56,12 +56,13 @@ class BlockResult:
 SCAN_BYTES = 1 << 20  # a piece small enough that the scan's temporaries stay in cache
 
 
-Scanned = tuple[np.ndarray, np.ndarray, np.ndarray, int, int, tuple[int, int]]
+Scanned = tuple[np.ndarray, np.ndarray, np.ndarray, int, np.ndarray, tuple[int, int]]
 
 
 def _scan(data: np.ndarray) -> Scanned:
     """One pass over a block, a piece at a time: where its newlines, `\\u` pairs, `{` and
-    `[` are, how many backslashes and bytes below 32 it holds, and how many `"` and `:`.
+    `[` and its other bytes below 32 (a CRLF's CR among them) are, how many backslashes it
+    holds, and how many `"` and `:`.
 
     Only a backslash before a `u` can start an escape that matters here; the others
     (`\\n`, `\\"`, ... : three million in a block of `long_unicode`) are only counted.
@@ -69,12 +70,15 @@ def _scan(data: np.ndarray) -> Scanned:
     the per-line path measures (polars' reader crashes the process on a few hundred
     levels).
     """
-    newlines, escapes, openers = [], [], []
-    low = quotes = colons = backslashes = 0
+    newlines, escapes, openers, others = [], [], [], []
+    quotes = colons = backslashes = 0
     for at in range(0, len(data), SCAN_BYTES):
         piece = data[at : at + SCAN_BYTES]
         control = np.flatnonzero(piece < 32)  # newlines among them: one pass finds both
-        newlines.append(control[piece[control] == 10] + at)
+        newline = piece[control] == 10
+        newlines.append(control[newline] + at)
+        if len(newline) > int(np.count_nonzero(newline)):
+            others.append(control[~newline] + at)
         slash = piece == ord("\\")
         slashes = int(np.count_nonzero(slash))
         if slashes:
@@ -84,7 +88,6 @@ def _scan(data: np.ndarray) -> Scanned:
             escapes.append(np.flatnonzero(pair) + at)
         # `[` is 0x5B, `{` 0x7B: one OR finds both, and no other byte.
         openers.append(np.flatnonzero((piece | 0x20) == ord("{")) + at)
-        low += len(control)
         quotes += int(np.count_nonzero(piece == ord('"')))
         colons += int(np.count_nonzero(piece == ord(":")))
     empty = np.zeros(0, dtype=np.int64)
@@ -93,7 +96,7 @@ def _scan(data: np.ndarray) -> Scanned:
         np.concatenate([empty, *escapes]),
         np.concatenate([empty, *openers]),
         backslashes,
-        low,
+        np.concatenate([empty, *others]),
         (quotes, colons),
     )
 
@@ -131,12 +134,11 @@ class Lines:
         self.block = block
         self.data = np.frombuffer(block, dtype=np.uint8)
         scanned = _scan(self.data)
-        newlines, self.escapes, self.openers, self.backslashes, self.low_bytes = scanned[:5]
+        newlines, self.escapes, self.openers, self.backslashes, self.control = scanned[:5]
         self.mark_totals = scanned[5]
         ends = newlines
         if len(block) and block[-1] != 10:
             ends = np.append(ends, len(block))
-        self.newlines = len(newlines)
         self.starts = np.concatenate(([0], newlines + 1))[: len(ends)].astype(np.int64)
         self.ends = ends.astype(np.int64)
         self._marks: np.ndarray | None = None
@@ -233,8 +235,8 @@ def _classify(lines: Lines) -> Classified:
             inner_ends[i] = inner_starts[i] + len(stripped)
     suspect = np.zeros(count, dtype=bool)
     # Control bytes other than a line's own CR LF: orjson refuses them inside strings.
-    if lines.low_bytes > lines.newlines:
-        control = np.flatnonzero((data < 32) & (data != 10))
+    control = lines.control
+    if len(control):
         after = np.minimum(control + 1, top)
         own_cr = (data[control] == 13) & ((data[after] == 10) | (control == top))
         control = control[~own_cr]

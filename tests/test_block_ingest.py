@@ -76,6 +76,8 @@ BAD_LINES = [
     b'{"ts": 1764504000, "event": "ack", "job_id": "j", "x": NaN}',
     b'{"ts": 1764504000, "event": "ack", "job_id": "j", "x": "\\ud800"}',
     b'{"ts": true, "event": "ack", "job_id": "j"}',
+    b'{"ts": 1764504000, "event": "ack", "job_id": "bell\x07"}',
+    b'{"ts": 1764504000, "event": "ack", "job_id": "cr\rinside"}',
 ]
 ODD_LINES = [
     b"",
@@ -93,6 +95,7 @@ ODD_LINES = [
     b'{"time": 1764504000, "event": "ack", "job_id": "int among floats"}',
     b'{"timestamp": "2025-11-30T12:00:00Z", "event": "ack", "job_id": "text among ints"}',
     b'{"ts":\t1764504000, "event": "ack", "job_id": "tab"}',
+    b'{"ts": 1764504000,\r"event": "ack", "job_id": "cr between fields"}',
     b'{"ts": 1764504000, "event": "ack", "job_id": "j", "x": "\\ud83d\\ude00"}',
     b'{"ts": 1764504000, "event": "ack", "job_id": "j", "job.x": 1, "job": {"x": 2}}',
 ]
