@@ -1,4 +1,5 @@
-"""Native OTLP decoding and uid memory: optional, the Python paths serve without a compiler."""
+"""Native OTLP decoding, uid memory and block scan: optional, the Python paths serve without
+a compiler."""
 
 import hashlib
 from pathlib import Path
@@ -26,4 +27,4 @@ def native(name: str) -> Extension:
     )
 
 
-setup(ext_modules=[native("_otlp_native"), native("_uid_memory")])
+setup(ext_modules=[native("_otlp_native"), native("_uid_memory"), native("_line_scan")])

@@ -1,4 +1,4 @@
-"""The two C extensions again, built for fuzzing: clang with AddressSanitizer, UBSan and
+"""The C extensions again, built for fuzzing: clang with AddressSanitizer, UBSan and
 libFuzzer's coverage hooks, into fuzz/build/ (the installed, optimised ones are left as
 they are). The targets load these in place of the installed ones (fuzz/native.py).
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "fuzz" / "build"
-MODULES = ("_otlp_native", "_uid_memory")
+MODULES = ("_otlp_native", "_uid_memory", "_line_scan")
 FLAGS = [
     "-g", "-O1", "-fno-omit-frame-pointer", "-fPIC", "-shared",
     "-fsanitize=address,undefined,fuzzer-no-link",

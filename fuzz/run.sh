@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs both fuzz targets for a bounded time: `fuzz/run.sh SECONDS` (in all, split between
+# Runs the fuzz targets for a bounded time: `fuzz/run.sh SECONDS` (in all, split between
 # the targets). Exits non-zero on a finding, which libFuzzer writes to
 # fuzz/findings/<target>/ (crash-*: the input; `fuzz/replay.sh TARGET FILE` replays it).
 # Each target's corpus is kept in fuzz/corpus/<target>/, so a later run starts from what
@@ -27,6 +27,7 @@ run() { # target, seconds, seed corpus folders...
   fi
 }
 
-# The OTLP decoder is the larger surface: three quarters of the time.
-run otlp $((TOTAL * 3 / 4)) fuzz/seeds/otlp
-run uid_memory $((TOTAL - TOTAL * 3 / 4))
+# The OTLP decoder is the larger surface: three fifths of the time.
+run otlp $((TOTAL * 3 / 5)) fuzz/seeds/otlp
+run uid_memory $((TOTAL / 5))
+run line_scan $((TOTAL - TOTAL * 3 / 5 - TOTAL / 5))
