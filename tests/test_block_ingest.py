@@ -549,3 +549,15 @@ def test_line_views_of_short_and_long_lines_hold_their_bytes() -> None:
     kinds = blocks._classify(lines)
     views = blocks._views(block, kinds.starts, kinds.ends)
     assert views.to_pylist() == [lines[i] for i in range(len(lines))]
+
+
+def test_a_bare_cr_ends_no_line_on_either_path() -> None:
+    from collectors.decoders.json_lines import LinesReference
+
+    body = b'{"ts": 1764504000,\r"event": "ack", "job_id": "j1"}\r\n{"ts": 1764504001}\n'
+    by_line = LinesReference().decode(body, Normaliser(), "f")
+    by_block = BlockDecoder(DEFAULT_MAPPING).decode(body, 1, "f")
+    for result in (by_line, by_block):
+        assert result.lines == 2
+        assert result.table["job_id"].to_pylist() == ["j1"]
+        assert [r.where for r in result.rejected] == ["f:2"]

@@ -24,7 +24,13 @@ class LinesReference(RunsAnywhere):
     name: str = "otlp_lines.decode_batch"
 
     def decode(self, body: bytes, normaliser: Normaliser, source: str) -> Output:
-        lines = list(enumerate(bytes(body).splitlines(), start=1))  # bytes, not bytearray
+        # A line ends at a newline only, as the block decoder and every JSON-lines writer
+        # count them (`splitlines` would also end one at a bare CR, which JSON allows
+        # between values); a CR before the newline is whitespace to the decoder.
+        pieces = bytes(body).split(b"\n")  # bytes, not bytearray
+        if pieces[-1] == b"":
+            pieces.pop()
+        lines = list(enumerate(pieces, start=1))
         decoded = decode_batch(lines, normaliser, source)
         return rows_output(decoded, len(lines))
 
