@@ -1,5 +1,5 @@
-"""Native OTLP decoding, uid memory and block scan: optional, the Python paths serve without
-a compiler."""
+"""Native OTLP decoding, uid memory, block scan and text views: optional, the Python paths
+serve without a compiler."""
 
 import hashlib
 from pathlib import Path
@@ -27,4 +27,8 @@ def native(name: str) -> Extension:
     )
 
 
-setup(ext_modules=[native("_otlp_native"), native("_uid_memory"), native("_line_scan")])
+setup(
+    ext_modules=[
+        native(name) for name in ("_otlp_native", "_uid_memory", "_line_scan", "_text_views")
+    ]
+)

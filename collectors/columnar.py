@@ -27,6 +27,7 @@ import orjson
 import polars as pl
 import pyarrow as pa
 
+from collectors import text_views
 from collectors.mapping import FieldMapping
 from collectors.timestamps_vec import micros_column, number_text
 from store.contract import (
@@ -260,7 +261,14 @@ def _written_totals(nodes: list[pl.Series], texts: TextBytes | None = None) -> t
 
 
 def _text_marks(text: pl.Series, texts: TextBytes | None = None) -> tuple[int, int]:
-    """The `"` and `:` inside all values of a text column, counted in its Arrow bytes."""
+    """The `"` and `:` inside all values of a text column: counted in its views where the
+    native read is built, else in its Arrow bytes (`_text_marks_reference`)."""
+    counted = text_views.marks(text)
+    return counted if counted is not None else _text_marks_reference(text, texts)
+
+
+def _text_marks_reference(text: pl.Series, texts: TextBytes | None = None) -> tuple[int, int]:
+    """`_text_marks` with NumPy, on the column's bytes copied out of polars."""
     data, offsets = _text_bytes_of(text, texts)
     data = data[offsets[0] : offsets[-1]]
     return int(np.count_nonzero(data == ord('"'))), int(np.count_nonzero(data == ord(":")))

@@ -11,6 +11,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from collectors import text_views
 from store.contract import EPOCH_MICROS_BELOW, EPOCH_MILLIS_BELOW, EPOCH_SECONDS_BELOW
 
 # The forms read here: RFC 3339 with `T` or a space, an optional fraction of up to nine
@@ -141,6 +142,17 @@ def _fixed_width(values: pl.Series) -> pl.Series | None:
     """
     if not len(values) or values.null_count():
         return None
+    if text_views.native():
+        # Each value is read in its own form: a column whose widths mix forms is read
+        # here too, where the matrices below leave it to `_rfc3339_common`, which gives
+        # the same µs.
+        stamps = text_views.rfc3339(values)
+        return None if stamps is None else pl.Series(values.name, stamps)
+    return _fixed_width_reference(values)
+
+
+def _fixed_width_reference(values: pl.Series) -> pl.Series | None:
+    """`_fixed_width` with NumPy, one byte matrix per width."""
     array = values.to_arrow(compat_level=pl.CompatLevel.oldest())
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()

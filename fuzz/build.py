@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "fuzz" / "build"
-MODULES = ("_otlp_native", "_uid_memory", "_line_scan")
+MODULES = ("_otlp_native", "_uid_memory", "_line_scan", "_text_views")
 FLAGS = [
     "-g", "-O1", "-fno-omit-frame-pointer", "-fPIC", "-shared",
     "-fsanitize=address,undefined,fuzzer-no-link",

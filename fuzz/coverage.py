@@ -1,7 +1,7 @@
 """How much of the C the corpus reaches: line and branch coverage of each extension
 from a gcov build, replaying fuzz/corpus/<target>/ (and the seeds) through it.
 
-    .venv/bin/python fuzz/coverage.py otlp        (or uid_memory, line_scan)
+    .venv/bin/python fuzz/coverage.py otlp        (or uid_memory, line_scan, text_views)
 
 No sanitizers and no libFuzzer here: each input runs once through the target's own
 check, and gcov counts what ran.
@@ -18,7 +18,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "fuzz" / "build" / "coverage"
-SOURCES = {"otlp": "_otlp_native", "uid_memory": "_uid_memory", "line_scan": "_line_scan"}
+SOURCES = {
+    "otlp": "_otlp_native",
+    "uid_memory": "_uid_memory",
+    "line_scan": "_line_scan",
+    "text_views": "_text_views",
+}
 
 
 def build(name: str) -> None:

@@ -7,8 +7,9 @@ export LD_PRELOAD="$SITE/asan_with_fuzzer.so"
 export ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
 
-# For the uid memory, whose claims write into a bytes object, and the block scan, which
-# reads one, each Python object is its own allocation, so ASan sees an overrun of one.
+# For the uid memory, whose claims write into a bytes object, and the block scan and text
+# views, which read them, each Python object is its own allocation, so ASan sees an
+# overrun of one.
 # The OTLP target runs ten times slower so (its reference decoder is Python) and keeps
 # Python's allocator.
 python_malloc() { [ "$1" = otlp ] && echo pymalloc || echo malloc; }
