@@ -9,6 +9,9 @@
  *
  * marks(...) -> (quotes, colons): the `"` and `:` bytes in all values (nulls hold none);
  *   the NumPy reference is `columnar._text_marks_reference`.
+ * coerced(...) -> bytes, one 0/1 per value: 1 where the value is text that polars may have
+ *   coerced from another JSON type: a JSON number in full, `true`, `false`, `null`, or
+ *   text starting with `{` or `[`; the reference is `columnar._maybe_coerced_reference`.
  * rfc3339(...) -> bytes of native int64 µs since the epoch, or None: every value read as
  *   RFC 3339 in the forms `YYYY-MM-DDTHH:MM:SS[.f{1,9}](Z|+HH:MM|-HH:MM)`, a real date
  *   from year 1, a time below second 60, a zone below 24:00; the fraction truncated to
@@ -132,6 +135,59 @@ static PyObject *text_marks(PyObject *self, PyObject *args) {
     return Py_BuildValue("(nn)", quotes, colons);
 }
 
+static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+
+/* A JSON number, all of the text: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)? */
+static int is_number(const unsigned char *t, int32_t size) {
+    int32_t k = 0;
+    if (k < size && t[k] == '-') k++;
+    if (k >= size || !is_digit(t[k])) return 0;
+    if (t[k++] != '0')
+        while (k < size && is_digit(t[k])) k++;
+    if (k < size && t[k] == '.') {
+        if (++k >= size || !is_digit(t[k])) return 0;
+        while (k < size && is_digit(t[k])) k++;
+    }
+    if (k < size && (t[k] == 'e' || t[k] == 'E')) {
+        if (++k < size && (t[k] == '+' || t[k] == '-')) k++;
+        if (k >= size || !is_digit(t[k])) return 0;
+        while (k < size && is_digit(t[k])) k++;
+    }
+    return k == size;
+}
+
+static int is_word(const unsigned char *t, int32_t size, const char *word) {
+    return (size_t)size == strlen(word) && memcmp(t, word, (size_t)size) == 0;
+}
+
+static PyObject *text_coerced(PyObject *self, PyObject *args) {
+    Column c;
+    if (column_open(args, &c) < 0) return NULL;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, c.count);
+    if (!out) {
+        column_release(&c);
+        return NULL;
+    }
+    unsigned char *maybe = (unsigned char *)PyBytes_AS_STRING(out);
+    for (Py_ssize_t i = 0; i < c.count; i++) {
+        const unsigned char *text;
+        int32_t size;
+        maybe[i] = 0;
+        if (!is_valid(&c, i)) continue;
+        if (value_at(&c, i, &text, &size) < 0) {
+            column_release(&c);
+            Py_DECREF(out);
+            return NULL;
+        }
+        if (!size) continue;
+        maybe[i] = text[0] == '{' || text[0] == '[' || is_number(text, size) ||
+                   is_word(text, size, "true") || is_word(text, size, "false") ||
+                   is_word(text, size, "null");
+    }
+    column_release(&c);
+    return out;
+}
+
 static int digits(const unsigned char *t, int from, int count, int64_t *value) {
     int64_t v = 0;
     for (int k = from; k < from + count; k++) {
@@ -224,6 +280,9 @@ none:
 static PyMethodDef view_methods[] = {
     {"marks", text_marks, METH_VARARGS,
      "marks(validity, views, buffers, offset, count) -> (quotes, colons) in all values."},
+    {"coerced", text_coerced, METH_VARARGS,
+     "coerced(validity, views, buffers, offset, count) -> one 0/1 byte per value: text that "
+     "may be a JSON number, boolean, null, object or array polars read as text."},
     {"rfc3339", text_rfc3339, METH_VARARGS,
      "rfc3339(validity, views, buffers, offset, count) -> int64 µs as bytes, or None where "
      "a value is null or not in the fixed RFC 3339 forms."},
@@ -232,7 +291,7 @@ static PyMethodDef view_methods[] = {
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "_text_views",
-    "Reads of an Arrow string view column: its marks, its RFC 3339 timestamps.",
+    "Reads of an Arrow string view column: its marks, what may be coerced, its timestamps.",
     -1, view_methods, NULL, NULL, NULL, NULL,
 };
 

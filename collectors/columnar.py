@@ -290,8 +290,20 @@ _AFTER_DIGIT = _byte_set(b"0123456789.eE")
 def _maybe_coerced(
     values: pl.Series, texts: TextBytes | None = None, known: np.ndarray | None = None
 ) -> np.ndarray:
-    """Values that may be a number, boolean, null, object or array polars read as text:
-    the few whose first byte could start one are matched in full.
+    """Values that may be a number, boolean, null, object or array polars read as text,
+    but for rows where `known` is set: read in the column's views where the native read
+    is built, else `_maybe_coerced_reference`."""
+    found = text_views.coerced(values)
+    if found is None:
+        return _maybe_coerced_reference(values, texts, known)
+    return found & ~known if known is not None else found.copy()
+
+
+def _maybe_coerced_reference(
+    values: pl.Series, texts: TextBytes | None = None, known: np.ndarray | None = None
+) -> np.ndarray:
+    """`_maybe_coerced` with NumPy and a regular expression: the few values whose first
+    byte could start one are matched in full.
 
     A value starting as a number is one only if its second byte can follow its first,
     which is told for all values at once: most ids such as `0c5b...-0` are not matched

@@ -1,9 +1,10 @@
 """Reads of a polars text column in place, natively (`_text_views.c`) where it is built.
 
 Polars holds text as Arrow string views. The NumPy reads (`columnar._text_marks`,
-`timestamps_vec._fixed_width`) first copy a column out as offsets and bytes, which costs
-as much as the read itself; these walk the views where they lie. Each returns None where
-the extension is not built, and the caller takes its NumPy path.
+`columnar._maybe_coerced`, `timestamps_vec._fixed_width`) first copy a column out as
+offsets and bytes, which costs as much as the read itself; these walk the views where
+they lie. Each returns None where the extension is not built, and the caller takes its
+NumPy path.
 """
 
 from __future__ import annotations
@@ -41,6 +42,15 @@ def marks(values: pl.Series) -> tuple[int, int] | None:
         return None
     quotes, colons = _text_views.marks(*view_buffers(values))
     return int(quotes), int(colons)
+
+
+def coerced(values: pl.Series) -> np.ndarray | None:
+    """Which values may be a JSON number, boolean, null, object or array that polars read
+    as text (see `columnar._maybe_coerced`), as a bool array."""
+    if _text_views is None:
+        return None
+    found = _text_views.coerced(*view_buffers(values))
+    return np.frombuffer(found, dtype=np.bool_)
 
 
 def rfc3339(values: pl.Series) -> np.ndarray | None:

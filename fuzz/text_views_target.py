@@ -3,9 +3,10 @@ against their NumPy references.
 
 Each input is read as a column of text values (nulls among them, timestamps in and near
 the RFC 3339 forms the native read takes, and free text), taken as polars holds it, or
-sliced, or gathered out of order. Its marks must equal `columnar._text_marks_reference`;
-where the native read gives timestamps they must equal the general parse's, and where it
-gives none, so must `timestamps_vec._fixed_width_reference`. Then raw view buffers built
+sliced, or gathered out of order. Its marks must equal `columnar._text_marks_reference`,
+the values it finds coercible `columnar._maybe_coerced_reference`; where the native read
+gives timestamps they must equal the general parse's, and where it gives none, so must
+`timestamps_vec._fixed_width_reference`. Then raw view buffers built
 from the input (lengths, buffer indices and offsets anywhere) must read or be refused
 with ValueError. Any sanitizer report is a finding too.
 
@@ -32,6 +33,9 @@ STAMPS = [
 ]
 
 
+NEAR_JSON = ["-", "0", "1", "9", ".", "e", "E", "+", "true", "false", "null", "{", "[", "x", " "]
+
+
 def consume_value(data: atheris.FuzzedDataProvider) -> str | None:
     kind = data.ConsumeIntInRange(0, 5)
     if kind == 0:
@@ -41,6 +45,9 @@ def consume_value(data: atheris.FuzzedDataProvider) -> str | None:
         if kind > 1:
             stamp[data.ConsumeIntInRange(0, len(stamp) - 1)] = data.ConsumeIntInRange(32, 126)
         return stamp.decode()
+    if kind == 4:  # numbers, words and brackets, near and far from JSON's grammar
+        return "".join(NEAR_JSON[data.ConsumeIntInRange(0, len(NEAR_JSON) - 1)]
+                       for _ in range(data.ConsumeIntInRange(0, 6)))
     return data.ConsumeUnicodeNoSurrogates(data.ConsumeIntInRange(0, 30))
 
 
@@ -56,6 +63,9 @@ def check_column(values: pl.Series) -> None:
     got, want = text_views.marks(values), columnar._text_marks_reference(values)
     if got != want:
         raise AssertionError(f"marks of {values.to_list()}: native {got}, reference {want}")
+    coerced = text_views.coerced(values).tolist()
+    if coerced != columnar._maybe_coerced_reference(values).tolist():
+        raise AssertionError(f"coerced of {values.to_list()}: native {coerced}")
     stamps = text_views.rfc3339(values)
     if stamps is None:
         if values.null_count() == 0 and len(values):
@@ -75,7 +85,7 @@ def check_raw(data: atheris.FuzzedDataProvider) -> None:
                     for _ in range(data.ConsumeIntInRange(0, 2)))
     validity = pa.py_buffer(data.ConsumeBytes(2)) if data.ConsumeBool() else None
     offset = data.ConsumeIntInRange(0, 3)
-    for read in (views_module.marks, views_module.rfc3339):
+    for read in (views_module.marks, views_module.coerced, views_module.rfc3339):
         try:
             read(validity, pa.py_buffer(views), buffers, offset, count)
         except ValueError:

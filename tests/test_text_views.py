@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 import pytest
@@ -49,6 +50,41 @@ def test_marks_are_counted_as_the_reference_counts_them(seed: int) -> None:
         picks.append(column.gather([rng.randrange(len(column)) for _ in range(50)]))
     for values in picks:
         assert text_views.marks(values) == columnar._text_marks_reference(values)
+
+
+COERCIBLE = ["1", "-0.5e+3", "0", "1E5", "true", "false", "null", "{a", "[", "-12.25"]
+NOT_COERCIBLE = ["05", "0x", "truex", "", "2025-11-30", "-", "1.", "1e", "+1", " 1", "nul",
+                 ".5", "1.5e", "0.0.1", "é"]
+
+
+@pytest.mark.parametrize("value", COERCIBLE)
+def test_text_that_may_be_coerced(value: str) -> None:
+    values = pl.Series("v", [value])
+    assert text_views.coerced(values).tolist() == [True]
+    assert columnar._maybe_coerced_reference(values).tolist() == [True]
+
+
+@pytest.mark.parametrize("value", NOT_COERCIBLE)
+def test_text_that_cannot_be_coerced(value: str) -> None:
+    values = pl.Series("v", [value])
+    assert text_views.coerced(values).tolist() == [False]
+    assert columnar._maybe_coerced_reference(values).tolist() == [False]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_coercible_rows_are_found_as_the_reference_finds_them(seed: int) -> None:
+    rng = random.Random(seed)
+    values = pl.Series("v", [
+        None if rng.random() < 0.1
+        else rng.choice(COERCIBLE + NOT_COERCIBLE) + rng.choice(["", "", "0", "x"])
+        for _ in range(300)
+    ])
+    known = np.array([rng.random() < 0.2 for _ in range(300)])
+    for picked in (values, values.slice(7), values.gather(list(range(299, -1, -3)))):
+        assert columnar._maybe_coerced(picked).tolist() == (
+            columnar._maybe_coerced_reference(picked).tolist())
+    assert columnar._maybe_coerced(values, None, known).tolist() == (
+        columnar._maybe_coerced_reference(values, None, known).tolist())
 
 
 STAMPS = [
@@ -114,9 +150,12 @@ def test_random_stamp_columns_read_alike(seed: int, monkeypatch) -> None:
 def test_a_view_outside_its_buffers_is_refused() -> None:
     validity, views, data, offset, count = text_views.view_buffers(
         pl.Series("v", ["a" * 20, "b" * 20]))
-    spoiled = bytearray(views.to_pybytes())
-    spoiled[16 + 12 : 16 + 16] = (10**6).to_bytes(4, "little")  # the second view's offset
-    with pytest.raises(ValueError, match="view 1 points outside"):
-        native.marks(validity, pa.py_buffer(bytes(spoiled)), data, offset, count)
+    for view in (0, 1):
+        spoiled = bytearray(views.to_pybytes())
+        spoiled[16 * view + 12 : 16 * view + 16] = (10**6).to_bytes(4, "little")  # its offset
+        # rfc3339 stops at the first value that is no timestamp: view 0 here.
+        for read in (native.marks, native.coerced, native.rfc3339)[: 3 - view]:
+            with pytest.raises(ValueError, match=f"view {view} points outside"):
+                read(validity, pa.py_buffer(bytes(spoiled)), data, offset, count)
     with pytest.raises(ValueError, match="shorter than the array"):
         native.marks(validity, views, data, offset, count + 1)
