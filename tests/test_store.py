@@ -75,6 +75,18 @@ def test_segments_are_split_by_utc_day(embedded, make_table) -> None:
     assert embedded.days() == ["2025-11-30", "2025-12-01"]
 
 
+def test_a_segment_keeps_dictionaries_for_few_valued_columns_only(embedded, make_table) -> None:
+    embedded.write(make_table(CHARGE))
+    (segment,) = embedded.segments()
+    chunks = pq.ParquetFile(segment).metadata.row_group(0)
+    encodings = {chunks.column(i).path_in_schema: chunks.column(i).encodings
+                 for i in range(chunks.num_columns)}
+    assert "RLE_DICTIONARY" in encodings["event"]
+    assert "RLE_DICTIONARY" in encodings["worker_id"]
+    for unique in ("event_uid", "job_id", "idempotency_key", "lock_owner", "attrs"):
+        assert "RLE_DICTIONARY" not in encodings[unique], unique
+
+
 def test_a_batch_of_string_views_is_split_by_day_and_reads_back_as_strings(
     embedded, make_table
 ) -> None:
