@@ -225,9 +225,8 @@ static PyObject *text_coerced(PyObject *self, PyObject *args) {
 static int digits(const unsigned char *t, int from, int count, int64_t *value) {
     int64_t v = 0;
     for (int k = from; k < from + count; k++) {
-        unsigned d = (unsigned)t[k] - '0';
-        if (d > 9) return 0;
-        v = v * 10 + d;
+        if (!is_digit(t[k])) return 0;
+        v = v * 10 + (t[k] - '0');
     }
     *value = v;
     return 1;

@@ -23,10 +23,6 @@ def ask() -> None:
     _asked = True
 
 
-def asked() -> bool:
-    return _asked
-
-
 def exit_status(code: object) -> int:
     """The process status `sys.exit(code)` would give; a message goes to stderr."""
     if code is None:
