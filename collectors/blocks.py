@@ -24,7 +24,7 @@ from collectors.mapping import FieldMapping
 from collectors.normalise import MAX_DEPTH, Normaliser
 from collectors.otlp_lines import decode_otlp_lines, is_otlp_line
 from collectors.uids import column_uids, line_uids
-from store.schema import EVENTS_SCHEMA, VIEW_SCHEMA
+from store.schema import EVENTS_SCHEMA, VIEW_SCHEMA, empty_table
 
 # Explicit nulls, arrays, empty objects, repeated keys and values polars coerced are all
 # caught after the read (they change a row's `"` count, its types or its shape). What is
@@ -515,7 +515,7 @@ class BlockDecoder:
         per_line = np.sort(
             np.concatenate([np.flatnonzero(~good & ~blank & ~otlp), *fallbacks]).astype(np.int64)
         )
-        result = BlockResult(table=EVENTS_SCHEMA.empty_table(), lines=count, per_line=len(per_line))
+        result = BlockResult(table=empty_table(), lines=count, per_line=len(per_line))
         rejected: list[tuple[int, Rejected]] = []
         parts = [(numbers, table) for numbers, table in tables if table.num_rows]
         parts += self._per_line(per_line, lines, first_line, source, rejected)

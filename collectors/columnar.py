@@ -712,13 +712,15 @@ def _to_arrow(frame: pl.DataFrame, source: str, schema: pa.Schema) -> pa.Table:
     """The rows in `schema`: EVENTS_SCHEMA, or VIEW_SCHEMA, which spares copying the text."""
     views = schema == VIEW_SCHEMA
     level = pl.CompatLevel.newest() if views else pl.CompatLevel.oldest()
-    arrow = frame.to_arrow(compat_level=level)
+    # As views, one copy of `source` serves every row; and polars builds it without the
+    # pandas import that `pa.scalar` of a Python string costs on its first call.
+    arrow = frame.with_columns(pl.lit(source, pl.String).alias("source")).to_arrow(
+        compat_level=level
+    )
     columns = []
     rows = frame.height
     for field in schema:
-        if field.name == "source":
-            columns.append(pa.repeat(pa.scalar(source, pa.string()), rows).cast(field.type))
-        elif field.name in frame.columns:
+        if field.name in arrow.column_names:
             array = arrow[field.name]
             if field.name == "ts":
                 array = array.cast(pa.int64()).cast(field.type)

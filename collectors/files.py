@@ -42,7 +42,7 @@ from collectors.jsonlines import Rejected
 from collectors.mapping import FieldMapping
 from collectors.normalise import Normaliser
 from store.base import Store
-from store.schema import EVENTS_SCHEMA
+from store.schema import empty_table
 
 BLOCK_BYTES = ingest_pool.BLOCK_BYTES
 try:  # ISA-L inflates in under half the time zlib takes (this process inflates for the pool)
@@ -220,7 +220,7 @@ def _decode_in_worker(
     block = _read_block(path, offset, length)
     result = _result(decoder.decode(block, normaliser, source))
     del block  # so the next block's read can take the buffer back
-    table, result.table = result.table, EVENTS_SCHEMA.empty_table()
+    table, result.table = result.table, empty_table()
     if _writer is not None:
         return _Spooled(None, result, _writer.write(table) if table.num_rows else 0)
     assert spool is not None

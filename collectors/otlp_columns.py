@@ -36,7 +36,7 @@ from collectors.otlp import (
     step_parents,
 )
 from store.contract import EVENT_KINDS, UID_DIGEST_SIZE, UID_SEPARATOR
-from store.schema import EVENTS_SCHEMA
+from store.schema import EVENTS_SCHEMA, empty_table
 
 _KINDS = frozenset(EVENT_KINDS)
 _SEP = UID_SEPARATOR
@@ -77,7 +77,7 @@ def _uid(prefix: Any, index: int) -> str:
 def rows_table(rows: list[Row]) -> pa.Table:
     """Rows -> the canonical table; pyarrow walks the dicts in C."""
     if not rows:
-        return EVENTS_SCHEMA.empty_table()
+        return empty_table()
     return pa.Table.from_pylist(rows, schema=EVENTS_SCHEMA)
 
 

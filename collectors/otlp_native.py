@@ -43,7 +43,7 @@ from store.contract import (
     RESOURCE_WORKER_ID,
     STRING_FIELDS,
 )
-from store.schema import EVENTS_SCHEMA, RUNS_SCHEMA, as_runs, is_runs
+from store.schema import EVENTS_SCHEMA, RUNS_SCHEMA, as_runs, empty_table, is_runs
 
 try:
     from collectors import _otlp_native
@@ -182,7 +182,7 @@ def _columns_table(rows: int, columns: object, runs: bool) -> pa.Table:
     """The rows the extension wrote, without a copy, as a table in EVENTS_SCHEMA (or
     RUNS_SCHEMA, for `runs`)."""
     if rows == 0:
-        return EVENTS_SCHEMA.empty_table()
+        return empty_table()
     schema = _NATIVE_RUNS_SCHEMA if runs else _NATIVE_SCHEMA
     batch = pa.record_batch(_NativeColumns(columns, schema))
     return pa.Table.from_batches([batch]).select(EVENTS_SCHEMA.names)

@@ -282,7 +282,7 @@ def micros_column(values: pl.Series, number: pl.Series | None = None) -> pl.Seri
         present = values.is_not_null().to_numpy()
         stamps = np.zeros(len(values), dtype=np.int64)
         stamps[present] = fixed.to_numpy()
-        fixed = pl.Series(values.name, pa.array(stamps, mask=~present))
+        fixed = pl.Series(values.name, stamps).set(pl.Series(~present), None)
     if fixed is not None:
         return fixed
     quick = frame.select(_rfc3339_common(pl.col("v"))).to_series()

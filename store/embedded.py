@@ -29,10 +29,9 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -45,6 +44,9 @@ from store.lineage import LINEAGE, Changes, inputs_of, since
 from store.lookup_index import covered_by, global_indexes, write_day_index, write_global_index
 from store.schema import EVENTS_SCHEMA
 from store.segments import SEGMENT_SUFFIXES, SegmentWriter, _segment_name, note_change
+
+if TYPE_CHECKING:  # frames are made by `to_frame`, which imports pandas when first asked:
+    import pandas as pd  # `dupescope ingest` makes none, nor do its workers
 
 # Compacted segments: a key lookup decodes whole row groups, ~1.5 ms at this size against
 # ~100 ms at segments.SEGMENT_ROW_GROUP; full scans pay ~1.5x for it.

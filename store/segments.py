@@ -51,6 +51,25 @@ def note_change(events_dir: Path) -> None:
         handle.write(b".")
 
 
+# `pa.array` and `to_numpy` import pandas on their first call, which ingest's workers (that
+# write segments) otherwise never load: these two convert in place instead.
+
+
+def _int64_values(column: pa.ChunkedArray) -> np.ndarray:
+    """A column without nulls as NumPy int64s, read from its value buffers."""
+    parts = [
+        np.frombuffer(chunk.buffers()[1], dtype=np.int64)[chunk.offset : chunk.offset + len(chunk)]
+        for chunk in column.cast(pa.int64()).chunks
+    ]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def _bool_array(values: np.ndarray) -> pa.Array:
+    """NumPy booleans as an Arrow array, their bits packed here."""
+    bits = pa.py_buffer(np.packbits(values, bitorder="little"))
+    return pa.Array.from_buffers(pa.bool_(), len(values), [None, bits])
+
+
 def _day_name(day: int) -> str:
     """`YYYY-MM-DD` of a day counted from the Unix epoch."""
     return (_EPOCH_DAY + timedelta(days=day)).isoformat()
@@ -97,9 +116,9 @@ class SegmentWriter:
             self._write_segment(_day_name(first), table)
             return int(table.num_rows)
         table = as_events(table)  # Arrow filters neither string views nor runs
-        days = np.floor_divide(table["ts"].cast(pa.int64()).to_numpy(), _MICROS_PER_DAY)
+        days = np.floor_divide(_int64_values(table["ts"]), _MICROS_PER_DAY)
         for day in np.unique(days).tolist():
-            self._write_segment(_day_name(day), table.filter(pa.array(days == day)))
+            self._write_segment(_day_name(day), table.filter(_bool_array(days == day)))
         return int(table.num_rows)
 
     def _write_segment(self, day: str, table: pa.Table) -> Path:

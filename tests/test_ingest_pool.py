@@ -52,17 +52,17 @@ def test_an_unreadable_file_is_left_for_the_ingest_to_report(
 
 
 def _modules_at_start() -> list[str]:
-    return [name for name in ("polars", "collectors.blocks", "pandas") if name in sys.modules]
+    return [name for name in ("polars", "collectors.blocks") if name in sys.modules]
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the fork server is a Linux start method")
 def test_workers_from_the_fork_server_start_with_the_decoders_imported() -> None:
-    """A worker forked from the server finds polars, the decoders and pandas (which pyarrow
-    imports on first use) already imported: a spawned one would import them for each pool."""
+    """A worker forked from the server finds polars and the decoders already imported: a
+    spawned one would import them for each pool."""
     context = ingest_pool.context()
     assert context.get_start_method() == "forkserver"
     with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
-        assert pool.submit(_modules_at_start).result() == ["polars", "collectors.blocks", "pandas"]
+        assert pool.submit(_modules_at_start).result() == ["polars", "collectors.blocks"]
 
 
 # Run in a process of its own: only a process that has used no polars may fork its workers.
