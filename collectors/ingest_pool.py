@@ -22,7 +22,7 @@ from collections.abc import Iterable
 BLOCK_BYTES = 64 << 20  # one polars read; about 150k lines of 400 bytes
 #: What a worker runs: `collectors.files` imports the decoders and the segment writer. A
 #: worker never loads pandas (0.2-0.3 s each): its path avoids the pyarrow calls that import
-#: it on their first use (`pa.array`, `pa.scalar`, `Schema.empty_table`).
+#: it on their first use (`pa.array`, `pa.scalar`, `to_numpy`, `Schema.empty_table`).
 WORKER_MODULES = ("collectors.files",)
 
 

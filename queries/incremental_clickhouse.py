@@ -8,8 +8,8 @@ keys: the pairs of key and job_id with rows from before the read, which the id i
 `events_ids` names, through the sort key, and the others from the read), runs the same query files
 over those rows in tables of its own (`derive_work_*`), and writes the touched units'
 rows under a new version. What it costs follows the rows touched and their keys' history,
-not the size of `events`; the lock incidents are the exception, as a lock_key's holders
-are found by a filtered read of the executions.
+not the size of `events`; a touched lock_key's holders among the other keys are found
+through the kept executions' lock_key projection (`LOOKUPS`), and read by their keys.
 
 Three things keep this exact:
 
