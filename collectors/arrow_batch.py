@@ -2,33 +2,57 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
 import pyarrow as pa
 
 from collectors.normalise import Row
 from store.schema import EVENTS_SCHEMA
 
-
-def _polars_type(field: pa.Field) -> pl.DataType:
-    """The polars type a column of `field` is built in: `ts` as its integer µs."""
-    if pa.types.is_int32(field.type):
-        return pl.Int32()
-    if pa.types.is_int64(field.type) or pa.types.is_timestamp(field.type):
-        return pl.Int64()
-    return pl.String()
-
-
-_COLUMNS = {field.name: _polars_type(field) for field in EVENTS_SCHEMA}
+if TYPE_CHECKING:
+    import polars as pl
 
 
 def rows_to_table(rows: Sequence[Row]) -> pa.Table:
     """Column by column, never a row-by-row insert.
 
-    Built by polars: `pa.array` of Python values imports pandas on its first call, a
-    third of a second in each of ingest's workers, which otherwise never load it.
+    Where polars is loaded already (ingest, its workers), polars builds the columns:
+    `pa.array` of Python values imports pandas on its first call, a third of a second in
+    each of ingest's workers, which otherwise never load it. Elsewhere (a collector taking
+    only OTLP) pyarrow does, and polars, ~30 MB, stays unloaded. Both give the same table.
     """
-    columns = {name: [row.get(name) for row in rows] for name in _COLUMNS}
-    frame = pl.DataFrame(columns, schema=_COLUMNS)
-    return frame.to_arrow().cast(EVENTS_SCHEMA)
+    columns = {field.name: [row.get(field.name) for row in rows] for field in EVENTS_SCHEMA}
+    if "polars" in sys.modules:
+        return _by_polars(columns)
+    return _by_pyarrow(columns)
+
+
+def _by_pyarrow(columns: dict[str, list[Any]]) -> pa.Table:
+    arrays = []
+    for field in EVENTS_SCHEMA:
+        values = columns[field.name]
+        if pa.types.is_timestamp(field.type):  # integer µs
+            arrays.append(pa.array(values, type=pa.int64()).cast(field.type))
+        else:
+            arrays.append(pa.array(values, type=field.type))
+    return pa.Table.from_arrays(arrays, schema=EVENTS_SCHEMA)
+
+
+def _by_polars(columns: dict[str, list[Any]]) -> pa.Table:
+    import polars as pl
+
+    schema = {field.name: _polars_type(field) for field in EVENTS_SCHEMA}
+    return pl.DataFrame(columns, schema=schema).to_arrow().cast(EVENTS_SCHEMA)
+
+
+def _polars_type(field: pa.Field) -> pl.DataType:
+    """The polars type a column of `field` is built in: `ts` as its integer µs."""
+    import polars as pl
+
+    if pa.types.is_int32(field.type):
+        return pl.Int32()
+    if pa.types.is_int64(field.type) or pa.types.is_timestamp(field.type):
+        return pl.Int64()
+    return pl.String()
