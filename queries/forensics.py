@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from queries.defaults import SKEW_TOLERANCE_MS, STAMPEDE_MIN_EXECUTIONS, STAMPEDE_WINDOW_US
 from queries.derived import query, query_arrow
@@ -34,6 +36,8 @@ CAUSES: tuple[str, ...] = (
 _CAUSE_LISTS: tuple[tuple[str, ...], ...] = tuple(
     tuple(c for bit, c in enumerate(CAUSES) if mask >> bit & 1) for mask in range(1 << len(CAUSES))
 )
+#: For each bit mask, the cause a duplicate is named by: the first, else `unknown`.
+_FIRST_CAUSE = np.array([c[0] if c else "unknown" for c in _CAUSE_LISTS], dtype=object)
 
 Time = datetime | pd.Timestamp | str | None
 
@@ -92,12 +96,22 @@ def _is_decimal(series: pd.Series) -> bool:
     return not present.empty and isinstance(present.iloc[0], Decimal)
 
 
-def _listed(values: Any) -> list[Any]:
-    if values is None or (isinstance(values, float) and pd.isna(values)):
-        return []
-    if len(values) == 1:  # most keys: skip the sort
-        return [] if values[0] is None else [values[0]]
-    return sorted(v for v in values if v is not None)
+def sorted_lists(lists: pa.ChunkedArray) -> list[list[Any]]:
+    """Each row's list of values without nulls, sorted (a null list: []), as Python lists.
+
+    Sorted by Arrow for all rows at once: a sort per row took 0.7 s for the 605k keys of
+    a store of 100M events."""
+    array = lists.combine_chunks()
+    values = pc.list_flatten(array)
+    parents = pc.list_parent_indices(array)
+    present = pc.is_valid(values)
+    ordered = pa.table({"row": parents.filter(present), "value": values.filter(present)})
+    ordered = ordered.sort_by([("row", "ascending"), ("value", "ascending")])
+    counts = np.bincount(ordered["row"].to_numpy(), minlength=len(array))
+    offsets = pa.array(np.concatenate(([0], np.cumsum(counts))), pa.int64())
+    rebuilt = pa.LargeListArray.from_arrays(offsets, ordered["value"].combine_chunks())
+    listed: list[list[Any]] = rebuilt.to_pylist()
+    return listed
 
 
 _EXECUTION_FLAGS = (
@@ -138,16 +152,16 @@ def duplicates(
     lock_expired_while_running, overlapped, split_brain.
     """
     answer = query_arrow(store, "duplicates", **_filters(job_type, queue, since, until))
-    job_ids = answer.column("job_ids").to_pylist()
+    job_ids = sorted_lists(answer.column("job_ids"))
     raw = to_frame(answer.drop_columns(["job_ids"]))
     flags = (*CAUSES, "harmful", "lock_expired_while_running", "overlapped", "split_brain")
     frame = _shape(raw, flags=flags)
     # Tens of thousands of keys at scale: name their causes from a bit mask (32 patterns).
     mask = sum(frame[cause].to_numpy(dtype="int64") << bit for bit, cause in enumerate(CAUSES))
-    named = _CAUSE_LISTS
-    frame["causes"] = [list(named[m]) for m in np.asarray(mask, dtype="int64").tolist()]
-    frame["cause"] = [named[m][0] if m else "unknown" for m in np.asarray(mask).tolist()]
-    frame["job_ids"] = [_listed(v) for v in job_ids]
+    mask = np.asarray(mask, dtype="int64")
+    frame["causes"] = [list(_CAUSE_LISTS[m]) for m in mask.tolist()]
+    frame["cause"] = _FIRST_CAUSE[mask]
+    frame["job_ids"] = job_ids
     frame = frame.rename(columns={"first": "first_ts", "last": "last_ts"})
     columns = [
         "key",

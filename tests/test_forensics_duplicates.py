@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pyarrow as pa
 from forensics_cases import ev, run
 
 from queries import duplicates
+from queries.forensics import sorted_lists
 
 KEY = {"idempotency_key": "inv-1"}
 
@@ -155,3 +157,17 @@ def test_times_are_utc_timestamps(store, make_table) -> None:
     row = only(duplicates(store))
     assert str(row["first_ts"]) == "2025-11-30 12:00:00+00:00"
     assert str(row["last_ts"]) == "2025-11-30 12:00:42+00:00"
+
+
+def test_each_key_s_job_ids_are_listed_sorted_without_nulls() -> None:
+    lists = pa.chunked_array(
+        [
+            pa.array([["j2", None, "j1"], None, ["é", "e", "z"]], pa.list_(pa.string())),
+            pa.array([[], [None], ["only"]], pa.list_(pa.string())),
+        ]
+    )
+    assert sorted_lists(lists) == [["j1", "j2"], [], ["e", "z", "é"], [], [], ["only"]]
+
+
+def test_no_keys_give_no_job_id_lists() -> None:
+    assert sorted_lists(pa.chunked_array([], pa.list_(pa.string()))) == []
