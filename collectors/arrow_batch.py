@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -43,16 +44,19 @@ def _by_pyarrow(columns: dict[str, list[Any]]) -> pa.Table:
 def _by_polars(columns: dict[str, list[Any]]) -> pa.Table:
     import polars as pl
 
-    schema = {field.name: _polars_type(field) for field in EVENTS_SCHEMA}
-    return pl.DataFrame(columns, schema=schema).to_arrow().cast(EVENTS_SCHEMA)
+    return pl.DataFrame(columns, schema=_polars_schema()).to_arrow().cast(EVENTS_SCHEMA)
 
 
-def _polars_type(field: pa.Field) -> pl.DataType:
-    """The polars type a column of `field` is built in: `ts` as its integer µs."""
+@functools.cache
+def _polars_schema() -> dict[str, pl.DataType]:
+    """The polars type each column is built in: `ts` as its integer µs."""
     import polars as pl
 
-    if pa.types.is_int32(field.type):
-        return pl.Int32()
-    if pa.types.is_int64(field.type) or pa.types.is_timestamp(field.type):
-        return pl.Int64()
-    return pl.String()
+    def built_as(field: pa.Field) -> pl.DataType:
+        if pa.types.is_int32(field.type):
+            return pl.Int32()
+        if pa.types.is_int64(field.type) or pa.types.is_timestamp(field.type):
+            return pl.Int64()
+        return pl.String()
+
+    return {field.name: built_as(field) for field in EVENTS_SCHEMA}
