@@ -214,14 +214,16 @@ def derive(
                       len(found.jobs), found.rows.num_rows, time.perf_counter() - started)
             added = pa.concat_tables([t.cast(EVENTS_SCHEMA) for t in changes.added]
                                      or [EVENTS_SCHEMA.empty_table()])
-            _derive_units(con, work, found, rows, added, units, create, build_tables)
+            others = _derive_units(con, work, found, rows, added, units, create,
+                                   build_tables)
         else:
+            others = set()
             for table in UNITS:
                 if table != "derived_segment_counts":
                     _empty_like(con, work, table)
-        layered_answers(work)
+        _answers_of(con, work, others, units, layered_answers)
         for table in answers.LAYERED:
-            units[table] = units["derived_executions"]
+            units[table] = units["derived_executions"] | others
         recount = changes.new_segments + [
             p for p in store.segments() if segment_name(p) in {n for n, _ in changes.grown}
         ]
@@ -259,8 +261,9 @@ def _derive_units(
     units: dict[str, set[str]],
     create: Create,
     build_tables: Callable[[duckdb.DuckDBPyConnection], None],
-) -> None:
-    """The touched units' rows as tables of `work`, their unit values in `units`."""
+) -> set[str]:
+    """The touched units' rows as tables of `work`, their unit values in `units`; returns
+    the other keys whose lock incidents were derived again (see `_relock`)."""
     work.register("touched_rows", found.rows)
     work.execute("CREATE OR REPLACE TEMP VIEW unique_events AS SELECT * FROM touched_rows")
     work.execute("CREATE OR REPLACE TEMP VIEW events AS SELECT * FROM touched_rows")
@@ -283,13 +286,14 @@ def _derive_units(
                  "SELECT DISTINCT ON (event_uid) * FROM added_rows")
     create(work, "derived_lifecycle", sql_text("derive_lifecycle", "duckdb"))
     units["derived_lifecycle"] = _values(rows["event_uid"])
-    _relock(con, work, found, rows, units)
+    return _relock(con, work, found, rows, units)
 
 
 def _relock(con: duckdb.DuckDBPyConnection, work: duckdb.DuckDBPyConnection,
-            found: Touched, rows: pa.Table, units: dict[str, set[str]]) -> None:
+            found: Touched, rows: pa.Table, units: dict[str, set[str]]) -> set[str]:
     """Lock incidents again for every execution holding a lock_key the touched keys'
-    executions hold now or held before, from the new executions and the kept ones.
+    executions hold now or held before, from the new executions and the kept ones;
+    returns the keys of those holders that are not touched keys themselves.
 
     What the touched keys' executions held before is read from the events, not from the
     kept executions: their jobs' rows are all in `found` (and those retention dropped in
@@ -316,3 +320,41 @@ def _relock(con: duckdb.DuckDBPyConnection, work: duckdb.DuckDBPyConnection,
     work.execute("DROP TABLE derived_executions")
     work.execute("ALTER TABLE derived_executions_touched RENAME TO derived_executions")
     units["derived_lock_incidents"] = _values(holders["execution_uid"]) | gone
+    return _values(others["key"])
+
+
+def _answers_of(
+    con: duckdb.DuckDBPyConnection,
+    work: duckdb.DuckDBPyConnection,
+    others: set[str],
+    units: dict[str, set[str]],
+    layered_answers: Callable[[duckdb.DuckDBPyConnection], None],
+) -> None:
+    """The kept answers of one key a row for the touched keys and for `others`, keys a
+    batch did not touch whose lock incidents it derived again: a key B that takes a lock
+    inside the gap of key A's expired lock makes A's overrun overlapped, and A's row of
+    the duplicates answer must say so. The answers read `others`' duplicate runs as kept
+    and their lock incidents as kept, but for those derived again (of the holders)."""
+    if not others:
+        layered_answers(work)
+        return
+    strings(con, "other_keys", others)
+    strings(con, "holder_units", units["derived_lock_incidents"])
+    runs = con.sql("SELECT * FROM derived_duplicate_runs "
+                   "WHERE key IN (SELECT unit FROM other_keys)").to_arrow_table()
+    incidents = con.sql(
+        "SELECT * FROM derived_lock_incidents "
+        "WHERE execution_uid IN (SELECT execution_uid FROM derived_duplicate_runs "
+        "WHERE key IN (SELECT unit FROM other_keys)) "
+        "AND execution_uid NOT IN (SELECT unit FROM holder_units)").to_arrow_table()
+    touched = {"derived_duplicate_runs": runs, "derived_lock_incidents": incidents}
+    for table, kept in touched.items():
+        work.register(f"{table}_kept", kept)
+        work.execute(f"ALTER TABLE {table} RENAME TO {table}_touched")
+        work.execute(f"CREATE TEMP TABLE {table} AS SELECT * FROM {table}_touched "
+                     f"UNION ALL BY NAME SELECT * FROM {table}_kept")
+    layered_answers(work)
+    for table in touched:
+        work.execute(f"DROP TABLE {table}")
+        work.execute(f"ALTER TABLE {table}_touched RENAME TO {table}")
+        work.unregister(f"{table}_kept")

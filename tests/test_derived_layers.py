@@ -170,6 +170,20 @@ def test_lock_holders_of_other_keys_are_judged_again(embedded, make_table, tmp_p
     assert any("'o2'" in "".join(row) for row in kept["derived_lock_incidents"])  # j1's
 
 
+
+def test_a_duplicate_whose_lock_another_key_took_is_listed_again(
+    embedded, make_table, tmp_path
+) -> None:
+    twice = (locked("j1", 1, "w1", "o1", "00:00", 5000, [("00:20", "ack")])
+             + run("j1", 2, "w3", "00:40", [("00:41", "ack")]))
+    embedded.write(make_table(twice))
+    assert not duplicates(embedded).iloc[0]["overlapped"]
+    # j2 takes the lock in the gap of j1's expired one: a batch of j2's key alone.
+    embedded.write(make_table(locked("j2", 1, "w2", "o2", "00:07", 5000, [("00:09", "ack")])))
+    row = duplicates(embedded).iloc[0]
+    assert (row["key"], row["overlapped"]) == ("j1", True)
+    assert state(embedded) == from_nothing(embedded, tmp_path / "fresh")
+
 @pytest.mark.parametrize("kept_layers", [1, derived_state.MAX_LAYERS + 1])
 def test_layers_read_as_one_table_before_and_after_a_merge(
     embedded, make_table, tmp_path, kept_layers
