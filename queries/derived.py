@@ -453,6 +453,61 @@ def _touched_since_clickhouse(store: Store,
     return now, Touched(frozenset(keys), frozenset(executions))
 
 
+@dataclass(frozen=True)
+class AnswerChanges:
+    """Where a kept answer of one key a row stands (`mark`), and what changed in it since
+    an earlier mark: the keys whose rows were replaced, with their rows now (a key
+    without a row has none any more). `keys` None: anything may have changed."""
+
+    mark: Mark | None
+    keys: frozenset[str] | None = None
+    rows: pa.Table | None = None
+
+
+def answer_changes(store: Store, table: str, since: Mark | None) -> AnswerChanges:
+    """What kept answer `table` (one of `answers.LAYERED`) changed since `since`: a reader
+    that holds the answer as of `since` brings it up to date at the cost of the batches
+    since, where reading it whole costs every duplicate the store holds."""
+    if table not in answers.LAYERED:
+        raise ValueError(f"{table} is not kept one key a row")
+    ensure(store)
+    segmented = store.segmented()
+    with _lock_for(store):
+        if segmented is None:
+            return _answer_changes_clickhouse(store, table, since)
+        state = _STATES.get(store)
+        if state is None:
+            return AnswerChanges(None)
+        now = Mark(state.epoch, state.generation)
+        if since is None:
+            return AnswerChanges(now)
+        units = derived_state.touched_since(segmented, state, since.epoch, since.generation,
+                                            {table: "key"})
+        if units is None:
+            return AnswerChanges(now)
+        keys = sorted(units[table])
+        text = with_identifiers(sql_text("kept_answer_of_keys", "duckdb"),
+                                table=f"{table}_layers")
+        rows = store.arrow(render(text, "duckdb", {"keys": keys}), {"keys": keys})
+        return AnswerChanges(now, frozenset(keys), rows)
+
+
+def _answer_changes_clickhouse(store: Store, table: str, since: Mark | None) -> AnswerChanges:
+    status = _STATUSES.get(store)
+    if status is None:
+        return AnswerChanges(None)
+    now = Mark(status.epoch, status.generation, status.version)
+    if since is None or since.epoch != status.epoch:
+        return AnswerChanges(now)
+    keys, rows = incremental_clickhouse.answer_changes(_engine(store), table, since.version)
+    return AnswerChanges(now, frozenset(keys), rows)
+
+
+def narrowed(store: Store) -> bool:
+    """Whether this thread or task asks `store` of touched units only (`only`)."""
+    return id(store) in _ONLY.get()
+
+
 #: The stores (by id) whose questions this thread or task asks of touched units only.
 _ONLY: ContextVar[frozenset[int]] = ContextVar("dupescope_only", default=frozenset())
 _NARROWED = re.compile(r"\bderived_(executions|lock_incidents|duplicate_runs)\b")

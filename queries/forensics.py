@@ -9,6 +9,8 @@ start (datetime, pandas Timestamp or ISO 8601 text; naive times are UTC).
 
 from __future__ import annotations
 
+import threading
+import weakref
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -18,8 +20,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from queries.answers import UNFILTERED
 from queries.defaults import SKEW_TOLERANCE_MS, STAMPEDE_MIN_EXECUTIONS, STAMPEDE_WINDOW_US
-from queries.derived import query, query_arrow
+from queries.derived import Mark, answer_changes, narrowed, query, query_arrow
 from queries.lint import lint_findings
 from store.base import Store, to_frame
 
@@ -151,7 +154,52 @@ def duplicates(
     `unknown`), causes (all that apply), job_ids, first_ts, last_ts, and the lock findings
     lock_expired_while_running, overlapped, split_brain.
     """
-    answer = query_arrow(store, "duplicates", **_filters(job_type, queue, since, until))
+    bound = _filters(job_type, queue, since, until)
+    if bound != UNFILTERED or narrowed(store):
+        return _duplicates_frame(query_arrow(store, "duplicates", **bound))
+    return _every_duplicate(store)
+
+
+#: Per store, the unfiltered duplicates as of a mark of its derived state: a process
+#: that asks again (the dashboard, each refresh) pays for the keys batches replaced since.
+_EVERY_DUPLICATE: weakref.WeakKeyDictionary[Store, tuple[Mark, pd.DataFrame]] = (
+    weakref.WeakKeyDictionary())
+_EVERY_DUPLICATE_LOCK = threading.Lock()
+
+
+def _every_duplicate(store: Store) -> pd.DataFrame:
+    """Every duplicate, from the frame this process made before where it can: the rows of
+    the keys replaced since in place of theirs. Replacing a key's row by its row now is
+    harmless when done twice, so a frame made from a newer state than its mark says is
+    brought up to date correctly too."""
+    with _EVERY_DUPLICATE_LOCK:
+        held = _EVERY_DUPLICATE.get(store)
+    changes = answer_changes(store, "answer_duplicates", held[0] if held else None)
+    if held is not None and changes.mark == held[0]:
+        frame = held[1]
+    elif held is not None and changes.keys is not None and changes.rows is not None:
+        frame = _replaced(held[1], changes.keys, _duplicates_frame(changes.rows))
+    else:
+        frame = _duplicates_frame(query_arrow(store, "duplicates", **UNFILTERED))
+    if changes.mark is not None:
+        with _EVERY_DUPLICATE_LOCK:
+            _EVERY_DUPLICATE[store] = (changes.mark, frame)
+    return frame.copy()
+
+
+def _replaced(frame: pd.DataFrame, keys: frozenset[str], rows: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with the rows of `keys` replaced by `rows`, in the query's order (first_ts,
+    then key)."""
+    kept = frame[~frame["key"].isin(keys)]
+    if rows.empty and not kept.empty:
+        return kept.reset_index(drop=True)
+    # The frame of no rows is the shape of an empty answer (its columns typed as one).
+    both = rows if kept.empty else pd.concat([kept, rows], ignore_index=True)
+    return both.sort_values(["first_ts", "key"], kind="stable", ignore_index=True)
+
+
+def _duplicates_frame(answer: pa.Table) -> pd.DataFrame:
+    """The `duplicates` answer's rows as the frame `duplicates` returns."""
     job_ids = sorted_lists(answer.column("job_ids"))
     raw = to_frame(answer.drop_columns(["job_ids"]))
     flags = (*CAUSES, "harmful", "lock_expired_while_running", "overlapped", "split_brain")
@@ -163,23 +211,25 @@ def duplicates(
     frame["cause"] = _FIRST_CAUSE[mask]
     frame["job_ids"] = job_ids
     frame = frame.rename(columns={"first": "first_ts", "last": "last_ts"})
-    columns = [
-        "key",
-        "job_type",
-        "queue",
-        "executions",
-        "side_effects",
-        "harmful",
-        "cause",
-        "causes",
-        "job_ids",
-        "first_ts",
-        "last_ts",
-        "lock_expired_while_running",
-        "overlapped",
-        "split_brain",
-    ]
-    return frame[columns].reset_index(drop=True)
+    return frame[DUPLICATE_COLUMNS].reset_index(drop=True)
+
+
+DUPLICATE_COLUMNS = [
+    "key",
+    "job_type",
+    "queue",
+    "executions",
+    "side_effects",
+    "harmful",
+    "cause",
+    "causes",
+    "job_ids",
+    "first_ts",
+    "last_ts",
+    "lock_expired_while_running",
+    "overlapped",
+    "split_brain",
+]
 
 
 def duplicates_over_time(

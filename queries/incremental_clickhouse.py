@@ -33,8 +33,10 @@ import time
 import uuid
 from typing import Any
 
+import pyarrow as pa
+
 from queries import answers, incremental
-from queries.loader import render, sql_text
+from queries.loader import literal, render, sql_text
 from store import clickhouse_derived as kept
 from store.clickhouse import ClickHouseEngine
 from store.sql_files import with_identifiers
@@ -72,6 +74,12 @@ UNITS: dict[str, tuple[str, str]] = {
     table: (unit, _TOUCHED[table])
     for table, unit in incremental.UNITS.items() if table in _TOUCHED and unit is not None
 }
+
+#: Kept answers of one key a row (queries/answers.py LAYERED), kept by key like the
+#: derived tables: a derivation writes again the rows of the keys it touched and of the
+#: other holders of their lock_keys (`derive_work_answer_keys`), instead of every reader
+#: computing the answer again from all the derived rows each generation. Table -> query.
+BY_KEY = {"answer_duplicates": "duplicates"}
 
 #: ClickHouse fills unmatched LEFT JOIN columns with type defaults and lets an alias
 #: shadow a column of the same name unless told otherwise; the query library is written
@@ -130,17 +138,23 @@ def ensure(store: ClickHouseEngine, tables: Tables) -> kept.Status:
 
 def _upgrade(store: ClickHouseEngine) -> kept.Status | None:
     """Kept tables of an earlier layout brought to this one in place: the lookup
-    projections added and filled (seconds, where a build from nothing takes a quarter of
-    an hour at 100M events). A process killed halfway leaves it to the next one."""
+    projections added and filled, the answers kept by key computed from the kept rows
+    (seconds, where a build from nothing takes a quarter of an hour at 100M events). A
+    process killed halfway leaves it to the next one."""
     with store.derivation_lock():
         status = kept.status(store)
         if status is None or status.format not in kept.UPGRADABLE:
             return status
-        for table, lookup in LOOKUPS.items():
-            kept.add_lookup(store, kept.rows_table(table), UNITS[table][0], lookup)
+        version = _version(store, status)
+        if status.format < 2:
+            for table, lookup in LOOKUPS.items():
+                kept.add_lookup(store, kept.rows_table(table), UNITS[table][0], lookup)
+        for table in BY_KEY:
+            kept.drop_table(store, table)  # the whole answer an earlier layout kept
+        _keep_answers(store, "derived_duplicate_runs", "derived_lock_incidents", version)
+        _drop_work(store, ())
         # A new row version, so this status is the newest (the rows keep theirs).
-        upgraded = dataclasses.replace(status, format=kept.FORMAT,
-                                       version=_version(store, status))
+        upgraded = dataclasses.replace(status, format=kept.FORMAT, version=version)
         kept.set_status(store, upgraded)
         return upgraded
 
@@ -193,12 +207,35 @@ def build(store: ClickHouseEngine, tables: Tables) -> kept.Status:
                       {"version": version})
         kept.replace_table(store, kept.rows_table(table), built)
         kept.create_view(store, table)
+    _keep_answers(store, WORK + "derived_duplicate_runs", WORK + "derived_lock_incidents",
+                  version)
     _drop_work(store, tables)
     status = kept.Status(kept.FORMAT, uuid.uuid4().hex, 0, version,
                          summary["high"] or "1970-01-01 00:00:00", summary["recent"], days)
     kept.set_status(store, status)
     log.debug("derived tables built from nothing in %.2f s", time.perf_counter() - started)
     return status
+
+
+def _answer_sql(query: str, runs: str, incidents: str) -> str:
+    """Kept answer `query` unfiltered, over the duplicate runs and lock incidents named."""
+    text = literal(sql_text(query, "clickhouse"), answers.KEPT[query])
+    text = re.sub(r"\bderived_duplicate_runs\b", runs, text)
+    return re.sub(r"\bderived_lock_incidents\b", incidents, text)
+
+
+def _keep_answers(store: ClickHouseEngine, runs: str, incidents: str, version: int) -> None:
+    """The answers kept by key (`BY_KEY`) from nothing, over every duplicate run and lock
+    incident (the tables named), each swapped in whole."""
+    for table, query in BY_KEY.items():
+        _work_table(store, WORK + table, _answer_sql(query, runs, incidents))
+        built = kept.rows_table(table) + "_next"
+        kept.create_rows_table(store, built, kept.columns(store, WORK + table), "key")
+        store.command(render(_named("derive_rows_fill", rows=built, unit="key",
+                                    work=WORK + table), "clickhouse", {"version": version}),
+                      {"version": version})
+        kept.replace_table(store, kept.rows_table(table), built)
+        kept.create_view(store, table, numbered=answers.LAYERED[table])
 
 
 def _chain(store: ClickHouseEngine, tables: Tables, source: str) -> None:
@@ -223,7 +260,8 @@ def _drop_work(store: ClickHouseEngine, tables: Tables) -> None:
     names = [t for t, _ in tables] + [
         "events", "unique_events", "event_facts", "everything", "read", "batch", "jobs",
         "own", "keys", "keyed", "rest", "found", "keyed_units", "rest_units",
-        "all_jobs", "batch_events", "locks", "holders", "holder_units"]
+        "all_jobs", "batch_events", "locks", "holders", "holder_units", "answer_keys",
+        "answer_runs", "answer_incidents", *BY_KEY]
     for name in names:
         store.command(f"DROP TABLE IF EXISTS {WORK}{name}")
 
@@ -261,7 +299,14 @@ def _absorb(store: ClickHouseEngine, tables: Tables, status: kept.Status) -> kep
     store.command(_named("derive_work_source", source=WORK + "batch"))
     _work_table(store, WORK + "derived_lifecycle",
                 work_sql(sql_text("derive_lifecycle", "clickhouse")))
-    for table, (unit, units) in UNITS.items():
+    for step in ("derive_work_answer_keys", "derive_work_answer_runs",
+                 "derive_work_answer_incidents"):
+        _run(store, step)
+    for table, query in BY_KEY.items():
+        _work_table(store, WORK + table, _answer_sql(
+            query, WORK + "answer_runs", WORK + "answer_incidents"))
+    by_key = dict.fromkeys(BY_KEY, ("key", WORK + "answer_keys"))
+    for table, (unit, units) in {**UNITS, **by_key}.items():
         params = {"version": version}
         names = {"rows": kept.rows_table(table), "unit": unit, "work": WORK + table,
                  "units": units}
@@ -298,7 +343,7 @@ def answer(store: ClickHouseEngine, table: str, status: kept.Status) -> None:
     """Kept answer `table` as of `status`: computed from the derived tables the first
     time it is asked for in a generation, then read as kept."""
     stamp = (status.epoch, status.generation)
-    if kept.answer_stamps(store).get(table) == stamp:
+    if table in BY_KEY or kept.answer_stamps(store).get(table) == stamp:
         return
     name = table.removeprefix("answer_")
     started = time.perf_counter()
@@ -306,6 +351,19 @@ def answer(store: ClickHouseEngine, table: str, status: kept.Status) -> None:
                   f"AS {answers.select(name, 'clickhouse')}{SETTINGS}")
     kept.stamp_answer(store, table, *stamp)
     log.debug("kept answer %s computed in %.2f s", table, time.perf_counter() - started)
+
+
+def answer_changes(store: ClickHouseEngine, table: str,
+                   version: int) -> tuple[list[str], pa.Table]:
+    """The keys whose rows of kept answer `table` (one of `BY_KEY`) derivations wrote
+    since row version `version`, and those keys' rows now."""
+    rows = kept.rows_table(table)
+    params: dict[str, Any] = {"version": version}
+    text = with_identifiers(sql_text("kept_answer_keys_since", "clickhouse"), table=rows)
+    keys = sorted(store.arrow(render(text, "clickhouse", params), params)["unit"].to_pylist())
+    params = {"keys": keys}
+    text = with_identifiers(sql_text("kept_answer_of_keys", "clickhouse"), table=rows)
+    return keys, store.arrow(render(text, "clickhouse", params), params)
 
 
 def touched_since(store: ClickHouseEngine, version: int) -> tuple[set[str], set[str]]:

@@ -27,9 +27,10 @@ _SQL = Path(__file__).with_name("sql")
 
 #: The layout of what this module keeps; another one is rebuilt from nothing, but for
 #: those in UPGRADABLE.
-FORMAT = 2
-#: Earlier layouts brought to FORMAT in place: 1 lacked the lookup projections.
-UPGRADABLE = frozenset({1})
+FORMAT = 3
+#: Earlier layouts brought to FORMAT in place: 1 lacked the lookup projections, 1 and 2
+#: kept the duplicates answer whole (computed again each generation) instead of by key.
+UPGRADABLE = frozenset({1, 2})
 
 #: Columns a kept row carries besides its table's own.
 VERSION_COLUMNS = ("_row", "_version", "_deleted")
@@ -194,12 +195,22 @@ def replace_table(store: Store, name: str, built: str) -> None:
         store.command(f"RENAME TABLE {db}.{built} TO {db}.{name}{where}")
 
 
-def create_view(store: Store, table: str) -> None:
-    """`table` as its readers know it: the newest version of each row, no tombstone."""
+def create_view(store: Store, table: str, numbered: str | None = None) -> None:
+    """`table` as its readers know it: the newest version of each row, no tombstone
+    (`numbered`: a kept answer's rows, numbered as `answer_row` in that order)."""
     db, where = _database(store), on_cluster(store)
     hidden = ", ".join(VERSION_COLUMNS)
-    store.command(f"CREATE OR REPLACE VIEW {db}.{table}{where} AS SELECT * EXCEPT ({hidden}) "
-                  f"FROM {db}.{rows_table(table)} FINAL WHERE _deleted = 0")
+    number = "" if numbered is None else (
+        f"toUInt64(row_number() OVER (ORDER BY {numbered})) AS answer_row, ")
+    store.command(f"CREATE OR REPLACE VIEW {db}.{table}{where} AS SELECT {number}"
+                  f"* EXCEPT ({hidden}) FROM {db}.{rows_table(table)} FINAL WHERE _deleted = 0")
+
+
+def drop_table(store: Store, name: str) -> None:
+    """Drop table `name` if there is one (a kept answer of an earlier layout, where this
+    one keeps a view)."""
+    db, where = _database(store), on_cluster(store)
+    store.command(f"DROP TABLE IF EXISTS {db}.{name}{where} SYNC")
 
 
 def answer_stamps(store: Store) -> dict[str, tuple[str, int]]:

@@ -182,7 +182,7 @@ def attach(
     """Views of `state`'s tables on `con`, and of those of its `answers` computed so far;
     False (nothing done) if a file of it is missing (removed as stale under a reader
     that took very long). A table in `numbered` (a kept answer kept in layers) has its
-    `answer_row` numbered again in that order."""
+    `answer_row` numbered again in that order, and a view `<table>_layers` unnumbered."""
     needed = [rows_path(store, t, layer) for t in units for layer in state.layers]
     needed += [units_path(store, t, layer) for t in units for layer in state.layers[1:]
                if units[t] is not None]
@@ -192,8 +192,11 @@ def attach(
         drop(con, table)
         select = layered_select(store, table, unit, state.layers)
         if table in numbered:
+            # Unnumbered too, for reads of a few keys' rows (a numbering sorts them all).
+            drop(con, f"{table}_layers")
+            con.execute(f"CREATE TEMP VIEW {table}_layers AS {select}")
             select = (f"SELECT row_number() OVER (ORDER BY {numbered[table]}) AS answer_row, "
-                      f"* EXCLUDE (answer_row) FROM ({select})")
+                      f"* EXCLUDE (answer_row) FROM {table}_layers")
         con.execute(f"CREATE TEMP VIEW {table} AS {select}")
     for answer in answers:
         drop(con, answer)

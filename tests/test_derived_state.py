@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import orjson
+import pandas as pd
 import pytest
 
 import sample_data
@@ -116,6 +117,12 @@ def _duplicates_are_the_truth(store: Store, truth: dict) -> None:
     assert rows == expected
 
 
+def _same_duplicates(live: Store, fresh: Store) -> None:
+    """The duplicates the live store's reader lists (its frame from the steps before,
+    brought up to date) are those of a build from nothing, in the same order."""
+    pd.testing.assert_frame_equal(duplicates(live), duplicates(fresh))
+
+
 @pytest.fixture
 def batch_folder(tmp_path: Path) -> Path:
     folder = tmp_path / "batches"
@@ -151,6 +158,7 @@ def test_an_embedded_store_s_derived_state_equals_a_build_from_nothing_after_eve
             kept = state(live)
             with _from_nothing(live, tmp_path / f"fresh-{n}") as fresh:
                 assert kept == state(fresh), f"after step {n} ({kind})"
+                _same_duplicates(live, fresh)
             reread = EmbeddedStore(live.root)  # a second reader attaches the kept build
             try:
                 assert state(reread) == kept, f"attached after step {n} ({kind})"
@@ -186,6 +194,7 @@ def test_a_chdb_store_s_derived_state_equals_a_build_from_nothing_after_every_st
             fresh = _chdb_from_nothing(live, f"fresh_{n}")
             try:
                 assert kept == state(fresh), f"after step {n} ({kind})"
+                _same_duplicates(live, fresh)
             finally:
                 fresh.close()
         _duplicates_are_the_truth(live, truth)

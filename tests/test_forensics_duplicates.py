@@ -6,7 +6,9 @@ import pyarrow as pa
 from forensics_cases import ev, run
 
 from queries import duplicates
+from queries.derived import answer_changes
 from queries.forensics import sorted_lists
+from store.embedded import EmbeddedStore
 
 KEY = {"idempotency_key": "inv-1"}
 
@@ -171,3 +173,48 @@ def test_each_key_s_job_ids_are_listed_sorted_without_nulls() -> None:
 
 def test_no_keys_give_no_job_id_lists() -> None:
     assert sorted_lists(pa.chunked_array([], pa.list_(pa.string()))) == []
+
+
+def twice(job: str, key: str, start: str) -> list[dict]:
+    """Job `job` of key `key` delivered twice from `start` (minute and second), both
+    runs acknowledged."""
+    minute = int(start[:2])
+    return (run(job, 1, "w1", f"{minute:02d}:00", [(f"{minute:02d}:01", "ack")],
+                idempotency_key=key)
+            + run(job, 2, "w2", f"{minute:02d}:40", [(f"{minute:02d}:41", "ack")],
+                  idempotency_key=key))
+
+
+def look_again(store) -> None:
+    """What a reader does on its next refresh: look at the store's newest snapshot."""
+    if isinstance(store, EmbeddedStore):
+        store.forget_snapshot()
+
+
+def test_a_reader_that_listed_the_duplicates_reads_only_the_keys_a_batch_replaced(
+    store, make_table
+) -> None:
+    store.write(make_table(twice("j1", "a", "01") + twice("j2", "b", "02")))
+    before = answer_changes(store, "answer_duplicates", None).mark
+    assert before is not None
+    store.write(make_table(twice("j3", "c", "03")))
+    look_again(store)
+    changes = answer_changes(store, "answer_duplicates", before)
+    assert changes.mark != before
+    # The batch's key (and its job_id, a key of its own if it had none): not a's or b's.
+    assert changes.keys is not None and "c" in changes.keys <= {"c", "j3"}
+    assert changes.rows is not None and changes.rows["key"].to_pylist() == ["c"]
+
+
+def test_the_duplicates_listed_again_follow_each_batch_in_order(store, make_table) -> None:
+    store.write(make_table(twice("j2", "b", "02") + twice("j3", "c", "03")))
+    assert list(duplicates(store)["key"]) == ["b", "c"]
+    late = run("j2", 3, "w3", "02:50", [("02:51", "ack")], idempotency_key="b")
+    store.write(make_table(twice("j1", "a", "01") + late))
+    look_again(store)
+    listed = duplicates(store)
+    assert list(listed["key"]) == ["a", "b", "c"]
+    assert list(listed["executions"]) == [2, 3, 2]
+    store.write(make_table([ev("03:59", "commit", "j3", idempotency_key="d")]))
+    look_again(store)
+    assert list(duplicates(store)["key"]) == ["a", "b", "d"]  # j3 now runs for d
