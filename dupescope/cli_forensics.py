@@ -15,7 +15,7 @@ from dupescope.options import (
     rules_option,
     store_option,
 )
-from dupescope.output import emit
+from dupescope.output import emit, emit_arrow_json
 
 
 def filter_options(command):  # type: ignore[no-untyped-def]
@@ -68,8 +68,12 @@ def forensic_command(function):  # type: ignore[no-untyped-def]
 def duplicates(store_url: str | None, fmt: str, filters: dict[str, Any]) -> None:
     """Keys that ran more than once, with cause and outcome (harmful or absorbed)."""
     from queries import duplicates as find_duplicates
+    from queries.forensics import duplicates_arrow
 
     store = open_store_or_exit(store_url, existing=True)
+    if fmt == "json":  # every duplicate at once, as Arrow: no Python object per value
+        emit_arrow_json(duplicates_arrow(store, **filters))
+        return
     frame = find_duplicates(store, **filters)
     if fmt == "table" and not frame.empty:
         frame = frame.assign(

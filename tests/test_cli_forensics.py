@@ -8,8 +8,11 @@ import orjson
 from click.testing import CliRunner
 from forensics_cases import locked, run
 
+import sample_data
 from alerts.ids import alert_id
 from dupescope.cli import main
+from dupescope.output import records
+from queries import duplicates
 from store.embedded import EmbeddedStore
 
 KEY = {"idempotency_key": "inv-1"}
@@ -201,3 +204,14 @@ def test_rebuild_of_a_store_that_does_not_exist_is_an_error(tmp_path) -> None:
     result = CliRunner().invoke(main, ["rebuild", "--store", str(tmp_path / "typo")])
     assert result.exit_code != 0
     assert "typo" in result.output
+
+
+def test_duplicates_json_prints_each_row_as_the_frame_holds_it(tmp_path, make_table) -> None:
+    """The JSON printed for every duplicate at once is the rows `duplicates` gives, as
+    every other command prints its frames."""
+    workload = sample_data.generate(seed=3, target_events=3000, hours=0.5)
+    folder = _store_with(tmp_path, make_table,
+                         [orjson.loads(line) for line in workload.jsonl_bytes().splitlines()])
+    expected = records(duplicates(EmbeddedStore(folder)))
+    assert len(expected) > 10
+    assert _json(["duplicates", "--store", folder, "--format", "json"]) == expected

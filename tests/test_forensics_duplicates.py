@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import orjson
 import pyarrow as pa
 from forensics_cases import ev, run
 
+import sample_data
 from queries import duplicates
 from queries.derived import answer_changes
-from queries.forensics import sorted_lists
+from queries.forensics import duplicates_arrow, sorted_lists
 from store.embedded import EmbeddedStore
 
 KEY = {"idempotency_key": "inv-1"}
@@ -218,3 +220,13 @@ def test_the_duplicates_listed_again_follow_each_batch_in_order(store, make_tabl
     store.write(make_table([ev("03:59", "commit", "j3", idempotency_key="d")]))
     look_again(store)
     assert list(duplicates(store)["key"]) == ["a", "b", "d"]  # j3 now runs for d
+
+
+def test_the_arrow_shape_of_the_duplicates_holds_the_frame_s_values(store, make_table) -> None:
+    """What the command line prints every duplicate from (duplicates_arrow) is the frame,
+    value for value, over the workload model's mix of causes, outcomes and lock findings."""
+    workload = sample_data.generate(seed=3, target_events=3000, hours=0.5)
+    store.write(make_table([orjson.loads(line) for line in workload.jsonl_bytes().splitlines()]))
+    frame = duplicates(store)
+    assert len(frame) > 10 and frame["cause"].nunique() > 2
+    assert duplicates_arrow(store).to_pylist() == frame.to_dict(orient="records")
