@@ -107,8 +107,9 @@ def emit_arrow_json(table: pa.Table) -> None:
     frame.write_json(text)
     text.write(b"\n")
     try:
-        click.echo(text.getvalue(), nl=False)
         sys.stdout.flush()
+        sys.stdout.buffer.write(text.getbuffer())
+        sys.stdout.buffer.flush()
     except BrokenPipeError:
         # The reader stopped reading (`| head`): it had what it wanted. Nothing more can
         # be written, so the exit's own flush goes nowhere instead of failing again.

@@ -248,26 +248,53 @@ def duplicates_arrow(
     answer = pl.from_arrow(
         query_arrow(store, "duplicates", **_filters(job_type, queue, since, until)))
     assert isinstance(answer, pl.DataFrame)
-    causes = pl.concat_list(
-        [pl.when(pl.col(c).cast(pl.Boolean).fill_null(False)).then(pl.lit(c))
-         .otherwise(pl.lit(None))
-         for c in CAUSES]).list.drop_nulls()
-    flags = ("harmful", "lock_expired_while_running", "overlapped", "split_brain")
+    flag = {name: pl.col(name).cast(pl.Boolean).fill_null(False)
+            for name in (*CAUSES, "harmful", "lock_expired_while_running", "overlapped",
+                         "split_brain")}
+    mask = pl.sum_horizontal(flag[c].cast(pl.Int64) * (1 << bit) for bit, c in enumerate(CAUSES))
     shaped = answer.select(
         pl.col("key"),
         pl.col("job_type").cast(pl.String),
         pl.col("queue").cast(pl.String),
         pl.col("executions").cast(pl.Int64),
         pl.col("side_effects").cast(pl.Int64),
-        pl.col("harmful").cast(pl.Boolean).fill_null(False),
-        causes.list.first().fill_null("unknown").alias("cause"),
-        causes.alias("causes"),
-        pl.col("job_ids").list.drop_nulls().list.sort().fill_null([]),
+        flag["harmful"],
+        pl.int_range(pl.len()).alias("_row"),
+        mask.alias("_mask"),
+        pl.col("job_ids").cast(pl.List(pl.String)),
         *(pl.from_epoch(pl.col(f"{end}_us").cast(pl.Int64), "us").dt.replace_time_zone("UTC")
           .alias(f"{end}_ts") for end in ("first", "last")),
-        *(pl.col(flag).cast(pl.Boolean).fill_null(False) for flag in flags[1:]),
+        *(flag[name] for name in ("lock_expired_while_running", "overlapped", "split_brain")),
     )
+    shaped = _sorted_job_ids(shaped).join(
+        _cause_patterns(), on="_mask", how="left", maintain_order="left")
     return shaped.select(DUPLICATE_COLUMNS).to_arrow()
+
+
+def _sorted_job_ids(frame: Any) -> Any:
+    """`job_ids` of a polars frame without nulls and sorted (a null list: []), sorting
+    only the lists that need it: most keys ran under one job_id."""
+    import polars as pl
+
+    ids = pl.col("job_ids")
+    frame = frame.with_columns(ids.fill_null(pl.lit([], pl.List(pl.String))))
+    unsorted = frame.filter(
+        (ids.list.len() > 1) | ids.list.eval(pl.element().is_null().any()).list.first())
+    if unsorted.height == 0:
+        return frame
+    fixed = unsorted.select("_row", ids.list.drop_nulls().list.sort())
+    return frame.update(fixed, on="_row")
+
+
+def _cause_patterns() -> Any:
+    """A polars frame of each bit mask of CAUSES (`_mask`) with its cause and causes."""
+    import polars as pl
+
+    return pl.DataFrame(
+        {"_mask": range(len(_CAUSE_LISTS)), "cause": _FIRST_CAUSE.tolist(),
+         "causes": [list(c) for c in _CAUSE_LISTS]},
+        schema={"_mask": pl.Int64, "cause": pl.String, "causes": pl.List(pl.String)},
+    )
 
 
 def duplicates_over_time(

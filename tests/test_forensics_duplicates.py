@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import orjson
+import polars as pl
 import pyarrow as pa
 from forensics_cases import ev, run
 
 import sample_data
 from queries import duplicates
 from queries.derived import answer_changes
-from queries.forensics import duplicates_arrow, sorted_lists
+from queries.forensics import _sorted_job_ids, duplicates_arrow, sorted_lists
 from store.embedded import EmbeddedStore
 
 KEY = {"idempotency_key": "inv-1"}
@@ -171,6 +172,14 @@ def test_each_key_s_job_ids_are_listed_sorted_without_nulls() -> None:
         ]
     )
     assert sorted_lists(lists) == [["j1", "j2"], [], ["e", "z", "é"], [], [], ["only"]]
+
+
+def test_the_arrow_shape_lists_job_ids_sorted_without_nulls_too() -> None:
+    lists = [["j2", None, "j1"], None, ["é", "e", "z"], [], [None], ["only"]]
+    frame = pl.DataFrame({"_row": range(len(lists)), "job_ids": lists},
+                         schema={"_row": pl.Int64, "job_ids": pl.List(pl.String)})
+    assert _sorted_job_ids(frame)["job_ids"].to_list() == [
+        ["j1", "j2"], [], ["e", "z", "é"], [], [], ["only"]]
 
 
 def test_no_keys_give_no_job_id_lists() -> None:
