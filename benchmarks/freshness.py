@@ -18,7 +18,7 @@ folder to one process, so no collector or second process can share it: freshness
 from the batch's write until the dashboard's question lists its key, in the same process.
 
     python -m benchmarks.freshness [--sizes 1000000,10000000] [--batch 10000] [--rounds 3]
-                                   [--store embedded|chdb]
+                                   [--store embedded|chdb] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -95,10 +96,14 @@ class Workload:
 GENERATORS = {g.name: g for g in (Model, Workload)}
 
 
+#: Tells this run's new keys from those of an earlier run into a store kept (`--keep`).
+RUN = uuid.uuid4().hex[:6]
+
+
 def batch(round_no: int, events: int) -> pa.Table:
     """`events` model events under keys and job ids of their own, dated after the rest."""
     model = next(fast.arrow_batches(events, seed=1000 + round_no, batch_rows=events))
-    prefix = pa.scalar(f"fresh{round_no}-")
+    prefix = pa.scalar(f"fresh{RUN}-{round_no}-")
     columns = {name: model.column(name) for name in model.column_names}
     for name in ("idempotency_key", "job_id", "resource_key", "lock_key"):
         columns[name] = pc.binary_join_element_wise(prefix, columns[name], "")
@@ -109,7 +114,7 @@ def batch(round_no: int, events: int) -> pa.Table:
 
 def duplicated_key(round_no: int, start: float) -> list[dict[str, Any]]:
     """One key run twice, both runs with the side effect: what the freshness probes look for."""
-    key = f"fresh-dup-{round_no}"
+    key = dup_key(round_no)
     rows: list[dict[str, Any]] = []
     for attempt in (1, 2):
         common = {"job_id": f"{key}-job", "job_type": "billing.charge", "idempotency_key": key,
@@ -121,6 +126,10 @@ def duplicated_key(round_no: int, start: float) -> list[dict[str, Any]]:
             {"ts": _iso(at + 2), "event": "ack", **common},
         ]
     return rows
+
+
+def dup_key(round_no: int) -> str:
+    return f"fresh-dup-{RUN}-{round_no}"
 
 
 def _iso(seconds: float) -> str:
@@ -171,12 +180,19 @@ def listed_by_dashboard(store: EmbeddedStore, key: str) -> bool:
 def measure(
     folder: Path, n: int, batch_events: int, rounds: int, generator: type[Model] | type[Workload]
 ) -> dict[str, float]:
+    reused = (folder / "events").exists()
     store = EmbeddedStore(folder)
-    print(f"\n[{generator.name}, {n:,} events] load {generator.load(store, n):.1f} s "
-          f"(write + compact)", flush=True)
-    shutil.rmtree(folder / "derived", ignore_errors=True)
-    full = seconds(lambda: derived.ensure(store))
-    print(f"  full build            {full:7.2f} s", flush=True)
+    if reused:
+        print(f"\n[{generator.name}, {n:,} events] reused {folder} (loaded and built before)",
+              flush=True)
+        full = float("nan")
+        derived.ensure(store)  # whatever an earlier run left underived
+    else:
+        print(f"\n[{generator.name}, {n:,} events] load {generator.load(store, n):.1f} s "
+              f"(write + compact)", flush=True)
+        shutil.rmtree(folder / "derived", ignore_errors=True)
+        full = seconds(lambda: derived.ensure(store))
+        print(f"  full build            {full:7.2f} s", flush=True)
     absorbs = []
     for r in range(rounds):
         store.write(generator.batch(r, batch_events, n))
@@ -192,7 +208,7 @@ def measure(
         for r in range(rounds):
             r += rounds  # keys of their own, beyond the absorb rounds'
             records = as_json_lines(generator.batch(r, batch_events, n))[: batch_events - 6]
-            key = f"fresh-dup-{r}"
+            key = dup_key(r)
             collector.post(records + duplicated_key(r, time.time() - 600))
             with ThreadPoolExecutor(2) as probes:  # both from the same 200
                 by_page = probes.submit(until, lambda k=key: listed_by_dashboard(store, k))
@@ -215,11 +231,18 @@ def measure(
 def measure_chdb(
     folder: Path, n: int, batch_events: int, rounds: int, generator: type[Model] | type[Workload]
 ) -> dict[str, float]:
+    reused = folder.exists()
     store = ChdbStore(str(folder))
-    print(f"\n[{generator.name}, {n:,} events, chDB] load {generator.load(store, n):.1f} s",
-          flush=True)
-    full = seconds(lambda: derived.ensure(store))
-    print(f"  full build            {full:7.2f} s", flush=True)
+    if reused:
+        print(f"\n[{generator.name}, {n:,} events, chDB] reused {folder} (loaded and built "
+              "before)", flush=True)
+        full = float("nan")
+        derived.ensure(store)
+    else:
+        print(f"\n[{generator.name}, {n:,} events, chDB] load {generator.load(store, n):.1f} s",
+              flush=True)
+        full = seconds(lambda: derived.ensure(store))
+        print(f"  full build            {full:7.2f} s", flush=True)
     absorbs, page = [], []
     try:
         for r in range(rounds):
@@ -227,7 +250,7 @@ def measure_chdb(
             absorbs.append(seconds(lambda: derived.ensure(store)))
         duplicates(store)
         for r in range(rounds, 2 * rounds):
-            key = f"fresh-dup-{r}"
+            key = dup_key(r)
             fresh = generator.batch(r, batch_events - 6, n)
             store.write(fresh)
             store.write(canonical_records(duplicated_key(r, time.time() - 600)))
@@ -263,6 +286,10 @@ def main(argv: list[str] | None = None) -> int:
                              "(benchmarks/workload.py), or both")
     parser.add_argument("--store", choices=("embedded", "chdb"), default="embedded")
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="keep each loaded store under this folder and reuse it in the "
+                             "next run (a store of 100M events takes half an hour to load "
+                             "and build); the batches of each run stay in it")
     args = parser.parse_args(argv)
     run_one = measure_chdb if args.store == "chdb" else measure
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -272,6 +299,10 @@ def main(argv: list[str] | None = None) -> int:
         generator = GENERATORS[name]
         results = {}
         for n in sizes:
+            if args.keep is not None:  # kept for the next run, which reuses it
+                kept = args.keep / f"{args.store}-{name}-{n}"
+                results[n] = run_one(kept, n, args.batch, args.rounds, generator)
+                continue
             work = Path(tempfile.mkdtemp(prefix="dupescope-fresh-", dir=args.workdir))
             try:
                 results[n] = run_one(work / "store", n, args.batch, args.rounds, generator)
