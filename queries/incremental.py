@@ -43,6 +43,7 @@ from store.hot_log import is_hot, read_hot
 from store.lineage import Changes, lineage
 from store.lookup_index import segment_name
 from store.schema import EVENTS_SCHEMA
+from store.spill import spill_folder
 
 log = logging.getLogger("dupescope.queries")
 
@@ -105,7 +106,7 @@ def _once(rows: pa.Table) -> pa.Table:
 
 
 def connection() -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect()
+    con = duckdb.connect(config={"temp_directory": spill_folder()})
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET enable_progress_bar = false")
     return con

@@ -44,6 +44,7 @@ from store.lineage import LINEAGE, Changes, inputs_of, since
 from store.lookup_index import covered_by, global_indexes, write_day_index, write_global_index
 from store.schema import EVENTS_SCHEMA
 from store.segments import SEGMENT_SUFFIXES, SegmentWriter, _segment_name, note_change
+from store.spill import spill_folder
 
 if TYPE_CHECKING:  # frames are made by `to_frame`, which imports pandas when first asked:
     import pandas as pd  # `dupescope ingest` makes none, nor do its workers
@@ -168,7 +169,7 @@ class EmbeddedStore(SegmentedStore):
 
     def _connection(self) -> duckdb.DuckDBPyConnection:
         if self._con is None:
-            self._con = duckdb.connect()
+            self._con = duckdb.connect(config={"temp_directory": spill_folder()})
             self._con.execute("SET TimeZone = 'UTC'")
             self._con.execute("SET parquet_metadata_cache = true")
         return self._con
