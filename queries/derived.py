@@ -173,7 +173,13 @@ def _derive_and_keep(
         derived_state.commit(store, state)
         if not _attach(store, con, state):
             raise FileNotFoundError("a derived state just written is incomplete")
-        derived_state.remove_stale(store, state)
+        # The batch is kept and readable: now fold or merge layers if they are due.
+        compacted = _compacted(store, con, state)
+        if compacted is not state:
+            derived_state.commit(store, compacted)
+            if not _attach(store, con, compacted):
+                raise FileNotFoundError("a derived state just written is incomplete")
+        derived_state.remove_stale(store, compacted)
 
 
 #: A batch of more rows than this, and larger than the store's executions twice over, is
@@ -226,11 +232,41 @@ def _absorb(
     )
     if not _attach(store, con, grown):
         raise FileNotFoundError("a derived layer just written is incomplete")
-    if derived_state.should_merge(grown):
-        grown = _merge_layers(store, con, grown)
     log.debug("absorbed %d new rows in %.2f s", changes.rows().num_rows,
               time.perf_counter() - started)
     return grown
+
+
+def _compacted(store: SegmentedStore, con: duckdb.DuckDBPyConnection,
+               state: derived_state.State) -> derived_state.State:
+    """`state` with its layers merged into a new base or its newest folded, where due
+    (store/derived_state.py); `state` itself where neither is."""
+    if derived_state.should_merge(state):
+        return _merge_layers(store, con, state)
+    span = derived_state.fold_span(state)
+    return _fold_layers(store, con, state, span) if span else state
+
+
+def _fold_layers(store: SegmentedStore, con: duckdb.DuckDBPyConnection,
+                 state: derived_state.State, span: int) -> derived_state.State:
+    """The newest `span` layers folded into one: their rows now, and every unit any of
+    them replaces (so the older layers' rows of those units stay hidden)."""
+    started = time.perf_counter()
+    folded = state.layers[-span:]
+    layer = derived_state.new_id()
+    sizes = {}
+    for table, unit in _LAYERED.items():
+        rows = derived_state.layered_select(store, table, unit, folded)
+        sizes[table] = [*state.sizes.get(table, [])[:-span], derived_state.write(
+            con, f"SELECT * FROM ({rows}){_ORDER.get(table, '')}",
+            derived_state.rows_path(store, table, layer))]
+        if unit is not None:
+            derived_state.write(con, derived_state.units_select(store, table, folded),
+                                derived_state.units_path(store, table, layer))
+    log.debug("folded %d layers in %.2f s", span, time.perf_counter() - started)
+    return derived_state.State(state.snapshot, state.read, [*state.layers[:-span], layer],
+                               state.answers, sizes, state.epoch, state.generation,
+                               state.journal)
 
 
 def _merge_layers(store: SegmentedStore, con: duckdb.DuckDBPyConnection,
@@ -242,11 +278,8 @@ def _merge_layers(store: SegmentedStore, con: duckdb.DuckDBPyConnection,
         order = _ORDER.get(table, "")
         sizes[table] = [derived_state.write(
             con, f"SELECT * FROM {table}{order}", derived_state.rows_path(store, table, layer))]
-    merged = derived_state.State(state.snapshot, state.read, [layer], state.answers, sizes,
-                                 state.epoch, state.generation, state.journal)
-    if not _attach(store, con, merged):
-        raise FileNotFoundError("a derived base just written is incomplete")
-    return merged
+    return derived_state.State(state.snapshot, state.read, [layer], state.answers, sizes,
+                               state.epoch, state.generation, state.journal)
 
 
 #: The order a full build writes a table in, kept when layers are merged (min/max

@@ -184,16 +184,78 @@ def test_a_duplicate_whose_lock_another_key_took_is_listed_again(
     assert (row["key"], row["overlapped"]) == ("j1", True)
     assert state(embedded) == from_nothing(embedded, tmp_path / "fresh")
 
-@pytest.mark.parametrize("kept_layers", [1, derived_state.MAX_LAYERS + 1])
-def test_layers_read_as_one_table_before_and_after_a_merge(
+@pytest.mark.parametrize("kept_layers", [1, derived_state.MAX_LAYERS + 2])
+def test_layers_read_as_one_table_before_and_after_a_fold(
     embedded, make_table, tmp_path, kept_layers
 ) -> None:
     for n in range(kept_layers):
         embedded.write(make_table(acked(f"j{n}", "shared" if n % 2 else f"k{n}")))
         derived.ensure(embedded)
     kept = derived_state.load(embedded)
-    assert kept is not None and len(kept.layers) <= derived_state.MAX_LAYERS
+    assert kept is not None and len(kept.layers) <= derived_state.MAX_LAYERS + 1
     assert state(embedded) == from_nothing(embedded, tmp_path / "fresh")
+
+
+def layered(embedded, make_table, batches: int) -> None:  # type: ignore[no-untyped-def]
+    """A store derived batch after batch: a build from nothing, then `batches` layers."""
+    for n in range(batches + 1):
+        embedded.write(make_table(acked(f"j{n}", "shared" if n % 2 else f"k{n}")))
+        derived.ensure(embedded)
+
+
+def test_layers_past_the_limit_are_folded_and_the_base_stays(
+    embedded, make_table, tmp_path
+) -> None:
+    layered(embedded, make_table, derived_state.MAX_LAYERS)
+    before = derived_state.load(embedded)
+    assert before is not None and len(before.layers) == derived_state.MAX_LAYERS + 1
+    embedded.write(make_table(acked("j99", "shared")))
+    derived.ensure(embedded)
+    after = derived_state.load(embedded)
+    assert after is not None
+    assert after.layers[0] == before.layers[0]  # the base is not written again
+    assert len(after.layers) < len(before.layers)
+    assert after.generation == before.generation + 1
+    assert state(embedded) == from_nothing(embedded, tmp_path / "fresh")
+
+
+def test_a_fold_takes_the_newest_layers_no_larger_than_those_after_them() -> None:
+    def span(*rows: int) -> int:
+        layers = [str(n) for n in range(len(rows))]
+        return derived_state.fold_span(derived_state.State(
+            "s", {}, layers, "a", {"derived_executions": list(rows)}))
+
+    limit = derived_state.MAX_LAYERS
+    assert span(1000, *[1] * limit) == 0  # within the limit
+    assert span(1000, *[1] * (limit + 1)) == limit + 1  # equal layers: all folded
+    assert span(1000, 64, 32, 16, 8, 4, 2, 1, 1, 1) == limit + 1  # 64 <= 65: a carry
+    assert span(1000, 90, 40, 16, 8, 4, 2, 1, 1, 1) == limit - 1  # 40 > 33: it stays
+    assert span(1000, 500, 400, 300, 200, 100, 50, 20, 10, 5) == 2
+
+
+def test_a_derivation_killed_while_folding_leaves_a_state_the_next_one_completes(
+    embedded, make_table, tmp_path
+) -> None:
+    layered(embedded, make_table, derived_state.MAX_LAYERS)
+    embedded.write(make_table(acked("j99", "shared")))
+    expected = from_nothing(embedded, tmp_path / "expected")
+    shutil.copytree(embedded.root, tmp_path / "whole")
+    done = _derive_in_a_child(tmp_path / "whole", -1)
+    assert done.returncode == 0, done.stderr
+    files = int(done.stdout.split()[-1])
+    layer_files = 2 * len(derived_state.load(embedded).sizes) + 1  # a layer, the state
+    assert files > 2 * layer_files  # the batch's layer and state, then the fold's
+    for kill_at in range(layer_files - 1, files):  # from the batch's state on
+        copy = tmp_path / f"killed-{kill_at}"
+        shutil.copytree(embedded.root, copy)
+        killed = _derive_in_a_child(copy, kill_at)
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        after = EmbeddedStore(copy)
+        try:
+            assert state(after) == expected, f"killed at file {kill_at}"
+        finally:
+            after.close()
+        shutil.rmtree(copy)
 
 
 def _derive_in_a_child(folder: Path, kill_at: int) -> subprocess.CompletedProcess[str]:
