@@ -9,6 +9,7 @@ start (datetime, pandas Timestamp or ISO 8601 text; naive times are UTC).
 
 from __future__ import annotations
 
+import bisect
 import threading
 import weakref
 from datetime import datetime, timedelta
@@ -189,13 +190,46 @@ def _every_duplicate(store: Store) -> pd.DataFrame:
 
 def _replaced(frame: pd.DataFrame, keys: frozenset[str], rows: pd.DataFrame) -> pd.DataFrame:
     """`frame` with the rows of `keys` replaced by `rows`, in the query's order (first_ts,
-    then key)."""
-    kept = frame[~frame["key"].isin(keys)]
-    if rows.empty and not kept.empty:
-        return kept.reset_index(drop=True)
-    # The frame of no rows is the shape of an empty answer (its columns typed as one).
-    both = rows if kept.empty else pd.concat([kept, rows], ignore_index=True)
-    return both.sort_values(["first_ts", "key"], kind="stable", ignore_index=True)
+    then key). The rows are put in their places in the ordered frame, which is not sorted
+    again (sorting 600k rows by a time and a text took a second), and the frame is taken
+    from once."""
+    replaced = pc.is_in(pa.array(frame["key"]), value_set=pa.array(sorted(keys), pa.string()))
+    kept = np.flatnonzero(~np.asarray(replaced.to_numpy(zero_copy_only=False), bool))
+    rows = rows.sort_values(["first_ts", "key"], kind="stable", ignore_index=True)
+    at = _places(frame, kept, rows) if len(kept) else None
+    if at is None:
+        # The frame of no rows is the shape of an empty answer (its columns typed as one).
+        both = rows if not len(kept) else pd.concat([frame.take(kept), rows],
+                                                    ignore_index=True)
+        return both.sort_values(["first_ts", "key"], kind="stable", ignore_index=True)
+    total = len(kept) + len(rows)
+    fresh = at + np.arange(len(rows))  # each new row's place among all
+    order = np.empty(total, dtype=np.int64)
+    is_fresh = np.zeros(total, dtype=bool)
+    is_fresh[fresh] = True
+    order[~is_fresh] = kept  # the kept rows, by their place in `frame`
+    order[fresh] = len(frame) + np.arange(len(rows))
+    both = pd.concat([frame, rows], ignore_index=True) if len(rows) else frame
+    return both.take(order).reset_index(drop=True)
+
+
+def _places(frame: pd.DataFrame, kept: np.ndarray, rows: pd.DataFrame) -> np.ndarray | None:
+    """For each of `rows` (ordered), how many of the rows `kept` of `frame` (ordered) come
+    before it by (first_ts, key); None where a time is missing or the times differ in
+    unit."""
+    if frame["first_ts"].dtype != rows["first_ts"].dtype:
+        return None
+    if frame["first_ts"].isna().any() or rows["first_ts"].isna().any():
+        return None
+    kept_ts = np.asarray(frame["first_ts"].array.asi8)[kept]
+    new_ts = np.asarray(rows["first_ts"].array.asi8)
+    low = np.searchsorted(kept_ts, new_ts, side="left")
+    high = np.searchsorted(kept_ts, new_ts, side="right")
+    keys = frame["key"]
+    for i in np.nonzero(high > low)[0]:  # kept rows of the same time: ordered by key
+        same = keys.take(kept[low[i]:high[i]]).tolist()
+        low[i] += bisect.bisect_left(same, rows["key"].iat[int(i)])
+    return low
 
 
 def _duplicates_frame(answer: pa.Table) -> pd.DataFrame:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import orjson
+import pandas as pd
 import polars as pl
 import pyarrow as pa
 from forensics_cases import ev, run
@@ -10,7 +11,7 @@ from forensics_cases import ev, run
 import sample_data
 from queries import duplicates
 from queries.derived import answer_changes
-from queries.forensics import _sorted_job_ids, duplicates_arrow, sorted_lists
+from queries.forensics import _replaced, _sorted_job_ids, duplicates_arrow, sorted_lists
 from store.embedded import EmbeddedStore
 
 KEY = {"idempotency_key": "inv-1"}
@@ -239,3 +240,16 @@ def test_the_arrow_shape_of_the_duplicates_holds_the_frame_s_values(store, make_
     frame = duplicates(store)
     assert len(frame) > 10 and frame["cause"].nunique() > 2
     assert duplicates_arrow(store).to_pylist() == frame.to_dict(orient="records")
+
+
+def test_rows_replaced_in_a_listing_take_their_places_in_its_order() -> None:
+    def listing(*rows: tuple[str, str]) -> pd.DataFrame:
+        return pd.DataFrame({"key": [k for k, _ in rows],
+                             "first_ts": pd.to_datetime([f"2026-12-01T{t}:00" for _, t in rows],
+                                                        utc=True)})
+
+    held = listing(("b", "10:00"), ("d", "10:00"), ("a", "11:00"), ("c", "12:00"))
+    fresh = listing(("e", "12:30"), ("c", "10:00"), ("a", "09:00"), ("z", "10:00"))
+    replaced = _replaced(held, frozenset({"a", "c", "e", "gone"}), fresh)
+    assert list(replaced["key"]) == ["a", "b", "c", "d", "z", "e"]
+    assert list(_replaced(held, frozenset({"a", "b", "c", "d"}), fresh.iloc[:0])["key"]) == []
