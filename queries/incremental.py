@@ -339,15 +339,18 @@ def _answers_of(
     if not others:
         layered_answers(work)
         return
+    started = time.perf_counter()
     strings(con, "other_keys", others)
     strings(con, "holder_units", units["derived_lock_incidents"])
     runs = con.sql("SELECT * FROM derived_duplicate_runs "
                    "WHERE key IN (SELECT unit FROM other_keys)").to_arrow_table()
+    strings(con, "other_runs", _values(runs["execution_uid"]))
     incidents = con.sql(
         "SELECT * FROM derived_lock_incidents "
-        "WHERE execution_uid IN (SELECT execution_uid FROM derived_duplicate_runs "
-        "WHERE key IN (SELECT unit FROM other_keys)) "
+        "WHERE execution_uid IN (SELECT unit FROM other_runs) "
         "AND execution_uid NOT IN (SELECT unit FROM holder_units)").to_arrow_table()
+    log.debug("answers of %d other keys: %d runs, %d incidents read in %.2f s", len(others),
+              runs.num_rows, incidents.num_rows, time.perf_counter() - started)
     touched = {"derived_duplicate_runs": runs, "derived_lock_incidents": incidents}
     for table, kept in touched.items():
         work.register(f"{table}_kept", kept)
