@@ -141,6 +141,25 @@ def executions(store: Store, **filters: Any) -> pd.DataFrame:
     return frame.rename(columns={"execution_uid": "execution_id"})
 
 
+#: The columns of `duplicates`, in order.
+DUPLICATE_COLUMNS = [
+    "key",
+    "job_type",
+    "queue",
+    "executions",
+    "side_effects",
+    "harmful",
+    "cause",
+    "causes",
+    "job_ids",
+    "first_ts",
+    "last_ts",
+    "lock_expired_while_running",
+    "overlapped",
+    "split_brain",
+]
+
+
 def duplicates(
     store: Store,
     job_type: str | None = None,
@@ -246,24 +265,6 @@ def _duplicates_frame(answer: pa.Table) -> pd.DataFrame:
     frame["job_ids"] = job_ids
     frame = frame.rename(columns={"first": "first_ts", "last": "last_ts"})
     return frame[DUPLICATE_COLUMNS].reset_index(drop=True)
-
-
-DUPLICATE_COLUMNS = [
-    "key",
-    "job_type",
-    "queue",
-    "executions",
-    "side_effects",
-    "harmful",
-    "cause",
-    "causes",
-    "job_ids",
-    "first_ts",
-    "last_ts",
-    "lock_expired_while_running",
-    "overlapped",
-    "split_brain",
-]
 
 
 def duplicates_arrow(

@@ -8,6 +8,8 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 
@@ -246,22 +248,30 @@ def test_a_derivation_killed_while_folding_leaves_a_state_the_next_one_completes
     layer_files = 2 * len(derived_state.load(embedded).sizes) + 1  # a layer, the state
     assert files > 2 * layer_files  # the batch's layer and state, then the fold's
     for kill_at in range(layer_files - 1, files):  # from the batch's state on
-        copy = tmp_path / f"killed-{kill_at}"
-        shutil.copytree(embedded.root, copy)
-        killed = _derive_in_a_child(copy, kill_at)
-        assert killed.returncode == -signal.SIGKILL, killed.stderr
-        after = EmbeddedStore(copy)
-        try:
+        with _killed_at(embedded, tmp_path, kill_at) as after:
             assert state(after) == expected, f"killed at file {kill_at}"
-        finally:
-            after.close()
-        shutil.rmtree(copy)
 
 
 def _derive_in_a_child(folder: Path, kill_at: int) -> subprocess.CompletedProcess[str]:
     child = Path(__file__).with_name("derive_crash_child.py")
     return subprocess.run([sys.executable, str(child), str(folder), str(kill_at)],
                           capture_output=True, text=True, timeout=120)
+
+
+@contextmanager
+def _killed_at(embedded: EmbeddedStore, tmp_path: Path, kill_at: int) -> Iterator[EmbeddedStore]:
+    """A copy of the store whose derivation was killed (SIGKILL) at its `kill_at`-th file,
+    opened by the next process; removed afterwards."""
+    copy = tmp_path / f"killed-{kill_at}"
+    shutil.copytree(embedded.root, copy)
+    killed = _derive_in_a_child(copy, kill_at)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    after = EmbeddedStore(copy)
+    try:
+        yield after
+    finally:
+        after.close()
+        shutil.rmtree(copy)
 
 
 def test_a_derivation_killed_at_any_file_leaves_a_state_the_next_one_completes(
@@ -278,16 +288,9 @@ def test_a_derivation_killed_at_any_file_leaves_a_state_the_next_one_completes(
     files = int(done.stdout.split()[-1])
     assert files > 10  # every layer file, the state, a kept answer
     for kill_at in range(files):
-        copy = tmp_path / f"killed-{kill_at}"
-        shutil.copytree(embedded.root, copy)
-        killed = _derive_in_a_child(copy, kill_at)
-        assert killed.returncode == -signal.SIGKILL, killed.stderr
-        after = EmbeddedStore(copy)
-        try:
+        with _killed_at(embedded, tmp_path, kill_at) as after:
             assert state(after) == expected, f"killed at file {kill_at}"
             assert list(duplicates(after)["key"]) == ["a"]
-        finally:
-            after.close()
 
 
 def test_a_merge_of_a_log_read_in_part_brings_only_its_frames_not_read(
