@@ -25,10 +25,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pandas as pd
 import pyarrow as pa
 
 from queries import answers, incremental, incremental_clickhouse
@@ -39,6 +38,9 @@ from store.clickhouse import ClickHouseEngine
 from store.lineage import Changes, commits
 from store.lookup_index import segment_name
 from store.sql_files import with_identifiers
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger("dupescope.queries")
 
@@ -129,14 +131,16 @@ def _ensure_embedded(store: SegmentedStore) -> None:
     current, else derive what changed since it (or build from nothing) and keep that."""
     for attempt in range(2):
         read = _read_now(store)
-        con, current = store.pinned_connection()
+        # A kept state current or a batch to absorb reads no `events` (the build does).
+        con, current = store.pinned_connection(events=False)
         if _BUILT.get(store) == current:
             return
         try:
             if not derived_state.writable(store):
+                con, current = store.pinned_connection()
                 _build_in_memory(store, con)
             else:
-                _derive_and_keep(store, con, current, read)
+                current = _derive_and_keep(store, con, current, read)
         except (duckdb.IOException, FileNotFoundError):
             # A segment listed a moment ago was compacted away: list again, once.
             store.forget_snapshot()
@@ -155,18 +159,21 @@ def _read_now(store: SegmentedStore) -> dict[str, int]:
 
 def _derive_and_keep(
     store: SegmentedStore, con: duckdb.DuckDBPyConnection, current: str, read: dict[str, int]
-) -> None:
+) -> str:
+    """Attach the kept state of snapshot `current`, or derive and keep it; returns the
+    snapshot the attached state is of (a build pins the segments again, with `events`)."""
     state = derived_state.load(store)
     if state is not None and state.snapshot == current and _attach(store, con, state):
-        return
+        return current
     with derived_state.exclusive(store):
         state = derived_state.load(store)  # another process may have made it meanwhile
         if state is not None and state.snapshot == current and _attach(store, con, state):
-            return
+            return current
         changes = None
         if state is not None and _attach(store, con, state):
             changes = store.changes_since(state.read)
         if state is None or changes is None or _too_large(changes, state):
+            con, current = store.pinned_connection()
             state = _build_base(store, con, current, read)
         else:
             state = _absorb(store, con, state, changes, current)
@@ -180,6 +187,7 @@ def _derive_and_keep(
             if not _attach(store, con, compacted):
                 raise FileNotFoundError("a derived state just written is incomplete")
         derived_state.remove_stale(store, compacted)
+    return current
 
 
 #: A batch of more rows than this, and larger than the store's executions twice over, is
@@ -374,8 +382,9 @@ def _kept_answer(store: Store, table: str) -> pa.Table:
     sql = answers.read_sql(table, store.dialect)
     with _lock_for(store):
         if segmented is not None:
-            con = segmented.connection()
-            if table in answers.LAYERED and _exists(con, f"{table}_layers"):
+            layered = table in answers.LAYERED
+            con = segmented.connection(events=not layered)
+            if layered and _exists(con, f"{table}_layers"):
                 # Read once in its order from the layers: numbering them first sorted
                 # them twice (0.7 s more for the 600k duplicates of 100M events).
                 sql = f"SELECT * FROM {table}_layers ORDER BY {answers.LAYERED[table]}"
@@ -385,7 +394,7 @@ def _kept_answer(store: Store, table: str) -> pa.Table:
                 materialised.hold(con, table)
         else:
             incremental_clickhouse.answer(_engine(store), table, _STATUSES[store])
-    read = store.arrow(sql)
+    read = store.arrow(sql) if segmented is None else segmented.arrow(sql, events=False)
     return read.drop_columns(["answer_row"])
 
 

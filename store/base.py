@@ -148,12 +148,21 @@ class SegmentedStore(Store, Protocol):
         """Every segment, Parquet and hot, in order of arrival within each day."""
         ...
 
-    def connection(self) -> duckdb.DuckDBPyConnection:
-        """The reader's DuckDB connection with `events` over the current segments."""
+    def arrow(
+        self, sql: str, params: dict[str, Any] | None = None, events: bool = True
+    ) -> pa.Table:
+        """`Store.arrow`; `events=False` for a query of derived tables alone, which then
+        need not bind the `events` view over every segment."""
         ...
 
-    def pinned_connection(self) -> tuple[duckdb.DuckDBPyConnection, str]:
-        """The reader's connection and the snapshot id of exactly the segments it reads."""
+    def connection(self, events: bool = True) -> duckdb.DuckDBPyConnection:
+        """The reader's DuckDB connection with `events` over the current segments
+        (`events=False`: as it is, for derived tables alone)."""
+        ...
+
+    def pinned_connection(self, events: bool = True) -> tuple[duckdb.DuckDBPyConnection, str]:
+        """The reader's connection and the snapshot id of exactly the segments it reads
+        (`events=False`: the segments listed, the `events` view left as it was)."""
         ...
 
     def forget_snapshot(self) -> None:
