@@ -67,13 +67,14 @@ def forensic_command(function):  # type: ignore[no-untyped-def]
 @forensic_command
 def duplicates(store_url: str | None, fmt: str, filters: dict[str, Any]) -> None:
     """Keys that ran more than once, with cause and outcome (harmful or absorbed)."""
-    from queries import duplicates as find_duplicates
-    from queries.forensics import duplicates_arrow
-
     store = open_store_or_exit(store_url, existing=True)
-    if fmt == "json":  # every duplicate at once, as Arrow: no Python object per value
+    if fmt == "json":  # every duplicate at once, as Arrow: neither pandas nor Python objects
+        from queries.duplicates_table import duplicates_arrow
+
         emit_arrow_json(duplicates_arrow(store, **filters))
         return
+    from queries import duplicates as find_duplicates
+
     frame = find_duplicates(store, **filters)
     if fmt == "table" and not frame.empty:
         frame = frame.assign(

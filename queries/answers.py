@@ -20,7 +20,7 @@ from queries.loader import literal, render, sql_text
 from store.base import Store
 from store.sql_files import with_identifiers
 
-#: Every execution filter unset: what `queries.forensics._filters()` binds by default.
+#: Every execution filter unset: what `queries.duplicates_table.filters()` binds by default.
 UNFILTERED: dict[str, Any] = {"job_type": None, "queue": None, "since_us": None, "until_us": None}
 
 #: Query name -> the parameters whose answer is kept. The checklist's defaults are those of

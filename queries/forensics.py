@@ -24,48 +24,15 @@ import pyarrow.compute as pc
 from queries.answers import UNFILTERED
 from queries.defaults import SKEW_TOLERANCE_MS, STAMPEDE_MIN_EXECUTIONS, STAMPEDE_WINDOW_US
 from queries.derived import Mark, answer_changes, narrowed, query, query_arrow
+from queries.duplicates_table import CAUSE_LISTS, CAUSES, DUPLICATE_COLUMNS, FIRST_CAUSE
+from queries.duplicates_table import filters as _filters
 from queries.lint import lint_findings
 from store.base import Store, to_frame
 
-#: The contract's duplicate causes, in priority order: the first that applies is `cause`.
-CAUSES: tuple[str, ...] = (
-    "producer_retry",
-    "visibility_timeout",
-    "worker_crash",
-    "broker_redelivery",
-    "retry_after_failure",
-)
-
-#: For each bit mask of CAUSES (bit i set when CAUSES[i] applies), the causes in order.
-_CAUSE_LISTS: tuple[tuple[str, ...], ...] = tuple(
-    tuple(c for bit, c in enumerate(CAUSES) if mask >> bit & 1) for mask in range(1 << len(CAUSES))
-)
-#: For each bit mask, the cause a duplicate is named by: the first, else `unknown`.
-_FIRST_CAUSE = np.array([c[0] if c else "unknown" for c in _CAUSE_LISTS], dtype=object)
+#: For each bit mask of CAUSES, the cause a duplicate is named by (an array to index).
+_FIRST_CAUSE = np.array(FIRST_CAUSE, dtype=object)
 
 Time = datetime | pd.Timestamp | str | None
-
-
-def _micros(value: Time) -> int | None:
-    if value is None:
-        return None
-    stamp = pd.Timestamp(value)
-    stamp = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
-    return int(stamp.value // 1_000)
-
-
-def _filters(
-    job_type: str | None = None,
-    queue: str | None = None,
-    since: Time = None,
-    until: Time = None,
-) -> dict[str, Any]:
-    return {
-        "job_type": job_type,
-        "queue": queue,
-        "since_us": _micros(since),
-        "until_us": _micros(until),
-    }
 
 
 def _shape(frame: pd.DataFrame, *, flags: tuple[str, ...] = ()) -> pd.DataFrame:
@@ -139,25 +106,6 @@ def executions(store: Store, **filters: Any) -> pd.DataFrame:
     `lock_valid_until`, `visibility_timeout_ms`)."""
     frame = _shape(query(store, "executions", **_filters(**filters)), flags=_EXECUTION_FLAGS)
     return frame.rename(columns={"execution_uid": "execution_id"})
-
-
-#: The columns of `duplicates`, in order.
-DUPLICATE_COLUMNS = [
-    "key",
-    "job_type",
-    "queue",
-    "executions",
-    "side_effects",
-    "harmful",
-    "cause",
-    "causes",
-    "job_ids",
-    "first_ts",
-    "last_ts",
-    "lock_expired_while_running",
-    "overlapped",
-    "split_brain",
-]
 
 
 def duplicates(
@@ -260,76 +208,11 @@ def _duplicates_frame(answer: pa.Table) -> pd.DataFrame:
     # Tens of thousands of keys at scale: name their causes from a bit mask (32 patterns).
     mask = sum(frame[cause].to_numpy(dtype="int64") << bit for bit, cause in enumerate(CAUSES))
     mask = np.asarray(mask, dtype="int64")
-    frame["causes"] = [list(_CAUSE_LISTS[m]) for m in mask.tolist()]
+    frame["causes"] = [list(CAUSE_LISTS[m]) for m in mask.tolist()]
     frame["cause"] = _FIRST_CAUSE[mask]
     frame["job_ids"] = job_ids
     frame = frame.rename(columns={"first": "first_ts", "last": "last_ts"})
     return frame[DUPLICATE_COLUMNS].reset_index(drop=True)
-
-
-def duplicates_arrow(
-    store: Store,
-    job_type: str | None = None,
-    queue: str | None = None,
-    since: Time = None,
-    until: Time = None,
-) -> pa.Table:
-    """`duplicates` as an Arrow table of the same columns and values (times as UTC
-    timestamps, lists as list columns), shaped by polars for all keys at once: what the
-    command line prints every duplicate from, where a frame of Python lists for the 600k
-    keys of a store of 100M events took seconds to make and more to print."""
-    import polars as pl
-
-    answer = pl.from_arrow(
-        query_arrow(store, "duplicates", **_filters(job_type, queue, since, until)))
-    assert isinstance(answer, pl.DataFrame)
-    flag = {name: pl.col(name).cast(pl.Boolean).fill_null(False)
-            for name in (*CAUSES, "harmful", "lock_expired_while_running", "overlapped",
-                         "split_brain")}
-    mask = pl.sum_horizontal(flag[c].cast(pl.Int64) * (1 << bit) for bit, c in enumerate(CAUSES))
-    shaped = answer.select(
-        pl.col("key"),
-        pl.col("job_type").cast(pl.String),
-        pl.col("queue").cast(pl.String),
-        pl.col("executions").cast(pl.Int64),
-        pl.col("side_effects").cast(pl.Int64),
-        flag["harmful"],
-        pl.int_range(pl.len()).alias("_row"),
-        mask.alias("_mask"),
-        pl.col("job_ids").cast(pl.List(pl.String)),
-        *(pl.from_epoch(pl.col(f"{end}_us").cast(pl.Int64), "us").dt.replace_time_zone("UTC")
-          .alias(f"{end}_ts") for end in ("first", "last")),
-        *(flag[name] for name in ("lock_expired_while_running", "overlapped", "split_brain")),
-    )
-    shaped = _sorted_job_ids(shaped).join(
-        _cause_patterns(), on="_mask", how="left", maintain_order="left")
-    return shaped.select(DUPLICATE_COLUMNS).to_arrow()
-
-
-def _sorted_job_ids(frame: Any) -> Any:
-    """`job_ids` of a polars frame without nulls and sorted (a null list: []), sorting
-    only the lists that need it: most keys ran under one job_id."""
-    import polars as pl
-
-    ids = pl.col("job_ids")
-    frame = frame.with_columns(ids.fill_null(pl.lit([], pl.List(pl.String))))
-    unsorted = frame.filter(
-        (ids.list.len() > 1) | ids.list.eval(pl.element().is_null().any()).list.first())
-    if unsorted.height == 0:
-        return frame
-    fixed = unsorted.select("_row", ids.list.drop_nulls().list.sort())
-    return frame.update(fixed, on="_row")
-
-
-def _cause_patterns() -> Any:
-    """A polars frame of each bit mask of CAUSES (`_mask`) with its cause and causes."""
-    import polars as pl
-
-    return pl.DataFrame(
-        {"_mask": range(len(_CAUSE_LISTS)), "cause": _FIRST_CAUSE.tolist(),
-         "causes": [list(c) for c in _CAUSE_LISTS]},
-        schema={"_mask": pl.Int64, "cause": pl.String, "causes": pl.List(pl.String)},
-    )
 
 
 def duplicates_over_time(

@@ -42,7 +42,7 @@ from store.base import SegmentedStore
 from store.hot_log import is_hot, read_hot
 from store.lineage import Changes, lineage
 from store.lookup_index import segment_name
-from store.schema import EVENTS_SCHEMA
+from store.schema import EVENTS_SCHEMA, empty_table
 from store.spill import spill_folder
 
 log = logging.getLogger("dupescope.queries")
@@ -185,7 +185,8 @@ def count_segments(con: duckdb.DuckDBPyConnection, paths: list[Path], create: Cr
         con.register("hot_segment_rows", hot)
         parts.append(f"SELECT {columns}, segment FROM hot_segment_rows")
     if not parts:
-        none = EVENTS_SCHEMA.empty_table().append_column("segment", pa.array([], pa.string()))
+        with_segment = EVENTS_SCHEMA.append(pa.field("segment", pa.string()))
+        none = pa.Table.from_batches([], schema=with_segment)
         con.register("hot_segment_rows", none)
         parts.append(f"SELECT {columns}, segment FROM hot_segment_rows")
     con.execute(f"CREATE OR REPLACE TEMP VIEW segment_rows AS {' UNION ALL '.join(parts)}")
@@ -214,7 +215,7 @@ def derive(
             log.debug("touched %d keys, %d jobs, %d rows in %.2f s", len(found.keys),
                       len(found.jobs), found.rows.num_rows, time.perf_counter() - started)
             added = pa.concat_tables([t.cast(EVENTS_SCHEMA) for t in changes.added]
-                                     or [EVENTS_SCHEMA.empty_table()])
+                                     or [empty_table()])
             others = _derive_units(con, work, found, rows, added, units, create,
                                    build_tables)
         else:

@@ -21,12 +21,13 @@ from __future__ import annotations
 import re
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from store.base import Store
 from store.sql_files import SqlNotFound, read
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SQL_DIR = Path(__file__).parent / "sql"
 FRAGMENTS = SQL_DIR / "fragments"

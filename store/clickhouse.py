@@ -18,15 +18,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import pyarrow as pa
 
 from store.base import SegmentedStore, Store, StoreError, to_frame
 from store.contract import COLUMNS
 from store.schema import as_events
 from store.sql_files import read, with_identifiers
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _SQL = Path(__file__).with_name("sql")
 

@@ -44,7 +44,7 @@ from crc32c import crc32c
 
 from store import hot_segments
 from store.durable import fsync_dir, temporary_for
-from store.schema import EVENTS_SCHEMA, as_events
+from store.schema import as_events, empty_table
 
 LOG_SUFFIX = ".arrowlog"
 MAGIC = b"DSHOTLG1"
@@ -115,7 +115,7 @@ def read_hot(path: str | Path) -> pa.Table:
     if not is_log(path):
         return hot_segments.read_ipc(path)
     tables, _ = read_log(path)
-    return pa.concat_tables(tables) if tables else EVENTS_SCHEMA.empty_table()
+    return pa.concat_tables(tables) if tables else empty_table()
 
 
 def is_open(path: str | Path) -> bool:
@@ -156,7 +156,7 @@ class HotTables:
         self._files = opened
         tables = [t for m in opened.values() for t in m.tables if t.num_rows]
         if not tables:
-            return EVENTS_SCHEMA.empty_table()
+            return empty_table()
         return pa.concat_tables(tables)
 
     @staticmethod

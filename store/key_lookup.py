@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from store.hot_log import HotTables, is_hot
 from store.lookup_index import IndexSet, LookupIndex, current_indexes
-from store.schema import EVENTS_SCHEMA
+from store.schema import EVENTS_SCHEMA, empty_table
 from store.segments import CHANGES, SEGMENT_SUFFIXES
 
 # A folder's listing is reused while its mtime is unchanged, but only once the listing was
@@ -208,7 +208,7 @@ class KeyFinder:
         groups: set[tuple[str, int]] = set()
         if index is not None:
             groups = {g for g in index.find(values) if g[0] in listed}
-        found = [EVENTS_SCHEMA.empty_table()]
+        found = [empty_table()]
         for segment, group in sorted(groups):
             found.append(_matching(self._read_group(segment, group), values))
         return pa.concat_tables(found + self._scan(uncovered, values))
@@ -220,7 +220,7 @@ class KeyFinder:
     def rows_of(self, values: list[str]) -> pa.Table:
         """Every row whose idempotency_key or job_id is one of `values` (one hop)."""
         if not values:
-            return EVENTS_SCHEMA.empty_table()
+            return empty_table()
         return self._retrying(lambda: self._rows_of(values))
 
     def _retrying(self, find: Callable[[], pa.Table]) -> pa.Table:

@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 from store.hot_log import is_hot, is_log, read_log
 from store.hot_segments import read_ipc
 from store.lookup_index import segment_name
-from store.schema import EVENTS_SCHEMA
+from store.schema import EVENTS_SCHEMA, empty_table
 
 #: Parquet metadata key of a merged segment: JSON {segment name: commits merged}.
 LINEAGE = "dupescope.merged"
@@ -87,7 +87,7 @@ class Changes:
 
 def _concat(tables: list[pa.Table]) -> pa.Table:
     tables = [t.select(EVENTS_SCHEMA.names).cast(EVENTS_SCHEMA) for t in tables if t.num_rows]
-    return pa.concat_tables(tables) if tables else EVENTS_SCHEMA.empty_table()
+    return pa.concat_tables(tables) if tables else empty_table()
 
 
 def _rows(path: Path, name: str | None = None) -> pa.Table:
@@ -99,7 +99,9 @@ def _rows(path: Path, name: str | None = None) -> pa.Table:
         return _concat(frames)
     if is_hot(kind):
         return read_ipc(path)  # a hot segment (not a log), wherever it is
-    return pq.read_table(path, columns=EVENTS_SCHEMA.names)
+    # One file: read as itself (`pq.read_table` goes through pyarrow.dataset, whose import
+    # loads pandas into a reader that would otherwise never need it).
+    return pq.ParquetFile(path).read(columns=EVENTS_SCHEMA.names)
 
 
 def since(trash_dir: Path, segments: list[Path], before: dict[str, int]) -> Changes | None:

@@ -117,7 +117,7 @@ def write_day_index(index_dir: Path, day: str, segments: list[Path]) -> Path:
 def _entries_of(index: Path, segments: set[str]) -> tuple[pa.Table, set[str]]:
     """The rows of an index file for those of `segments` it covers, and which those are."""
     if not index.exists():
-        return INDEX_SCHEMA.empty_table(), set()
+        return pa.Table.from_batches([], schema=INDEX_SCHEMA), set()
     known = covered_by(index) & segments
     table = pq.read_table(index, schema=INDEX_SCHEMA)
     keep = pc.is_in(table["segment"], value_set=pa.array(sorted(known), pa.string()))

@@ -11,7 +11,8 @@ from forensics_cases import ev, run
 import sample_data
 from queries import duplicates
 from queries.derived import answer_changes
-from queries.forensics import _replaced, _sorted_job_ids, duplicates_arrow, sorted_lists
+from queries.duplicates_table import _sorted_job_ids, duplicates_arrow
+from queries.forensics import _replaced, sorted_lists
 from store.embedded import EmbeddedStore
 
 KEY = {"idempotency_key": "inv-1"}
