@@ -93,7 +93,12 @@ def emit_json(rows: list[dict[str, Any]]) -> None:
 def emit_arrow_json(table: pa.Table) -> None:
     """Print an Arrow table as `emit` prints a frame as JSON (times RFC 3339 UTC, missing
     values null), serialised by polars: hundreds of thousands of rows in a second where
-    building Python objects for each took tens."""
+    building Python objects for each took tens.
+
+    The array is written a slice of rows at a time as polars' JSON lines joined by commas,
+    a row a line: its JSON lines writer is twice as fast as its array writer (0.6 s
+    against 1.4 s for the 600k rows, 260 MB, of the duplicates of 100M events), and a
+    raw newline only ever ends a row."""
     import polars as pl
 
     frame = pl.from_arrow(table)
@@ -103,18 +108,28 @@ def emit_arrow_json(table: pa.Table) -> None:
         pl.col(name).dt.convert_time_zone("UTC").dt.strftime("%Y-%m-%dT%H:%M:%S.%6fZ")
         for name in stamps
     )
-    text = io.BytesIO()
-    frame.write_json(text)
-    text.write(b"\n")
     try:
         sys.stdout.flush()
-        sys.stdout.buffer.write(text.getbuffer())
-        sys.stdout.buffer.flush()
+        out = sys.stdout.buffer
+        out.write(b"[")
+        for start in range(0, frame.height, _ROWS_A_WRITE):
+            lines = io.BytesIO()
+            frame.slice(start, _ROWS_A_WRITE).write_ndjson(lines)
+            rows = lines.getvalue()
+            if start + _ROWS_A_WRITE >= frame.height:
+                rows = rows[:-1]  # the last row's newline: no comma after it
+            out.write(rows.replace(b"\n", b",\n"))
+        out.write(b"]\n")
+        out.flush()
     except BrokenPipeError:
         # The reader stopped reading (`| head`): it had what it wanted. Nothing more can
         # be written, so the exit's own flush goes nowhere instead of failing again.
         with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+#: Rows serialised and written at once by `emit_arrow_json`.
+_ROWS_A_WRITE = 65_536
 
 
 def emit(frame: pd.DataFrame, fmt: str, *, empty: str = "nothing found") -> None:
