@@ -70,27 +70,40 @@ class Watcher:
     def __post_init__(self) -> None:
         self._seen_version: str | None = None
         self._seen_mark: Mark | None = None  # where the derived state was last evaluated
+        self._flushed = False  # whether this tick's evaluation passed over the outbox
 
     def evaluate(self) -> list[Alert]:
-        """One incremental evaluation; returns the incidents fired for the first time."""
+        """One incremental evaluation; returns the incidents fired for the first time.
+
+        Rule by rule, in the rules' order: each rule's new incidents are recorded and
+        delivered before the next rule runs, so an alert about the keys a batch touched
+        (a lock that expired under its holder) does not wait for the rules that judge a
+        job type's whole history."""
         version = content_version(self.store)
         if version == self._seen_version:
             return []
         started = time.perf_counter()
+        watermark = self.state.watermark()
+        since = watermark - self.lateness if watermark else None
+        mark, touched = touched_since(self.store, self._seen_mark)
+        new: list[Alert] = []
+        for name, rule in self.rules.items():
+            found = evaluate(self.store, {name: rule}, incidents_since=since, touched=touched)
+            fired = self.state.record(found, [s.id for s in self.sinks], self.clock())
+            crash_point("after_outbox")
+            for alert in fired:
+                self.metrics.fired(alert)
+                log.info("alert %s %s %s: %s", alert.id, alert.severity, alert.rule,
+                         alert.summary)
+            if fired:
+                self.dispatcher.flush()
+                self._flushed = True
+            new += fired
         newest = newest_event(self.store)
         if newest is not None:
             # A worker whose clock runs ahead must not drag the watermark into the future
             # and push every real incident out of the window.
             newest = min(newest, self.clock())
-        watermark = self.state.watermark()
-        since = watermark - self.lateness if watermark else None
-        mark, touched = touched_since(self.store, self._seen_mark)
-        found = evaluate(self.store, self.rules, incidents_since=since, touched=touched)
-        new = self.state.record(found, [s.id for s in self.sinks], self.clock())
-        crash_point("after_outbox")
-        for alert in new:
-            self.metrics.fired(alert)
-            log.info("alert %s %s %s: %s", alert.id, alert.severity, alert.rule, alert.summary)
         if newest is not None and (watermark is None or newest > watermark):
             self.state.set_watermark(newest)
             watermark = newest
@@ -104,13 +117,17 @@ class Watcher:
         return new
 
     def tick(self) -> list[Alert]:
-        """Evaluate, then deliver whatever is due (including what a crash left behind)."""
+        """Evaluate, then deliver whatever is due (including what a crash left behind)
+        unless the evaluation just did: one pass over the outbox a tick, or one a rule
+        that fired."""
+        self._flushed = False
         try:
             new = self.evaluate()
         except Exception:
             log.exception("evaluation failed on %s; retrying next interval", self.store.describe())
             new = []
-        self.dispatcher.flush()
+        if not self._flushed:
+            self.dispatcher.flush()
         return new
 
     def run(self, interval_s: float, stop: threading.Event) -> None:

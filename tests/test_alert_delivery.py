@@ -120,3 +120,22 @@ def test_metrics_count_what_the_receiver_got(embedded, make_table) -> None:
     assert total("dupescope_lock_overrun_seconds_sum") == 5.0
     assert total("dupescope_alert_outbox_pending") == 0
     assert total("dupescope_alert_evaluation_lag_seconds") > 0
+
+
+def test_a_lock_alert_is_delivered_before_the_job_type_rules_run(
+    embedded, make_table, monkeypatch
+) -> None:
+    from alerts import detectors
+
+    embedded.write(make_table(locked("j1", 1, "w1", "o1", "00:00", 10_000, [("00:15", "ack")])))
+    with Receiver() as receiver:
+        seen_by_storm_rule: list[list[str]] = []
+        storm = detectors.DETECTORS["redelivery_storm"]
+
+        def storm_after_delivery(store, rule, **filters):  # type: ignore[no-untyped-def]
+            seen_by_storm_rule.append(receiver.keys())  # what had arrived when it ran
+            return storm(store, rule, **filters)
+
+        monkeypatch.setitem(detectors.DETECTORS, "redelivery_storm", storm_after_delivery)
+        make_watcher(embedded, [WebhookSink(receiver.url)]).tick()
+    assert seen_by_storm_rule == [[HEADLINE_ID]]
