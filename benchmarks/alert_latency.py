@@ -7,10 +7,12 @@ of JSON lines that each hold one new lock overrun and times, from the collector'
 `--direct` writes the batches into the store instead, without the collector.
 `--background-events N` adds N events of the benchmarks' own generator
 (benchmarks/workload.py), compacted, as a store that has run a while holds them.
+`--keep DIR` keeps that store in DIR and reuses it in the next run (10M events take
+minutes to load and their first derivation longer).
 Target: median under 2 s, at any size of the store.
 
     python -m benchmarks.alert_latency [--rounds 5] [--interval 1.0] [--background 2000]
-                                       [--background-events 10000000]
+                                       [--background-events 10000000] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -41,6 +44,10 @@ from collectors.normalise import Normaliser  # noqa: E402
 from store.embedded import EmbeddedStore  # noqa: E402
 
 TARGET_S = 2.0
+
+#: Tells this run's jobs from those of an earlier run into a store kept (`--keep`): an
+#: alert already fired for a job is never fired again.
+RUN = uuid.uuid4().hex[:6]
 
 
 def _table(records: list[dict[str, Any]], source: str):  # type: ignore[no-untyped-def]
@@ -161,66 +168,79 @@ def main() -> int:
     parser.add_argument(
         "--direct", action="store_true", help="write batches into the store, not the collector"
     )
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="keep the store in this folder and reuse it in the next run "
+                             "(its background events are written once)")
     args = parser.parse_args()
+    if args.keep is None:
+        with tempfile.TemporaryDirectory(prefix="dupescope-bench-") as folder:
+            return measure(args, folder)
+    return measure(args, str(args.keep))
 
+
+def measure(args: argparse.Namespace, folder: str) -> int:
+    """One run in `folder`: its background written unless it is there, then `watch` (and
+    the collector) started and each round timed to its alert."""
     receiver = Receiver()
-    with tempfile.TemporaryDirectory(prefix="dupescope-bench-") as folder:
-        store = EmbeddedStore(folder)
-        if args.background_events:
-            started = time.perf_counter()
-            for part in workload.arrow_batches(args.background_events):
-                store.write(part)
-            store.compact()
-            print(f"{args.background_events:,} background events written and compacted in "
-                  f"{time.perf_counter() - started:.0f} s", flush=True)
-        base = time.time() - args.background * 0.5 - 600
-        clean: list[dict[str, Any]] = []
-        for n in range(args.background):
-            clean += _execution(f"bg{n}", base + n * 0.5, 0.2, 30_000)
-        store.write(_table(clean, "background"))
-        store.write(_table(_execution("warmup", base, 12.0, 10_000), "warmup"))
+    store = EmbeddedStore(folder)
+    if (Path(folder) / "events").exists():
+        print(f"reused {folder} (its background written before)", flush=True)
+    elif args.background_events:
+        started = time.perf_counter()
+        for part in workload.arrow_batches(args.background_events):
+            store.write(part)
+        store.compact()
+        print(f"{args.background_events:,} background events written and compacted in "
+              f"{time.perf_counter() - started:.0f} s", flush=True)
+    base = time.time() - args.background * 0.5 - 600
+    clean: list[dict[str, Any]] = []
+    for n in range(args.background):
+        clean += _execution(f"bg{RUN}-{n}", base + n * 0.5, 0.2, 30_000)
+    store.write(_table(clean, "background"))
+    warmup = f"warmup{RUN}"
+    store.write(_table(_execution(warmup, base, 12.0, 10_000), "warmup"))
 
-        command = [
-            sys.executable,
-            "-c",
-            "from dupescope.cli import main; main()",
-            "watch",
-            "--store",
-            folder,
-            "--webhook",
-            receiver.url,
-            "--interval",
-            str(args.interval),
-        ]
-        watcher = subprocess.Popen(command, cwd=ROOT, env=dict(os.environ))
-        collector = None if args.direct else CollectorProcess(folder)
-        try:
-            # The first round builds the derived tables from nothing (minutes at 10M events).
-            if receiver.wait_for("warmup", timeout=120 + args.background_events / 10_000) is None:
-                print("watch never delivered the warm-up alert", file=sys.stderr)
+    command = [
+        sys.executable,
+        "-c",
+        "from dupescope.cli import main; main()",
+        "watch",
+        "--store",
+        folder,
+        "--webhook",
+        receiver.url,
+        "--interval",
+        str(args.interval),
+    ]
+    watcher = subprocess.Popen(command, cwd=ROOT, env=dict(os.environ))
+    collector = None if args.direct else CollectorProcess(folder)
+    try:
+        # The first round builds the derived tables from nothing (minutes at 10M events).
+        if receiver.wait_for(warmup, timeout=120 + args.background_events / 10_000) is None:
+            print("watch never delivered the warm-up alert", file=sys.stderr)
+            return 1
+        latencies = []
+        for round_ in range(args.rounds):
+            job = f"overrun{RUN}-{round_}"
+            records = _execution(job, time.time() - 20, 12.0, 10_000)
+            if collector is None:
+                batch = _table(records, job)
+                written = time.monotonic()
+                store.write(batch)  # durable on return: the clock starts here
+            else:
+                collector.post(records)  # 200 only once durable: the clock starts here
+                written = time.monotonic()
+            arrived = receiver.wait_for(job, timeout=60)
+            if arrived is None:
+                print(f"round {round_}: no alert within 60 s", file=sys.stderr)
                 return 1
-            latencies = []
-            for round_ in range(args.rounds):
-                job = f"overrun{round_}"
-                records = _execution(job, time.time() - 20, 12.0, 10_000)
-                if collector is None:
-                    batch = _table(records, job)
-                    written = time.monotonic()
-                    store.write(batch)  # durable on return: the clock starts here
-                else:
-                    collector.post(records)  # 200 only once durable: the clock starts here
-                    written = time.monotonic()
-                arrived = receiver.wait_for(job, timeout=60)
-                if arrived is None:
-                    print(f"round {round_}: no alert within 60 s", file=sys.stderr)
-                    return 1
-                latencies.append(arrived - written)
-                time.sleep(0.3 + (round_ % 3) * 0.27)  # land at different points of the interval
-        finally:
-            if collector is not None:
-                collector.stop()
-            watcher.terminate()
-            watcher.wait(timeout=30)
+            latencies.append(arrived - written)
+            time.sleep(0.3 + (round_ % 3) * 0.27)  # land at different points of the interval
+    finally:
+        if collector is not None:
+            collector.stop()
+        watcher.terminate()
+        watcher.wait(timeout=30)
 
     ordered = sorted(latencies)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
