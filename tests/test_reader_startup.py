@@ -1,6 +1,7 @@
 """What a fresh reader of a derived store pays before it answers: a process that reads the
 kept answers alone binds no `events` view over every segment, and `dupescope duplicates
---format json` of a derived store loads no pandas. Reading `events` afterwards still sees every segment.
+--format json` of a derived store loads no pandas. Reading `events` afterwards still sees
+every segment.
 """
 
 from __future__ import annotations
