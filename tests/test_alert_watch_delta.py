@@ -57,6 +57,22 @@ def test_questions_narrowed_to_touched_keys_answer_for_those_alone(
     assert sorted(duplicates(store)["key"]) == ["a", "b"]  # everything again after
 
 
+def test_the_same_touched_keys_asked_again_after_a_batch_see_the_batch(
+    store, make_table
+) -> None:
+    store.write(make_table(twice("j1", "a")))
+    mark, _ = derived.touched_since(store, None)
+    store.write(make_table(run("j2", 1, "w1", "00:00", [("00:01", "ack")], idempotency_key="b")))
+    _, touched = derived.touched_since(store, mark)
+    assert touched is not None
+    with derived.only(store, touched):
+        assert list(duplicates(store)["key"]) == []
+    store.write(make_table(run("j2", 2, "w2", "00:05", [("00:06", "ack")], idempotency_key="b")))
+    derived.ensure(store)
+    with derived.only(store, touched):  # the same units, of the state after the batch
+        assert list(duplicates(store)["key"]) == ["b"]
+
+
 def test_a_new_holder_of_an_old_lock_raises_the_old_holder_s_incidents(
     store, make_table
 ) -> None:

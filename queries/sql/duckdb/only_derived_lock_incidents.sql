@@ -1,5 +1,5 @@
 -- The lock incidents of the executions a watch tick looks at (queries.derived.only).
-CREATE OR REPLACE TEMP VIEW only_derived_lock_incidents AS
+CREATE OR REPLACE TEMP TABLE only_derived_lock_incidents AS
 SELECT *
 FROM derived_lock_incidents
 WHERE execution_uid IN (SELECT unit FROM only_executions)
