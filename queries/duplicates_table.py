@@ -9,7 +9,7 @@ second; this module and what it imports load neither.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pyarrow as pa
 
@@ -18,6 +18,10 @@ from store.base import Store
 
 if TYPE_CHECKING:
     import pandas as pd
+
+#: A filter time as a user may give it (naive: UTC); spelled as text, so that naming it
+#: loads no pandas.
+Time: TypeAlias = "datetime | pd.Timestamp | str | None"
 
 #: The contract's duplicate causes, in priority order: the first that applies is `cause`.
 CAUSES: tuple[str, ...] = (
@@ -54,7 +58,7 @@ DUPLICATE_COLUMNS = [
 ]
 
 
-def micros(value: datetime | pd.Timestamp | str | None) -> int | None:
+def micros(value: Time) -> int | None:
     """Microseconds since the epoch of a filter time (naive: UTC)."""
     if value is None:
         return None
@@ -68,8 +72,8 @@ def micros(value: datetime | pd.Timestamp | str | None) -> int | None:
 def filters(
     job_type: str | None = None,
     queue: str | None = None,
-    since: datetime | pd.Timestamp | str | None = None,
-    until: datetime | pd.Timestamp | str | None = None,
+    since: Time = None,
+    until: Time = None,
 ) -> dict[str, Any]:
     """The execution filters as the queries bind them."""
     return {
@@ -84,8 +88,8 @@ def duplicates_arrow(
     store: Store,
     job_type: str | None = None,
     queue: str | None = None,
-    since: datetime | pd.Timestamp | str | None = None,
-    until: datetime | pd.Timestamp | str | None = None,
+    since: Time = None,
+    until: Time = None,
 ) -> pa.Table:
     """`queries.duplicates` as an Arrow table of the same columns and values (times as
     UTC timestamps, lists as list columns), shaped by polars for all keys at once."""

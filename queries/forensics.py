@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import threading
 import weakref
-from datetime import datetime, timedelta
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -24,15 +24,13 @@ import pyarrow.compute as pc
 from queries.answers import UNFILTERED
 from queries.defaults import SKEW_TOLERANCE_MS, STAMPEDE_MIN_EXECUTIONS, STAMPEDE_WINDOW_US
 from queries.derived import Mark, answer_changes, narrowed, query, query_arrow
-from queries.duplicates_table import CAUSE_LISTS, CAUSES, DUPLICATE_COLUMNS, FIRST_CAUSE
+from queries.duplicates_table import CAUSE_LISTS, CAUSES, DUPLICATE_COLUMNS, FIRST_CAUSE, Time
 from queries.duplicates_table import filters as _filters
 from queries.lint import lint_findings
 from store.base import Store, to_frame
 
 #: For each bit mask of CAUSES, the cause a duplicate is named by (an array to index).
 _FIRST_CAUSE = np.array(FIRST_CAUSE, dtype=object)
-
-Time = datetime | pd.Timestamp | str | None
 
 
 def _shape(frame: pd.DataFrame, *, flags: tuple[str, ...] = ()) -> pd.DataFrame:

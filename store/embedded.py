@@ -122,7 +122,8 @@ class EmbeddedStore(SegmentedStore):
         self._con: duckdb.DuckDBPyConnection | None = None
         self._snapshot: tuple[str, ...] | None = None
         self._log_sizes: tuple[int, ...] = ()  # of the hot logs in the snapshot, as read
-        self._viewed: tuple[tuple[str, ...], tuple[int, ...]] | None = None  # `events` over
+        # The segments and hot log sizes the `events` view reads (None: none, or stale).
+        self._viewed: tuple[tuple[str, ...], tuple[int, ...]] | None = None
         self._finder: KeyFinder | None = None
         self._hot = HotTables()
         self._hot_table: pa.Table | None = None
@@ -259,7 +260,8 @@ class EmbeddedStore(SegmentedStore):
             )
 
     def forget_snapshot(self) -> None:
-        """List the segments again before the next query (one was compacted away)."""
+        """Make the `events` view again before the next query that reads it (a segment
+        it read was compacted away)."""
         with self._lock:
             self._viewed = None
 
