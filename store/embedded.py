@@ -41,7 +41,13 @@ from store.hot_log import HotLogs, HotTables, frame_count, is_hot, is_log, is_op
 from store.hot_segments import SpareFiles
 from store.key_lookup import KeyFinder
 from store.lineage import LINEAGE, Changes, inputs_of, since
-from store.lookup_index import covered_by, global_indexes, write_day_index, write_global_index
+from store.lookup_index import (
+    covered_by,
+    global_indexes,
+    remove_unnamed_filters,
+    write_day_index,
+    write_global_index,
+)
 from store.schema import EVENTS_SCHEMA
 from store.segments import SEGMENT_SUFFIXES, SegmentWriter, _segment_name, note_change
 from store.spill import spill_folder
@@ -353,6 +359,8 @@ class EmbeddedStore(SegmentedStore):
                     changed = True
             if (changed or self._global_is_stale()) and self._index_age() >= index_every:
                 self._merge_index()
+            if changed:
+                remove_unnamed_filters(self.index_dir)
             self._empty_trash()
         return replaced
 
@@ -467,6 +475,7 @@ class EmbeddedStore(SegmentedStore):
         older = global_indexes(self.index_dir)
         write_global_index(self.index_dir, f"{time.time_ns():020d}")
         self._discard(older)
+        remove_unnamed_filters(self.index_dir)
 
     def _merge(self, folder: Path, inputs: list[Path], wide: bool = False) -> Path:
         """`inputs` merged into one compacted segment, sorted and without repeats; with
@@ -556,6 +565,8 @@ class EmbeddedStore(SegmentedStore):
                     dropped.append(day)
             if dropped and global_indexes(self.index_dir):
                 self._merge_index()
+            if dropped:
+                remove_unnamed_filters(self.index_dir)
         return dropped
 
 

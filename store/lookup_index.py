@@ -20,6 +20,10 @@ Row groups rather than whole segments are named because decoding is the cost: a 
 group of all columns decodes in 1-2 ms, a whole day's file in ~100 ms. The indexes record
 which segments they cover; a reader scans only listed segments none covers (recent
 writes, a merge under way), so the index can lag but never hide a row.
+
+Each index file names in its metadata a membership filter written beside it
+(`store/membership_filter.py`): a value the filter rules out is not looked for in the
+file's row groups, so a batch of new keys decodes none of them.
 """
 
 from __future__ import annotations
@@ -36,6 +40,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from store.durable import write_parquet
+from store.membership_filter import (
+    SUFFIX,
+    MembershipFilter,
+    filter_name,
+    value_hashes,
+    write_filter,
+)
 from store.sql_files import read
 
 INDEX_SCHEMA = pa.schema(
@@ -47,6 +58,7 @@ INDEX_SCHEMA = pa.schema(
 )
 INDEX_ROW_GROUP = 4096
 COVERS = b"dupescope.covers"  # metadata key: JSON list of the segments an index file covers
+FILTER = b"dupescope.filter"  # metadata key: the name of the index file's membership filter
 GLOBAL_PREFIX = "lookup-"
 
 
@@ -56,7 +68,13 @@ def segment_name(path: Path) -> str:
 
 
 def _write_atomic(table: pa.Table, final: Path, covers: list[str]) -> None:
-    table = table.replace_schema_metadata({COVERS: json.dumps(sorted(covers)).encode()})
+    """The index file, after the membership filter it names (so a reader never finds a
+    name whose filter is not written yet)."""
+    name = filter_name(final)
+    write_filter(final.parent / name, table["lookup"])
+    table = table.replace_schema_metadata(
+        {COVERS: json.dumps(sorted(covers)).encode(), FILTER: name.encode()}
+    )
     write_parquet(
         table,
         final,
@@ -146,6 +164,33 @@ def write_global_index(index_dir: Path, generation: str) -> Path | None:
     return final
 
 
+def filter_of(path: Path) -> Path | None:
+    """The membership filter an index file names, if it names one."""
+    metadata = pq.read_schema(path).metadata or {}
+    name = metadata.get(FILTER)
+    return path.parent / name.decode() if name else None
+
+
+def remove_unnamed_filters(index_dir: Path) -> int:
+    """Delete the filters no index file in `index_dir` names any more (those of replaced
+    day indexes and of generations moved to the trash); returns how many. A reader that
+    still has one open keeps its mapping; one that opens it too late does without."""
+    if not index_dir.exists():
+        return 0
+    named = set()
+    for index in index_dir.glob("*.parquet"):
+        try:
+            named.add(filter_of(index))
+        except FileNotFoundError:  # replaced meanwhile: its successor names a newer filter
+            continue
+    removed = 0
+    for path in index_dir.glob(f"*{SUFFIX}"):
+        if path not in named:
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed
+
+
 def global_indexes(index_dir: Path) -> list[Path]:
     """Every global generation on disk, oldest first."""
     if not index_dir.exists():
@@ -185,6 +230,8 @@ class LookupIndex:
             self._mins.append(stats.min)
             self._maxs.append(stats.max)
         self._groups: dict[int, pa.Table] = {}
+        name = (metadata.metadata or {}).get(FILTER)
+        self.filter = MembershipFilter.open(path.parent / name.decode()) if name else None
 
     def _group(self, i: int) -> pa.Table:
         if i not in self._groups:
@@ -193,12 +240,22 @@ class LookupIndex:
             self._groups[i] = self._file.read_row_group(i, use_threads=False)
         return self._groups[i]
 
-    def find(self, values: Iterable[str]) -> set[tuple[str, int]]:
+    def find(
+        self, values: Iterable[str], hashes: np.ndarray | None = None
+    ) -> set[tuple[str, int]]:
         """(segment, row_group) pairs holding any of `values` as a key or a job_id.
 
-        Values are sorted into the index row groups whose bounds hold them, and each such
-        group is searched once for all of its values: a batch's thousands of keys cost
-        the groups they fall in, not a search each."""
+        Values the membership filter rules out are dropped first (`hashes`, from
+        `value_hashes`, may be given in the values' order). The rest are sorted into the
+        index row groups whose bounds hold them, and each such group is searched once for
+        all of its values: a batch's thousands of keys cost the groups they fall in, not a
+        search each."""
+        if self.filter is not None:
+            values = list(values)
+            if hashes is None:
+                hashes = value_hashes(values)
+            held = self.filter.may_hold(hashes)
+            values = [v for v, h in zip(values, held.tolist(), strict=True) if h]
         wanted: dict[int, list[str]] = {}
         for value in values:
             i = bisect.bisect_left(self._maxs, value)
@@ -218,6 +275,7 @@ class LookupIndex:
 
     def close(self) -> None:
         self._file.close()
+        self.filter = None
 
 
 class IndexSet:
@@ -229,4 +287,6 @@ class IndexSet:
 
     def find(self, values: Iterable[str]) -> set[tuple[str, int]]:
         values = list(values)
-        return set().union(*(index.find(values) for index in self.indexes))
+        filtered = any(index.filter is not None for index in self.indexes)
+        hashes = value_hashes(values) if filtered and values else None
+        return set().union(*(index.find(values, hashes) for index in self.indexes))

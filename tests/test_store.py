@@ -226,9 +226,23 @@ def test_clickhouse_ddl_refuses_a_hostile_identifier() -> None:
 def test_compaction_writes_a_day_index_and_a_global_index(embedded, make_table) -> None:
     embedded.write(make_table(CHARGE))
     embedded.compact()
-    names = sorted(p.name for p in (embedded.root / "index").iterdir())
+    names = sorted(p.name for p in (embedded.root / "index").glob("*.parquet"))
     assert names[0] == "day=2025-11-30.parquet"
     assert names[1].startswith("lookup-") and len(names) == 2
+
+
+def test_every_index_file_has_its_membership_filter_and_no_other_is_left(
+    embedded, make_table
+) -> None:
+    from store.lookup_index import filter_of
+
+    for n in range(3):  # the day index replaced twice, the global one twice
+        embedded.write(make_table(_charge(f"inv-{n}")))
+        embedded.compact()
+    index_dir = embedded.root / "index"
+    named = {filter_of(p) for p in index_dir.glob("*.parquet")}
+    assert None not in named and all(p.exists() for p in named)
+    assert set(index_dir.glob("*.filter")) == named
 
 
 def test_the_index_names_the_row_group_of_a_key_and_of_a_job(embedded, make_table) -> None:
@@ -248,7 +262,7 @@ def test_the_index_names_the_row_group_of_a_key_and_of_a_job(embedded, make_tabl
 def test_a_newer_index_generation_moves_the_older_to_trash(embedded, make_table) -> None:
     embedded.write(make_table(CHARGE))
     embedded.compact()
-    first = next((embedded.root / "index").glob("lookup-*"))
+    first = next((embedded.root / "index").glob("lookup-*.parquet"))
     embedded.write(make_table([{**CHARGE[0], "job_id": "j2", "idempotency_key": "inv-2"}]))
     embedded.compact()
     assert not first.exists()
@@ -342,8 +356,11 @@ def test_retention_drops_the_days_index(embedded, make_table) -> None:
     embedded.write(make_table(old + CHARGE))
     embedded.compact()
     embedded.drop_days_before(date(2025, 11, 1))
-    days = sorted(p.name for p in (embedded.root / "index").glob("day=*"))
+    days = sorted(p.name for p in (embedded.root / "index").glob("day=*.parquet"))
     assert days == ["day=2025-11-30.parquet"]
+    assert [p.name.split(".")[0] for p in (embedded.root / "index").glob("day=*.filter")] == [
+        "day=2025-11-30"
+    ]
 
 
 def test_compacted_segments_keep_only_the_event_columns(embedded, make_table) -> None:
