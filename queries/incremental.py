@@ -45,6 +45,11 @@ from store.lookup_index import segment_name
 from store.schema import EVENTS_SCHEMA, empty_table
 from store.spill import spill_folder
 
+#: What derive_lock_incidents.sql reads of an execution, and the key it belongs to.
+HOLDER_COLUMNS = ("execution_uid", "key", "lock_key", "lock_owner", "lock_acquired_us",
+                  "lock_valid_until_us", "lock_released_us", "end_us",
+                  "lock_expired_while_running")
+
 log = logging.getLogger("dupescope.queries")
 
 #: Each kept derived table's unit column: a layer replaces all rows of the units it names.
@@ -302,16 +307,20 @@ def _relock(con: duckdb.DuckDBPyConnection, work: duckdb.DuckDBPyConnection,
     `rows`), so every lock_key they named is among those rows' lock_keys, and every
     execution of theirs that is gone was started by a dropped `deliver` (its uid, or its
     execution_id)."""
-    new = work.sql("SELECT * FROM derived_executions").to_arrow_table()
+    columns = ", ".join(HOLDER_COLUMNS)
+    new = work.sql(f"SELECT {columns} FROM derived_executions").to_arrow_table()
     locks = _values(new["lock_key"], found.rows["lock_key"], rows["lock_key"])
     delivered = rows.filter(pc.equal(rows["event"], "deliver"))
     gone = _values(delivered["event_uid"], rows["execution_id"])
     strings(con, "touched_locks", locks)
+    # Only the columns the incidents read: the holders are spread over every row group of
+    # the kept executions, so reading all their columns decoded the whole table.
     others = con.sql(
-        "SELECT * FROM derived_executions WHERE lock_key IN (SELECT unit FROM touched_locks) "
+        f"SELECT {columns} FROM derived_executions "
+        "WHERE lock_key IN (SELECT unit FROM touched_locks) "
         "AND key NOT IN (SELECT unit FROM touched_keys)"
     ).to_arrow_table()
-    holders = pa.concat_tables([new, others.select(new.schema.names).cast(new.schema)])
+    holders = pa.concat_tables([new, others.cast(new.schema)])
     work.register("lock_holders", holders)
     work.execute("CREATE OR REPLACE TEMP TABLE derived_executions_all AS "
                  "SELECT * FROM lock_holders")
