@@ -298,15 +298,20 @@ def _derive_units(
 
 def _relock(con: duckdb.DuckDBPyConnection, work: duckdb.DuckDBPyConnection,
             found: Touched, rows: pa.Table, units: dict[str, set[str]]) -> set[str]:
-    """Lock incidents again for every execution holding a lock_key the touched keys'
-    executions hold now or held before, from the new executions and the kept ones;
-    returns the keys of those holders that are not touched keys themselves.
+    """Lock incidents again for the new executions and for every kept execution whose
+    incidents they can change: a holder of a lock_key the touched keys' executions hold
+    now or held before, whose span meets theirs (`lock_holders_in_reach.sql`); returns
+    the keys of those holders that are not touched keys themselves.
 
     What the touched keys' executions held before is read from the events, not from the
     kept executions: their jobs' rows are all in `found` (and those retention dropped in
     `rows`), so every lock_key they named is among those rows' lock_keys, and every
     execution of theirs that is gone was started by a dropped `deliver` (its uid, or its
-    execution_id)."""
+    execution_id). The kept executions of those lock_keys give the spans they had.
+
+    A lock_key is shared by every job of its resource: over a long history, thousands of
+    executions hold it. Only those whose time meets the batch's are derived again, so a
+    batch costs the holders it reaches, not every holder ever."""
     columns = ", ".join(HOLDER_COLUMNS)
     new = work.sql(f"SELECT {columns} FROM derived_executions").to_arrow_table()
     locks = _values(new["lock_key"], found.rows["lock_key"], rows["lock_key"])
@@ -315,23 +320,37 @@ def _relock(con: duckdb.DuckDBPyConnection, work: duckdb.DuckDBPyConnection,
     strings(con, "touched_locks", locks)
     # Only the columns the incidents read: the holders are spread over every row group of
     # the kept executions, so reading all their columns decoded the whole table.
-    others = con.sql(
+    kept = con.sql(
         f"SELECT {columns} FROM derived_executions "
-        "WHERE lock_key IN (SELECT unit FROM touched_locks) "
-        "AND key NOT IN (SELECT unit FROM touched_keys)"
-    ).to_arrow_table()
-    holders = pa.concat_tables([new, others.cast(new.schema)])
+        "WHERE lock_key IN (SELECT unit FROM touched_locks)"
+    ).to_arrow_table().cast(new.schema)
+    was_touched = pc.or_(
+        pc.is_in(kept["key"], pa.array(sorted(found.keys), pa.string())),
+        pc.is_in(kept["execution_uid"], pa.array(sorted(gone), pa.string())),
+    )
+    work.register("touched_holders_new", new)
+    work.register("touched_holders_old", kept.filter(was_touched))
+    work.register("lock_holder_candidates", kept.filter(pc.invert(was_touched)))
+    involved = work.sql(sql_text("lock_holders_in_reach", "duckdb")).to_arrow_table()
+    reached = involved.filter(involved["reached"])
+    holders = pa.concat_tables([new, involved.select(new.schema.names).cast(new.schema)])
     work.register("lock_holders", holders)
     work.execute("CREATE OR REPLACE TEMP TABLE derived_executions_all AS "
                  "SELECT * FROM lock_holders")
     work.execute("ALTER TABLE derived_executions RENAME TO derived_executions_touched")
     work.execute("ALTER TABLE derived_executions_all RENAME TO derived_executions")
+    rederived = _values(new["execution_uid"], reached["execution_uid"])
+    strings(work, "rederived_holders", rederived)
     work.execute(f"CREATE OR REPLACE TEMP TABLE derived_lock_incidents AS "
-                 f"{sql_text('derive_lock_incidents', 'duckdb')}")
+                 f"SELECT * FROM ({sql_text('derive_lock_incidents', 'duckdb')}) "
+                 f"WHERE execution_uid IN (SELECT unit FROM rederived_holders)")
     work.execute("DROP TABLE derived_executions")
     work.execute("ALTER TABLE derived_executions_touched RENAME TO derived_executions")
-    units["derived_lock_incidents"] = _values(holders["execution_uid"]) | gone
-    return _values(others["key"])
+    for name in ("touched_holders_new", "touched_holders_old", "lock_holder_candidates",
+                 "lock_holders"):
+        work.unregister(name)
+    units["derived_lock_incidents"] = rederived | gone
+    return _values(reached["key"])
 
 
 def _answers_of(

@@ -173,6 +173,44 @@ def test_lock_holders_of_other_keys_are_judged_again(embedded, make_table, tmp_p
 
 
 
+def newest_lock_units(store: EmbeddedStore) -> set[str]:
+    """The execution_uids whose lock incidents the newest layer replaces."""
+    kept = derived_state.load(store)
+    assert kept is not None
+    path = derived_state.units_path(store, "derived_lock_incidents", kept.layers[-1])
+    return set(pq.read_table(path)["unit"].to_pylist())
+
+
+def test_a_holder_of_the_lock_long_before_the_batch_is_not_judged_again(
+    embedded, make_table, tmp_path
+) -> None:
+    embedded.write(make_table(locked("j1", 1, "w1", "o1", "00:00", 5000, [("00:20", "ack")])))
+    derived.ensure(embedded)
+    embedded.write(make_table(locked("j2", 1, "w2", "o2", "40:00", 5000, [("40:02", "ack")])))
+    derived.ensure(embedded)
+    assert len(newest_lock_units(embedded)) == 1  # j2's own execution, not j1's as well
+    assert state(embedded) == from_nothing(embedded, tmp_path / "fresh")
+
+
+def test_a_holder_the_batch_reaches_keeps_an_incident_with_one_it_does_not(
+    embedded, make_table, tmp_path
+) -> None:
+    # j1's lock expires at 00:05 while it runs to 00:20; j3 takes the lock at 00:15.
+    embedded.write(make_table(
+        locked("j1", 1, "w1", "o1", "00:00", 5000, [("00:20", "ack")])
+        + locked("j3", 1, "w3", "o3", "00:15", 5000, [("00:16", "ack")])
+    ))
+    derived.ensure(embedded)
+    # j2 holds the lock at 00:01-00:02 (a split brain with j1), far from j3's hold.
+    embedded.write(make_table(
+        locked("j2", 1, "w2", "o2", "00:01", 1000, [("00:02", "lock_release"), ("00:02", "ack")])
+    ))
+    kept = state(embedded)
+    assert kept == from_nothing(embedded, tmp_path / "fresh")
+    overrun = [row for row in kept["derived_lock_incidents"] if "lock_expired" in row[0]]
+    assert any("'o3'" in "".join(row) for row in overrun)  # j1's overrun still names j3
+
+
 def test_a_duplicate_whose_lock_another_key_took_is_listed_again(
     embedded, make_table, tmp_path
 ) -> None:
