@@ -273,6 +273,19 @@ def test_a_fold_takes_the_newest_layers_no_larger_than_those_after_them() -> Non
     assert span(1000, 500, 400, 300, 200, 100, 50, 20, 10, 5) == 2
 
 
+def test_a_merge_into_a_new_base_waits_for_a_quarter_of_all_tables_rows() -> None:
+    def merges(**sizes: list[int]) -> bool:
+        return derived_state.should_merge(derived_state.State(
+            "s", {}, ["base", "l1", "l2"], "a", dict(sizes)))
+
+    # One segment count a segment: a small table whose layers outgrow a quarter of it.
+    assert not merges(derived_executions=[1_500_000, 1500, 1500],
+                      derived_segment_counts=[629, 300, 300])
+    assert merges(derived_executions=[1_500_000, 200_000, 200_000],
+                  derived_segment_counts=[629, 300, 300])
+    assert merges(derived_executions=[10, 600, 600])  # a small store: 1000 rows at least
+
+
 def test_a_derivation_killed_while_folding_leaves_a_state_the_next_one_completes(
     embedded, make_table, tmp_path
 ) -> None:
