@@ -8,7 +8,9 @@ For each size N (model events, fast mode) in one run:
 - **freshness**: the batch posted to a running `dupescope collect`; from its 200 until the
   batch's duplicated key is listed by `dupescope duplicates` (a new process, as a user or a
   cron job runs it) and by the forensic call behind the dashboard's duplicates page, in a
-  process that had answered before the batch arrived.
+  process that had answered before the batch arrived. The command is timed twice: listing
+  every duplicate kept (hundreds of MB of JSON at 100M events), and with `--since 1h`, as
+  a job that reports new duplicates would run it.
 
 Targets (live forensics at any size): absorbing a batch costs at most 2x at the largest N
 what it costs at the smallest; freshness under 3 s at every N.
@@ -90,7 +92,10 @@ class Workload:
 
     @staticmethod
     def batch(round_no: int, events: int, n: int) -> pa.Table:
-        return next(workload.arrow_batches(events, start=n + round_no * events))
+        # Each run's batches in keys of their own: a store kept (--keep) for another run
+        # would otherwise get the same keys again, a resend, not new data.
+        slot = int(RUN, 16) % 1000 * 100 + round_no
+        return next(workload.arrow_batches(events, start=n + slot * events))
 
 
 GENERATORS = {g.name: g for g in (Model, Workload)}
@@ -162,10 +167,10 @@ def until(found: Callable[[], bool]) -> float:
     return time.perf_counter() - started
 
 
-def listed_by_cli(folder: Path, key: str) -> bool:
+def listed_by_cli(folder: Path, key: str, options: list[str]) -> bool:
     done = subprocess.run(
         [sys.executable, "-m", "dupescope.cli", "duplicates", "--store", str(folder),
-         "--format", "json"],
+         "--format", "json", *options],
         cwd=ROOT, capture_output=True, timeout=GIVE_UP_S,
     )
     return key.encode() in done.stdout
@@ -203,28 +208,31 @@ def measure(
           f"(median of {rounds}: {', '.join(f'{a:.2f}' for a in absorbs)})", flush=True)
     duplicates(store)  # the dashboard process has answered before the batch arrives
     collector = CollectorProcess(str(folder))
-    cli, page = [], []
+    cli, recent, page = [], [], []
     try:
-        for r in range(rounds):
-            r += rounds  # keys of their own, beyond the absorb rounds'
+        # The command lists every duplicate kept, or (--since) those of the last hour, as
+        # a cron job that reports new duplicates would; each beside the page's question.
+        for r in range(rounds, 3 * rounds):  # keys of their own, beyond the absorb rounds'
+            since = ["--since", "1h"] if r >= 2 * rounds else []
             records = as_json_lines(generator.batch(r, batch_events, n))[: batch_events - 6]
             key = dup_key(r)
             collector.post(records + duplicated_key(r, time.time() - 600))
             with ThreadPoolExecutor(2) as probes:  # both from the same 200
                 by_page = probes.submit(until, lambda k=key: listed_by_dashboard(store, k))
-                by_cli = probes.submit(until, lambda k=key: listed_by_cli(folder, k))
+                by_cli = probes.submit(until, lambda k=key, a=since: listed_by_cli(folder, k, a))
                 page.append(by_page.result())
-                cli.append(by_cli.result())
+                (recent if since else cli).append(by_cli.result())
     finally:
         collector.stop()
         store.close()
     figures = {"full": full, "absorb": absorb, "cli": statistics.median(cli),
-               "page": statistics.median(page)}
+               "recent": statistics.median(recent), "page": statistics.median(page)}
     print(f"  fresh in the dashboard {figures['page']:6.2f} s  (median; "
           f"{', '.join(f'{s:.2f}' for s in page)})")
     print(f"  fresh in duplicates   {figures['cli']:7.2f} s  (median; "
-          f"{', '.join(f'{s:.2f}' for s in cli)}; a new process each poll, beside the page's)",
-          flush=True)
+          f"{', '.join(f'{s:.2f}' for s in cli)}; a new process each poll, beside the page's)")
+    print(f"  ... with --since 1h   {figures['recent']:7.2f} s  (median; "
+          f"{', '.join(f'{s:.2f}' for s in recent)})", flush=True)
     return figures
 
 
@@ -262,7 +270,7 @@ def measure_chdb(
     absorb = statistics.median(absorbs)
     print(f"  absorb {batch_events:,} events  {absorb:7.2f} s "
           f"(median of {rounds}: {', '.join(f'{a:.2f}' for a in absorbs)})", flush=True)
-    figures = {"full": full, "absorb": absorb, "cli": 0.0, "page": statistics.median(page)}
+    figures = {"full": full, "absorb": absorb, "page": statistics.median(page)}
     print(f"  fresh in the dashboard {figures['page']:6.2f} s  (median; "
           f"{', '.join(f'{s:.2f}' for s in page)}; from the write, in the writing process)",
           flush=True)
@@ -314,9 +322,14 @@ def main(argv: list[str] | None = None) -> int:
               f"(target at most {TARGET_RATIO:.0f}x): "
               f"{'ok' if ratio <= TARGET_RATIO else 'MISSED'}")
         for n, figures in results.items():
-            worst = max(figures["cli"], figures["page"])
-            print(f"{name}: freshness at {n:,}: {worst:.2f} s (target under "
-                  f"{TARGET_FRESH_S:.0f} s): {'ok' if worst < TARGET_FRESH_S else 'MISSED'}")
+            for what, figure in (("the dashboard", "page"), ("duplicates", "cli"),
+                                 ("duplicates --since 1h", "recent")):
+                if figure not in figures:  # chDB: no second process
+                    continue
+                seconds_ = figures[figure]
+                print(f"{name}: freshness at {n:,} in {what}: {seconds_:.2f} s (target under "
+                      f"{TARGET_FRESH_S:.0f} s): "
+                      f"{'ok' if seconds_ < TARGET_FRESH_S else 'MISSED'}")
     return 0
 
 
