@@ -53,7 +53,7 @@ WINDOW_SECONDS = 10
 LARGE_BATCH_ROWS = 500_000
 
 #: Columns a kept table's units are also looked up by, beside the unit itself: the
-#: holders of the touched lock_keys are found through it (`derive_work_holders`).
+#: holders of the touched lock_keys are found through it (`derive_work_lock_candidates`).
 LOOKUPS = {"derived_executions": "lock_key"}
 
 #: The work table listing each kept derived table's touched units (its unit column is
@@ -260,7 +260,8 @@ def _drop_work(store: ClickHouseEngine, tables: Tables) -> None:
     names = [t for t, _ in tables] + [
         "events", "unique_events", "event_facts", "everything", "read", "batch", "jobs",
         "own", "keys", "keyed", "rest", "found", "keyed_units", "rest_units",
-        "all_jobs", "batch_events", "locks", "holders", "holder_units", "answer_keys",
+        "all_jobs", "batch_events", "locks", "lock_candidates", "lock_spans", "lock_reached",
+        "holders", "holder_units", "answer_keys",
         "answer_runs", "answer_incidents", *BY_KEY]
     for name in names:
         store.command(f"DROP TABLE IF EXISTS {WORK}{name}")
@@ -329,14 +330,19 @@ def _history(store: ClickHouseEngine, units: str, target: str, status: kept.Stat
 
 
 def _relock(store: ClickHouseEngine) -> None:
-    """Lock incidents again for every execution holding a lock_key the touched keys'
-    executions hold now or held before (see queries/incremental.py)."""
-    _run(store, "derive_work_locks")
-    _run(store, "derive_work_holders")
-    _run(store, "derive_work_holder_units")
+    """Lock incidents again for the touched keys' executions and for every kept holder of
+    a lock_key they hold now or held before whose span meets theirs (see
+    queries/incremental.py): a batch costs the holders it reaches, not every holder the
+    lock_key ever had."""
+    for step in ("derive_work_locks", "derive_work_lock_candidates", "derive_work_lock_spans",
+                 "derive_work_lock_reached", "derive_work_holders",
+                 "derive_work_holder_units"):
+        _run(store, step)
     incidents = sql_text("derive_lock_incidents", "clickhouse")
     incidents = re.sub(r"\bderived_executions\b", WORK + "holders", incidents)
-    _work_table(store, WORK + "derived_lock_incidents", work_sql(incidents))
+    _work_table(store, WORK + "derived_lock_incidents", work_sql(
+        f"SELECT * FROM ({incidents}) "
+        f"WHERE execution_uid IN (SELECT unit FROM {WORK}holder_units)"))
 
 
 def answer(store: ClickHouseEngine, table: str, status: kept.Status) -> None:

@@ -109,6 +109,45 @@ def test_a_new_holder_of_an_old_lock_derives_the_old_holder_s_incidents_again(
     assert state(chdb) == from_nothing(chdb)
 
 
+def incidents_written(store: ChdbStore, since_version: int) -> set[str]:
+    """The executions whose lock incidents a derivation after `since_version` wrote."""
+    written = store.arrow("SELECT DISTINCT execution_uid FROM derived_lock_incidents_rows "
+                          "WHERE _version > {v:UInt64}", {"v": since_version})
+    return set(written["execution_uid"].to_pylist())
+
+
+def test_a_holder_of_the_lock_long_before_the_batch_is_not_judged_again(
+    chdb, make_table
+) -> None:
+    chdb.write(make_table(locked("j1", 1, "w1", "o1", "00:00", 5000, [("00:20", "ack")])))
+    derived.ensure(chdb)
+    before = status(chdb)
+    chdb.write(make_table(locked("j2", 1, "w2", "o2", "40:00", 5000, [("40:02", "ack")])))
+    derived.ensure(chdb)
+    j1 = chdb.arrow("SELECT execution_uid FROM derived_executions WHERE job_id = 'j1'")
+    assert j1["execution_uid"].to_pylist()[0] not in incidents_written(chdb, before.version)
+    assert state(chdb) == from_nothing(chdb)
+
+
+def test_a_holder_the_batch_reaches_keeps_an_incident_with_one_it_does_not(
+    chdb, make_table
+) -> None:
+    # j1's lock expires at 00:05 while it runs to 00:20; j3 takes the lock at 00:15.
+    chdb.write(make_table(
+        locked("j1", 1, "w1", "o1", "00:00", 5000, [("00:20", "ack")])
+        + locked("j3", 1, "w3", "o3", "00:15", 5000, [("00:16", "ack")])
+    ))
+    derived.ensure(chdb)
+    # j2 holds the lock at 00:01-00:02 (a split brain with j1), far from j3's hold.
+    chdb.write(make_table(
+        locked("j2", 1, "w2", "o2", "00:01", 1000, [("00:02", "lock_release"), ("00:02", "ack")])
+    ))
+    kept = state(chdb)
+    assert kept == from_nothing(chdb)
+    overrun = [row for row in kept["derived_lock_incidents"] if "lock_expired" in row[0]]
+    assert any("'o3'" in "".join(row) for row in overrun)  # j1's overrun still names j3
+
+
 def test_the_holders_of_a_lock_key_are_found_through_its_projection(chdb, make_table) -> None:
     """A lock_key's holders among the kept executions are read by their units, which the
     kept rows' lock_key projection lists: a read of every execution grew with the store

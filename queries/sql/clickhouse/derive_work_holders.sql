@@ -1,15 +1,28 @@
--- Every execution holding one of those lock_keys: the touched keys' new executions and
--- the kept executions of the other keys. The other keys come from the kept rows'
--- lock_key projection (a sorted read of the few lock_keys), so only their own rows are
--- read, not every execution.
+-- The executions the batch's lock incidents are derived from: the touched keys' new
+-- executions, and every kept holder whose span meets a touched or a reached one (what
+-- the reached holders' incidents are made of). Holders that meet neither keep their
+-- incidents as they are.
 CREATE OR REPLACE TABLE derive_work_holders ENGINE = MergeTree ORDER BY tuple() AS
 SELECT * FROM derive_work_derived_executions
 WHERE key IN (SELECT unit FROM derive_work_keys)
 UNION ALL
-SELECT * FROM derived_executions
-WHERE key IN (
-        SELECT key FROM derived_executions_rows
-        WHERE lock_key IN (SELECT unit FROM derive_work_locks)
-    )
-  AND lock_key IN (SELECT unit FROM derive_work_locks)
-  AND key IS NOT NULL AND key NOT IN (SELECT unit FROM derive_work_keys)
+SELECT * FROM derive_work_lock_candidates
+WHERE execution_uid IN (
+    SELECT candidate.execution_uid
+    FROM (
+        SELECT
+            execution_uid, assumeNotNull(lock_key) AS lock_key,
+            -- include: lock_span
+        FROM derive_work_lock_candidates
+    ) AS candidate
+    INNER JOIN (
+        SELECT lock_key, lo, hi FROM derive_work_lock_spans
+        UNION ALL
+        SELECT
+            assumeNotNull(lock_key) AS lock_key,
+            -- include: lock_span
+        FROM derive_work_lock_candidates
+        WHERE execution_uid IN (SELECT unit FROM derive_work_lock_reached)
+    ) AS reaching ON reaching.lock_key = candidate.lock_key
+    WHERE candidate.lo <= reaching.hi AND reaching.lo <= candidate.hi
+)

@@ -1,10 +1,8 @@
 -- Which kept holders of the touched lock_keys a batch's lock incidents can involve.
 --
--- Two executions meet in a lock incident only if their spans meet on the same lock_key:
--- a split brain needs their holds to overlap, an overrun needs the other's hold to start
--- between the running one's lock expiry and its end. The span runs from the lock's
--- acquisition (or expiry, were it earlier) to the later of the expiry and the end; an
--- unknown start reaches back forever and an unknown end (still running) forever on.
+-- Two executions meet in a lock incident only if their spans (fragments/lock_span.sql)
+-- meet on the same lock_key: a split brain needs their holds to overlap, an overrun needs
+-- the other's hold to start between the running one's lock expiry and its end.
 --
 -- `reached`: kept holders whose span meets a touched execution's, as the batch made it
 -- (`touched_holders_new`) or as it was kept before (`touched_holders_old`): their
@@ -14,17 +12,13 @@
 WITH spans AS (
     SELECT
         *,
-        coalesce(least(lock_acquired_us, lock_valid_until_us), -9223372036854775807) AS lo,
-        CASE WHEN end_us IS NULL THEN 9223372036854775807
-             ELSE greatest(end_us, coalesce(lock_valid_until_us, end_us)) END AS hi
+        -- include: lock_span
     FROM lock_holder_candidates
 ),
 touched AS (
     SELECT
         lock_key,
-        coalesce(least(lock_acquired_us, lock_valid_until_us), -9223372036854775807) AS lo,
-        CASE WHEN end_us IS NULL THEN 9223372036854775807
-             ELSE greatest(end_us, coalesce(lock_valid_until_us, end_us)) END AS hi
+        -- include: lock_span
     FROM (SELECT lock_key, lock_acquired_us, lock_valid_until_us, end_us
           FROM touched_holders_new
           UNION ALL
