@@ -536,7 +536,8 @@ def answer_changes(store: Store, table: str, since: Mark | None) -> AnswerChange
         keys = sorted(units[table])
         text = with_identifiers(sql_text("kept_answer_of_keys", "duckdb"),
                                 table=f"{table}_layers")
-        rows = store.arrow(render(text, "duckdb", {"keys": keys}), {"keys": keys})
+        rows = segmented.arrow(render(text, "duckdb", {"keys": keys}), {"keys": keys},
+                               events=False)
         return AnswerChanges(now, frozenset(keys), rows)
 
 

@@ -194,13 +194,13 @@ class EmbeddedStore(SegmentedStore):
             if not events or self._viewed == (files, log_sizes):
                 return
             try:
-                hot = self._hot.table([f for f in files if is_hot(f)])
-                break
-            except FileNotFoundError:
+                self._view(files, self._hot.table([f for f in files if is_hot(f)]))
+            except (FileNotFoundError, duckdb.IOException):
                 if attempt == 2:  # compacted away as it was listed: list again
                     raise
-        self._view(files, hot)
-        self._viewed = (files, log_sizes)
+                continue
+            self._viewed = (files, log_sizes)
+            return
 
     def _view(self, files: tuple[str, ...], hot: pa.Table) -> None:
         """`events` over the Parquet segments read by DuckDB plus the mapped hot ones."""

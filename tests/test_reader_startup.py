@@ -48,6 +48,22 @@ def test_reading_the_duplicates_answer_binds_no_events_view(tmp_path: Path) -> N
     assert "events" not in _views(reader)
 
 
+def test_a_listing_brought_up_to_date_binds_no_events_view(tmp_path: Path) -> None:
+    from queries import duplicates
+
+    writer = EmbeddedStore(tmp_path)
+    writer.write(events_to_table(_charged_twice("order-1")))
+    derived.ensure(writer)
+    page = EmbeddedStore(tmp_path)  # the dashboard's process
+    assert list(duplicates(page)["key"]) == ["order-1"]
+    writer.write(events_to_table(_charged_twice("order-2")))
+
+    keys = list(duplicates(page)["key"])  # the next refresh: only the batch's keys read
+
+    assert sorted(keys) == ["order-1", "order-2"]
+    assert "events" not in _views(page)
+
+
 def test_events_read_after_the_answer_holds_every_segment(tmp_path: Path) -> None:
     store = EmbeddedStore(tmp_path)
     store.write(events_to_table(_charged_twice("order-1")))

@@ -439,3 +439,19 @@ def test_an_interrupted_compaction_keeps_every_row_and_no_partial_file(embedded)
         embedded.compact()  # this store object compacts no more
     assert EmbeddedStore(embedded.root).compact() == 2
     assert count(embedded) == 500_000
+
+
+def test_a_parquet_segment_compacted_between_listing_and_binding_is_listed_again(
+    embedded, make_table, monkeypatch
+) -> None:
+    embedded.write(make_table(_charge("inv-1")))
+    embedded.write(make_table(_charge("inv-2")))
+    stale = embedded.segments()
+    embedded.compact()  # both listed segments are merged into one and leave for .trash
+    assert not any(p.exists() for p in stale)
+    reader = EmbeddedStore(embedded.root)
+    listings = iter([stale])
+    real = EmbeddedStore.segments
+    monkeypatch.setattr(EmbeddedStore, "segments", lambda self: next(listings, None) or real(self))
+    assert count(reader) == 8
+    reader.close()
