@@ -150,7 +150,9 @@ def _every_duplicate(store: Store) -> pd.DataFrame:
     if changes.mark is not None:
         with _EVERY_DUPLICATE_LOCK:
             _EVERY_DUPLICATE[store] = (changes.mark, frame)
-    return frame.copy()
+    # Copy-on-write (pandas 3): a caller's change copies what it changes, and the frame
+    # held here stays as it was; a deep copy cost 0.27 s at 2.5M duplicates.
+    return frame.copy(deep=False)
 
 
 def _replaced(frame: pd.DataFrame, keys: frozenset[str], rows: pd.DataFrame) -> pd.DataFrame:
@@ -174,8 +176,29 @@ def _replaced(frame: pd.DataFrame, keys: frozenset[str], rows: pd.DataFrame) -> 
     is_fresh[fresh] = True
     order[~is_fresh] = kept  # the kept rows, by their place in `frame`
     order[fresh] = len(frame) + np.arange(len(rows))
-    both = pd.concat([frame, rows], ignore_index=True) if len(rows) else frame
-    return both.take(order).reset_index(drop=True)
+    return _spliced(frame, rows, order)
+
+
+def _spliced(frame: pd.DataFrame, rows: pd.DataFrame, order: np.ndarray) -> pd.DataFrame:
+    """The rows of `frame` then `rows` (numbered on after it) in `order`, put together
+    from the runs of consecutive rows `order` holds: a batch cuts the held frame in a few
+    hundred places, and joining its slices costs a copy, where taking every row one by one
+    took 1.2 s at 2.5M duplicates."""
+    if not len(order):
+        return frame.iloc[:0].reset_index(drop=True)
+    breaks = np.flatnonzero(np.diff(order) != 1) + 1
+    starts = np.concatenate(([0], breaks))
+    stops = np.concatenate((breaks, [len(order)]))
+    pieces = []
+    for start, stop in zip(order[starts].tolist(), (order[stops - 1] + 1).tolist(),
+                           strict=True):
+        if start < len(frame) <= stop - 1:  # a run across both: cut it at the seam
+            pieces += [frame.iloc[start:], rows.iloc[: stop - len(frame)]]
+        elif start < len(frame):
+            pieces.append(frame.iloc[start:stop])
+        else:
+            pieces.append(rows.iloc[start - len(frame):stop - len(frame)])
+    return pd.concat(pieces, ignore_index=True)
 
 
 def _places(frame: pd.DataFrame, kept: np.ndarray, rows: pd.DataFrame) -> np.ndarray | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import orjson
 import pandas as pd
 import polars as pl
@@ -254,3 +255,41 @@ def test_rows_replaced_in_a_listing_take_their_places_in_its_order() -> None:
     replaced = _replaced(held, frozenset({"a", "c", "e", "gone"}), fresh)
     assert list(replaced["key"]) == ["a", "b", "c", "d", "z", "e"]
     assert list(_replaced(held, frozenset({"a", "b", "c", "d"}), fresh.iloc[:0])["key"]) == []
+    # New keys later than every held row are appended; a tie with the last row is ordered
+    # by key all the same.
+    later = listing(("f", "13:00"), ("a0", "12:00"), ("e", "12:30"))
+    appended = _replaced(held, frozenset({"f", "a0", "e"}), later)
+    assert list(appended["key"]) == ["b", "d", "a", "a0", "c", "e", "f"]
+    assert list(appended.index) == list(range(7))
+    newest = _replaced(held, frozenset({"f", "e"}), later.iloc[[0, 2]])
+    assert list(newest["key"]) == ["b", "d", "a", "c", "e", "f"]
+
+
+def test_rows_replaced_in_a_listing_equal_a_listing_sorted_again() -> None:
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        size = int(rng.integers(0, 40))
+        held = pd.DataFrame({
+            "key": pd.Series([f"k{i:03d}" for i in range(size)], dtype="str"),
+            "first_ts": pd.to_datetime(rng.integers(0, 10, size), unit="m", utc=True),
+        }).sort_values(["first_ts", "key"], ignore_index=True)
+        keys = {f"k{i:03d}" for i in rng.integers(0, 60, int(rng.integers(0, 12)))}
+        kept_keys = sorted(k for k in keys if rng.random() < 0.6)
+        fresh = pd.DataFrame({
+            "key": pd.Series(kept_keys, dtype="str"),
+            "first_ts": pd.to_datetime(rng.integers(0, 12, len(kept_keys)), unit="m", utc=True),
+        })
+        expected = pd.concat([held[~held["key"].isin(keys)], fresh], ignore_index=True)
+        expected = expected.sort_values(["first_ts", "key"], ignore_index=True)
+        replaced = _replaced(held, frozenset(keys), fresh)
+        assert replaced.to_dict("list") == expected.to_dict("list")
+
+
+def test_a_listing_handed_out_is_the_caller_s_to_change(store, make_table) -> None:
+    store.write(make_table(run("j1", 1, "w1", "00:01", [("00:02", "side_effect")], **KEY)
+                           + run("j1", 2, "w2", "00:40", [("00:41", "side_effect")], **KEY)))
+    handed = duplicates(store)
+    handed.loc[0, "key"] = "changed"
+    handed["extra"] = 1
+    again = duplicates(store)
+    assert list(again["key"]) == ["inv-1"] and "extra" not in again.columns
