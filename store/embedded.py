@@ -357,9 +357,10 @@ class EmbeddedStore(SegmentedStore):
                     write_day_index(self.index_dir, day, sorted(compacted))
                     replaced += merged
                     changed = True
-            if (changed or self._global_is_stale()) and self._index_age() >= index_every:
+            merged = (changed or self._global_is_stale()) and self._index_age() >= index_every
+            if merged:
                 self._merge_index()
-            if changed:
+            if changed or merged:
                 remove_unnamed_filters(self.index_dir)
             self._empty_trash()
         return replaced
@@ -475,7 +476,6 @@ class EmbeddedStore(SegmentedStore):
         older = global_indexes(self.index_dir)
         write_global_index(self.index_dir, f"{time.time_ns():020d}")
         self._discard(older)
-        remove_unnamed_filters(self.index_dir)
 
     def _merge(self, folder: Path, inputs: list[Path], wide: bool = False) -> Path:
         """`inputs` merged into one compacted segment, sorted and without repeats; with

@@ -164,10 +164,12 @@ def write_global_index(index_dir: Path, generation: str) -> Path | None:
     return final
 
 
-def filter_of(path: Path) -> Path | None:
-    """The membership filter an index file names, if it names one."""
-    metadata = pq.read_schema(path).metadata or {}
-    name = metadata.get(FILTER)
+def filter_of(path: Path, metadata: dict[bytes, bytes] | None = None) -> Path | None:
+    """The membership filter an index file names (from its metadata, read if not given),
+    if it names one."""
+    if metadata is None:
+        metadata = pq.read_schema(path).metadata
+    name = (metadata or {}).get(FILTER)
     return path.parent / name.decode() if name else None
 
 
@@ -230,8 +232,8 @@ class LookupIndex:
             self._mins.append(stats.min)
             self._maxs.append(stats.max)
         self._groups: dict[int, pa.Table] = {}
-        name = (metadata.metadata or {}).get(FILTER)
-        self.filter = MembershipFilter.open(path.parent / name.decode()) if name else None
+        named = filter_of(path, metadata.metadata or {})
+        self.filter = MembershipFilter.open(named) if named else None
 
     def _group(self, i: int) -> pa.Table:
         if i not in self._groups:

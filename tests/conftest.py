@@ -22,6 +22,14 @@ from store.clickhouse import ChdbStore  # noqa: E402
 from store.embedded import EmbeddedStore  # noqa: E402
 
 
+def listed_once(monkeypatch: pytest.MonkeyPatch, listing: list[Path]) -> None:
+    """Every embedded store lists `listing` at its next look at its segments (a listing
+    taken before a compaction moved them), and the folders as they are after that."""
+    listings = iter([listing])
+    real = EmbeddedStore.segments
+    monkeypatch.setattr(EmbeddedStore, "segments", lambda self: next(listings, None) or real(self))
+
+
 def events_to_table(records: list[dict]) -> pa.Table:
     """Contract events as dicts -> the canonical Arrow table, through the real normaliser."""
     lines = [(i, orjson.dumps(r)) for i, r in enumerate(records, start=1)]

@@ -54,3 +54,20 @@ def locked(
             "delivery_attempt": attempt, "worker_id": worker}
         events.append(ev(ts, event, job_id, **lock, **extra))
     return events
+
+
+def reached_and_unreached_holders() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Two batches on one lock. First: j1's lock expires at 00:05 while it runs to 00:20,
+    and j3 takes the lock at 00:15 (j1's overrun names o3). Then: j2 holds the lock at
+    00:01-00:02 (a split brain with j1), far from j3's hold."""
+    first = (locked("j1", 1, "w1", "o1", "00:00", 5000, [("00:20", "ack")])
+             + locked("j3", 1, "w3", "o3", "00:15", 5000, [("00:16", "ack")]))
+    then = locked("j2", 1, "w2", "o2", "00:01", 1000,
+                  [("00:02", "lock_release"), ("00:02", "ack")])
+    return first, then
+
+
+def names_in_an_overrun(incidents: list[tuple[str, ...]], owner: str) -> bool:
+    """Whether a lock_expired_while_running row of `incidents` (a state's rows) names
+    `owner`."""
+    return any(f"'{owner}'" in "".join(row) for row in incidents if "lock_expired" in row[0])

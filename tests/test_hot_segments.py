@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import listed_once
 from native_support import require_native
 from test_store import CHARGE, count
 
@@ -183,9 +184,7 @@ def test_a_hot_segment_compacted_between_listing_and_mapping_is_listed_again(
     stale = embedded.segments()
     embedded.compact()  # the listed hot segment moves to .trash
     reader = EmbeddedStore(embedded.root)
-    listings = iter([stale])
-    real = EmbeddedStore.segments
-    monkeypatch.setattr(EmbeddedStore, "segments", lambda self: next(listings, None) or real(self))
+    listed_once(monkeypatch, stale)
     assert count(reader) == 4
     reader.close()
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from conftest import listed_once
 from rows_support import many_rows
 
 from queries import timeline
@@ -450,8 +451,6 @@ def test_a_parquet_segment_compacted_between_listing_and_binding_is_listed_again
     embedded.compact()  # both listed segments are merged into one and leave for .trash
     assert not any(p.exists() for p in stale)
     reader = EmbeddedStore(embedded.root)
-    listings = iter([stale])
-    real = EmbeddedStore.segments
-    monkeypatch.setattr(EmbeddedStore, "segments", lambda self: next(listings, None) or real(self))
+    listed_once(monkeypatch, stale)
     assert count(reader) == 8
     reader.close()

@@ -6,23 +6,15 @@ CREATE OR REPLACE TABLE derive_work_holders ENGINE = MergeTree ORDER BY tuple() 
 SELECT * FROM derive_work_derived_executions
 WHERE key IN (SELECT unit FROM derive_work_keys)
 UNION ALL
-SELECT * FROM derive_work_lock_candidates
+SELECT * EXCEPT (lo, hi) FROM derive_work_lock_candidates
 WHERE execution_uid IN (
     SELECT candidate.execution_uid
-    FROM (
-        SELECT
-            execution_uid, assumeNotNull(lock_key) AS lock_key,
-            -- include: lock_span
-        FROM derive_work_lock_candidates
-    ) AS candidate
+    FROM derive_work_lock_candidates AS candidate
     INNER JOIN (
         SELECT lock_key, lo, hi FROM derive_work_lock_spans
         UNION ALL
-        SELECT
-            assumeNotNull(lock_key) AS lock_key,
-            -- include: lock_span
-        FROM derive_work_lock_candidates
+        SELECT assumeNotNull(lock_key) AS lock_key, lo, hi FROM derive_work_lock_candidates
         WHERE execution_uid IN (SELECT unit FROM derive_work_lock_reached)
-    ) AS reaching ON reaching.lock_key = candidate.lock_key
+    ) AS reaching ON reaching.lock_key = assumeNotNull(candidate.lock_key)
     WHERE candidate.lo <= reaching.hi AND reaching.lo <= candidate.hi
 )

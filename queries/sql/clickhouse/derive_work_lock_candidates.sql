@@ -1,8 +1,11 @@
--- The kept executions of the other keys holding one of the touched lock_keys. The other
--- keys come from the kept rows' lock_key projection (a sorted read of the few lock_keys),
--- so only their own rows are read, not every execution.
+-- The kept executions of the other keys holding one of the touched lock_keys, each with
+-- its span (`lo`, `hi`). The other keys come from the kept rows' lock_key projection (a
+-- sorted read of the few lock_keys), so only their own rows are read, not every execution.
 CREATE OR REPLACE TABLE derive_work_lock_candidates ENGINE = MergeTree ORDER BY tuple() AS
-SELECT * FROM derived_executions
+SELECT
+    *,
+    -- include: lock_span
+FROM derived_executions
 WHERE key IN (
         SELECT key FROM derived_executions_rows
         WHERE lock_key IN (SELECT unit FROM derive_work_locks)
