@@ -179,7 +179,8 @@ def listed_by_cli(folder: Path, key: str, options: list[str]) -> bool:
 def listed_by_dashboard(store: EmbeddedStore, key: str) -> bool:
     """The dashboard's duplicates page asks `queries.duplicates` of the current snapshot."""
     store.forget_snapshot()
-    return key in set(duplicates(store)["key"])
+    # Compared in place: a set of 2.5M keys (100M events) took half a second a poll.
+    return bool((duplicates(store)["key"] == key).any())
 
 
 def measure(

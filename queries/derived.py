@@ -290,12 +290,17 @@ def _merge_layers(store: SegmentedStore, con: duckdb.DuckDBPyConnection,
                                state.epoch, state.generation, state.journal)
 
 
-#: The order a full build writes a table in, kept when layers are merged (min/max
-#: statistics then narrow a prefix search to a row group or two).
+#: The order a table is written in by a build and kept when layers are merged or folded:
+#: min/max statistics then narrow a prefix search to a row group or two, and a search
+#: for the lock holders a batch reaches to the newest row groups of the executions
+#: (kept_lock_holders.sql).
 _ORDER = {
     "derived_lookup": " ORDER BY value, kind, key",
     "derived_duplicate_runs": " ORDER BY key, start_us",
+    "derived_executions": " ORDER BY end_us",
 }
+#: The tables whose query files already sort them (a build does not sort them again).
+_SORTED_BY_QUERY = frozenset({"derived_lookup", "derived_duplicate_runs"})
 
 
 def _build_tables(con: duckdb.DuckDBPyConnection) -> None:
@@ -341,8 +346,9 @@ def _build_base(
     layer = derived_state.new_id()
     sizes = {}
     for table in _LAYERED:
+        order = "" if table in _SORTED_BY_QUERY else _ORDER.get(table, "")
         sizes[table] = [derived_state.write(
-            con, f"SELECT * FROM {table}", derived_state.rows_path(store, table, layer))]
+            con, f"SELECT * FROM {table}{order}", derived_state.rows_path(store, table, layer))]
     return derived_state.State(snapshot, read, [layer], derived_state.new_id(), sizes,
                                epoch=layer)
 

@@ -310,7 +310,8 @@ def _relock(con: duckdb.DuckDBPyConnection, work: duckdb.DuckDBPyConnection,
     execution_id). The kept executions of those lock_keys give the spans they had.
 
     A lock_key is shared by every job of its resource: over a long history, thousands of
-    executions hold it. Only those whose time meets the batch's are derived again, so a
+    executions hold it. Only those whose time meets the batch's are derived again, and
+    only those whose span ends late enough to meet them are read (`_kept_holders`), so a
     batch costs the holders it reaches, not every holder ever."""
     columns = ", ".join(HOLDER_COLUMNS)
     new = work.sql(f"SELECT {columns} FROM derived_executions").to_arrow_table()
@@ -318,21 +319,29 @@ def _relock(con: duckdb.DuckDBPyConnection, work: duckdb.DuckDBPyConnection,
     delivered = rows.filter(pc.equal(rows["event"], "deliver"))
     gone = _values(delivered["event_uid"], rows["execution_id"])
     strings(con, "touched_locks", locks)
-    # Only the columns the incidents read: the holders are spread over every row group of
-    # the kept executions, so reading all their columns decoded the whole table.
-    kept = con.sql(
-        f"SELECT {columns} FROM derived_executions "
-        "WHERE lock_key IN (SELECT unit FROM touched_locks)"
-    ).to_arrow_table().cast(new.schema)
-    was_touched = pc.or_(
-        pc.is_in(kept["key"], pa.array(sorted(found.keys), pa.string())),
-        pc.is_in(kept["execution_uid"], pa.array(sorted(gone), pa.string())),
-    )
-    work.register("touched_holders_new", new)
-    work.register("touched_holders_old", kept.filter(was_touched))
-    work.register("lock_holder_candidates", kept.filter(pc.invert(was_touched)))
-    involved = work.sql(sql_text("lock_holders_in_reach", "duckdb")).to_arrow_table()
-    reached = involved.filter(involved["reached"])
+    # A kept execution of a touched key ends no earlier than its last event, one of
+    # `found`'s or `rows`' (none ends before the earliest of them).
+    since = min(_earliest_start(new), _earliest_event_us(found.rows),
+                _earliest_event_us(rows))
+    kept = _kept_holders(con, since, _FOREVER, new.schema)
+    while True:
+        was_touched = pc.or_(
+            pc.is_in(kept["key"], pa.array(sorted(found.keys), pa.string())),
+            pc.is_in(kept["execution_uid"], pa.array(sorted(gone), pa.string())),
+        )
+        work.register("touched_holders_new", new)
+        work.register("touched_holders_old", kept.filter(was_touched))
+        work.register("lock_holder_candidates", kept.filter(pc.invert(was_touched)))
+        involved = work.sql(sql_text("lock_holders_in_reach", "duckdb")).to_arrow_table()
+        reached = involved.filter(involved["reached"])
+        # What the reached holders' incidents are derived from meets a reached or touched
+        # span: it ends no earlier than the earliest of those starts. One that started
+        # before `since` calls for the holders that ended between the two.
+        reach = min(_earliest_start(kept.filter(was_touched)), _earliest_start(reached))
+        if reach >= since:
+            break
+        kept = pa.concat_tables([kept, _kept_holders(con, reach, since, new.schema)])
+        since = reach
     holders = pa.concat_tables([new, involved.select(new.schema.names).cast(new.schema)])
     work.register("lock_holders", holders)
     work.execute("CREATE OR REPLACE TEMP TABLE derived_executions_all AS "
@@ -351,6 +360,43 @@ def _relock(con: duckdb.DuckDBPyConnection, work: duckdb.DuckDBPyConnection,
         work.unregister(name)
     units["derived_lock_incidents"] = rederived | gone
     return _values(reached["key"])
+
+
+#: The lock_span fragment's bounds: a span reaching back, or on, forever.
+_NEVER = -9223372036854775807
+_FOREVER = 9223372036854775807
+
+
+def _kept_holders(con: duckdb.DuckDBPyConnection, since: int, until: int,
+                  schema: pa.Schema) -> pa.Table:
+    """The kept holders of the touched lock_keys whose span ends in [since, until).
+
+    Only the columns the incidents read, and only the row groups that end late enough:
+    the holders of a lock_key are spread over the whole history of the kept executions,
+    and reading them all decoded every row group of it."""
+    return con.sql(sql_text("kept_lock_holders", "duckdb"),
+                   params={"since": since, "until": until}).to_arrow_table().cast(schema)
+
+
+def _earliest_start(holders: pa.Table) -> int:
+    """The earliest start of these executions' spans on their lock_keys
+    (fragments/lock_span.sql); `_FOREVER` when none holds one."""
+    held = holders.filter(pc.is_valid(holders["lock_key"]))
+    if held.num_rows == 0:
+        return _FOREVER
+    starts = pc.min_element_wise(held["lock_acquired_us"], held["lock_valid_until_us"])
+    if starts.null_count:
+        return _NEVER
+    return int(pc.min(starts).as_py())
+
+
+def _earliest_event_us(rows: pa.Table) -> int:
+    """The time of the earliest of `rows`, in microseconds (`_FOREVER` for none)."""
+    if rows.num_rows == 0:
+        return _FOREVER
+    ts = rows["ts"]
+    micros = pc.cast(ts, pa.timestamp("us", getattr(ts.type, "tz", None)))
+    return int(pc.min(micros.cast(pa.int64())).as_py())
 
 
 def _answers_of(

@@ -67,6 +67,20 @@ def reached_and_unreached_holders() -> tuple[list[dict[str, Any]], list[dict[str
     return first, then
 
 
+def an_overrun_whose_other_owner_ended_before_the_batch() -> tuple[
+    list[dict[str, Any]], list[dict[str, Any]]
+]:
+    """Two batches on one lock. First: j1's lock expires at 00:05 while it runs to 00:50,
+    and j3 holds the lock at 00:10-00:12 (j1's overrun names o3). Then: j2 holds the lock
+    at 00:40-00:41, inside j1's run and long after j3's hold ended."""
+    first = (locked("j1", 1, "w1", "o1", "00:00", 5000, [("00:50", "ack")])
+             + locked("j3", 1, "w3", "o3", "00:10", 5000,
+                      [("00:12", "lock_release"), ("00:12", "ack")]))
+    then = locked("j2", 1, "w2", "o2", "00:40", 1000,
+                  [("00:41", "lock_release"), ("00:41", "ack")])
+    return first, then
+
+
 def names_in_an_overrun(incidents: list[tuple[str, ...]], owner: str) -> bool:
     """Whether a lock_expired_while_running row of `incidents` (a state's rows) names
     `owner`."""

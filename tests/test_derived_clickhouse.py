@@ -16,7 +16,13 @@ from typing import Any
 
 import pytest
 from chdb import session
-from forensics_cases import locked, names_in_an_overrun, reached_and_unreached_holders, run
+from forensics_cases import (
+    an_overrun_whose_other_owner_ended_before_the_batch,
+    locked,
+    names_in_an_overrun,
+    reached_and_unreached_holders,
+    run,
+)
 from test_derived_state import state
 
 from queries import derived, duplicates
@@ -131,6 +137,18 @@ def test_a_holder_the_batch_reaches_keeps_an_incident_with_one_it_does_not(
     chdb, make_table
 ) -> None:
     first, then = reached_and_unreached_holders()
+    chdb.write(make_table(first))
+    derived.ensure(chdb)
+    chdb.write(make_table(then))
+    kept = state(chdb)
+    assert kept == from_nothing(chdb)
+    assert names_in_an_overrun(kept["derived_lock_incidents"], "o3")  # j1's, still
+
+
+def test_a_reached_holder_keeps_its_overrun_with_a_holder_that_ended_before_the_batch(
+    chdb, make_table
+) -> None:
+    first, then = an_overrun_whose_other_owner_ended_before_the_batch()
     chdb.write(make_table(first))
     derived.ensure(chdb)
     chdb.write(make_table(then))

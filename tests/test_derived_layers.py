@@ -13,9 +13,18 @@ from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 
+import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from forensics_cases import ev, locked, names_in_an_overrun, reached_and_unreached_holders, run
+from forensics_cases import (
+    an_overrun_whose_other_owner_ended_before_the_batch,
+    ev,
+    locked,
+    names_in_an_overrun,
+    reached_and_unreached_holders,
+    run,
+)
 from test_derived_state import state
 
 from queries import derived, duplicates, incremental
@@ -202,6 +211,58 @@ def test_a_holder_the_batch_reaches_keeps_an_incident_with_one_it_does_not(
     kept = state(embedded)
     assert kept == from_nothing(embedded, tmp_path / "fresh")
     assert names_in_an_overrun(kept["derived_lock_incidents"], "o3")  # j1's, still
+
+
+def test_a_reached_holder_keeps_its_overrun_with_a_holder_that_ended_before_the_batch(
+    embedded, make_table, tmp_path
+) -> None:
+    first, then = an_overrun_whose_other_owner_ended_before_the_batch()
+    embedded.write(make_table(first))
+    derived.ensure(embedded)
+    embedded.write(make_table(then))
+    kept = state(embedded)
+    assert kept == from_nothing(embedded, tmp_path / "fresh")
+    assert names_in_an_overrun(kept["derived_lock_incidents"], "o3")  # j1's, still
+
+
+def test_a_base_keeps_its_executions_in_the_order_they_ended(embedded, make_table) -> None:
+    events = [e for i in range(8) for e in locked(  # the later job_ids end earlier
+        f"j{i}", 1, f"w{i}", f"o{i}", f"{50 - 5 * i:02d}:00", 5000,
+        [(f"{52 - 5 * i:02d}:00", "ack")])]
+    embedded.write(make_table(events))
+    derived.ensure(embedded)
+    base = derived_state.load(embedded)
+    assert base is not None
+    ends = pq.read_table(derived_state.rows_path(embedded, "derived_executions",
+                                                 base.layers[0]))["end_us"].to_pylist()
+    assert len(ends) == 8
+    assert ends == sorted(ends)
+
+
+def test_the_kept_holders_read_are_those_whose_span_ends_in_the_window() -> None:
+    holders = pa.table({  # span ends: 30, 20 (the lock's expiry), 8, and another lock's
+        "execution_uid": ["run-ends-late", "lock-expires-late", "both-early", "other-lock"],
+        "lock_key": ["lock:a", "lock:a", "lock:a", "lock:b"],
+        "lock_acquired_us": [1, 1, 1, 1],
+        "end_us": [30, 10, 5, 50],
+        "lock_valid_until_us": [11, 20, 8, 60],
+    })
+    empty = {"key": pa.string(), "lock_owner": pa.string(), "lock_released_us": pa.int64(),
+             "lock_expired_while_running": pa.bool_()}
+    for column, kind in empty.items():
+        holders = holders.append_column(column, pa.nulls(holders.num_rows, kind))
+    con = duckdb.connect()
+    con.execute("CREATE TABLE derived_executions AS SELECT * FROM holders")
+    incremental.strings(con, "touched_locks", ["lock:a"])
+    schema = holders.select(incremental.HOLDER_COLUMNS).schema
+
+    def read(since: int, until: int) -> set[str]:
+        table = incremental._kept_holders(con, since, until, schema)
+        return set(table["execution_uid"].to_pylist())
+
+    assert read(15, 2**62) == {"run-ends-late", "lock-expires-late"}
+    assert read(9, 30) == {"lock-expires-late"}
+    assert read(0, 9) == {"both-early"}
 
 
 def test_a_duplicate_whose_lock_another_key_took_is_listed_again(
