@@ -450,7 +450,23 @@ def query_arrow(store: Store, name: str, **params: Any) -> pa.Table:
     if store.dialect == "clickhouse":
         sql += incremental_clickhouse.SETTINGS
     used = placeholders(text)
-    return store.arrow(sql, {k: v for k, v in params.items() if k in used})
+    bound = {k: v for k, v in params.items() if k in used}
+    segmented = store.segmented()
+    if segmented is not None:
+        return segmented.arrow(sql, bound, events=reads_events(text))
+    return store.arrow(sql, bound)
+
+
+#: The views over the segments' rows; comments, where a query may name them in passing.
+_EVENT_VIEWS = re.compile(r"\b(?:events|unique_events|event_facts)\b")
+_COMMENTS = re.compile(r"--[^\n]*")
+
+
+def reads_events(sql: str) -> bool:
+    """Whether `sql` reads the segments' rows. One that reads derived tables alone need
+    not bind the embedded `events` view, which reads every segment's footer: 0.7 s of a
+    filtered listing at 100M events. A word that only looks like a view binds it anyway."""
+    return _EVENT_VIEWS.search(_COMMENTS.sub("", sql)) is not None
 
 
 @dataclass(frozen=True)

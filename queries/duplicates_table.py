@@ -8,7 +8,7 @@ second; this module and what it imports load neither.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pyarrow as pa
@@ -58,10 +58,16 @@ DUPLICATE_COLUMNS = [
 ]
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def micros(value: Time) -> int | None:
     """Microseconds since the epoch of a filter time (naive: UTC)."""
     if value is None:
         return None
+    if type(value) is datetime:  # what the command's --since and --until give: no pandas
+        aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+        return (aware - _EPOCH) // timedelta(microseconds=1)
     import pandas as pd  # parses every spelling a user may give; only when one is given
 
     stamp = pd.Timestamp(value)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import orjson
 import pytest
@@ -11,6 +11,7 @@ from forensics_cases import run
 
 from dupescope.cli import main
 from dupescope.options import parse_time
+from queries.duplicates_table import micros
 from store.embedded import EmbeddedStore
 
 KEY = {"idempotency_key": "inv-1"}
@@ -69,3 +70,13 @@ def test_relative_times_filter_the_cli_answer(store) -> None:
     assert keys("--since", "1h") == []
     assert keys("--until", "1h") == ["inv-1"]
     assert keys("--since", "100000d") == ["inv-1"]
+
+
+@pytest.mark.parametrize("moment", [
+    datetime(2025, 11, 30, 12, 0, 1, 123456),
+    datetime(2025, 11, 30, 14, 0, 1, 123456, tzinfo=timezone(timedelta(hours=2))),
+    datetime(1960, 1, 1, 0, 0, 0, 1),
+], ids=["naive", "offset", "before-1970"])
+def test_a_time_the_command_parsed_binds_as_its_spelling_would(moment: datetime) -> None:
+    spelled = moment.isoformat() if moment.tzinfo else moment.isoformat() + "Z"
+    assert micros(moment) == micros(spelled)

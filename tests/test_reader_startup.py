@@ -1,7 +1,7 @@
 """What a fresh reader of a derived store pays before it answers: a process that reads the
-kept answers alone binds no `events` view over every segment, and `dupescope duplicates
---format json` of a derived store loads no pandas. Reading `events` afterwards still sees
-every segment.
+kept answers or derived tables alone binds no `events` view over every segment, and
+`dupescope duplicates --format json` of a derived store loads no pandas. Reading `events`
+afterwards still sees every segment.
 """
 
 from __future__ import annotations
@@ -11,11 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import events_to_table
 from forensics_cases import run
 
 from queries import derived
 from queries.duplicates_table import duplicates_arrow
+from queries.loader import sql_text
 from store.embedded import EmbeddedStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,6 +66,42 @@ def test_a_listing_brought_up_to_date_binds_no_events_view(tmp_path: Path) -> No
     assert "events" not in _views(page)
 
 
+def test_a_filtered_listing_binds_no_events_view(tmp_path: Path) -> None:
+    from queries import duplicates
+
+    writer = EmbeddedStore(tmp_path)
+    writer.write(events_to_table(_charged_twice("order-1")))
+    derived.ensure(writer)
+    page = EmbeddedStore(tmp_path)
+
+    keys = list(duplicates(page, since="2025-11-30T00:00:00Z")["key"])
+
+    assert keys == ["order-1"]
+    assert "events" not in _views(page)
+
+
+def test_a_timeline_after_a_filtered_listing_holds_the_new_segment(tmp_path: Path) -> None:
+    from queries import duplicates, timeline
+
+    store = EmbeddedStore(tmp_path)
+    store.write(events_to_table(_charged_twice("order-1")))
+    assert len(timeline(store, "order-1")) == 6
+    store.write(events_to_table(_charged_twice("order-2")))
+
+    duplicates(store, since="2025-11-30T00:00:00Z")  # derived tables alone
+    events = timeline(store, "order-2")
+
+    assert len(events) == 6
+
+
+def test_only_a_query_that_names_an_events_view_reads_events() -> None:
+    assert derived.reads_events(sql_text("timeline", "duckdb"))
+    assert derived.reads_events(sql_text("store_summary", "duckdb"))
+    assert not derived.reads_events(sql_text("duplicates", "duckdb"))
+    assert not derived.reads_events(sql_text("lock_overruns", "duckdb"))
+    assert not derived.reads_events("-- unlike the events view\nSELECT 1 FROM derived_jobs")
+
+
 def test_events_read_after_the_answer_holds_every_segment(tmp_path: Path) -> None:
     store = EmbeddedStore(tmp_path)
     store.write(events_to_table(_charged_twice("order-1")))
@@ -76,14 +114,16 @@ def test_events_read_after_the_answer_holds_every_segment(tmp_path: Path) -> Non
     assert counted == 12
 
 
-def test_duplicates_as_json_loads_no_pandas(tmp_path: Path) -> None:
+@pytest.mark.parametrize("options", [[], ["--since", "2025-11-30T00:00:00Z"]],
+                         ids=["every", "since"])
+def test_duplicates_as_json_loads_no_pandas(tmp_path: Path, options: list[str]) -> None:
     store = EmbeddedStore(tmp_path)
     store.write(events_to_table(_charged_twice("order-1")))
     derived.ensure(store)
     store.write(events_to_table(_charged_twice("order-2")))
     derived.ensure(store)  # as a running dashboard or `watch` absorbs each batch
     store.close()
-    argv = ["dupescope", "duplicates", "--store", str(tmp_path), "--format", "json"]
+    argv = ["dupescope", "duplicates", "--store", str(tmp_path), "--format", "json", *options]
     code = (
         "import sys\n"
         "from dupescope.cli import main\n"
