@@ -323,7 +323,7 @@ def _relock(con: duckdb.DuckDBPyConnection, work: duckdb.DuckDBPyConnection,
     # `found`'s or `rows`' (none ends before the earliest of them).
     since = min(_earliest_start(new), _earliest_event_us(found.rows),
                 _earliest_event_us(rows))
-    kept = _kept_holders(con, since, _FOREVER, new.schema)
+    kept = _kept_holders(con, since, None, new.schema)
     while True:
         was_touched = pc.or_(
             pc.is_in(kept["key"], pa.array(sorted(found.keys), pa.string())),
@@ -367,9 +367,10 @@ _NEVER = -9223372036854775807
 _FOREVER = 9223372036854775807
 
 
-def _kept_holders(con: duckdb.DuckDBPyConnection, since: int, until: int,
+def _kept_holders(con: duckdb.DuckDBPyConnection, since: int, until: int | None,
                   schema: pa.Schema) -> pa.Table:
-    """The kept holders of the touched lock_keys whose span ends in [since, until).
+    """The kept holders of the touched lock_keys whose span ends in [since, until) (from
+    `since` on, for `until` None).
 
     Only the columns the incidents read, and only the row groups that end late enough:
     the holders of a lock_key are spread over the whole history of the kept executions,

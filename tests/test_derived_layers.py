@@ -240,12 +240,13 @@ def test_a_base_keeps_its_executions_in_the_order_they_ended(embedded, make_tabl
 
 
 def test_the_kept_holders_read_are_those_whose_span_ends_in_the_window() -> None:
-    holders = pa.table({  # span ends: 30, 20 (the lock's expiry), 8, and another lock's
-        "execution_uid": ["run-ends-late", "lock-expires-late", "both-early", "other-lock"],
-        "lock_key": ["lock:a", "lock:a", "lock:a", "lock:b"],
-        "lock_acquired_us": [1, 1, 1, 1],
-        "end_us": [30, 10, 5, 50],
-        "lock_valid_until_us": [11, 20, 8, 60],
+    holders = pa.table({  # span ends: 30, 20 (the lock's expiry), 8, never, another lock's
+        "execution_uid": ["run-ends-late", "lock-expires-late", "both-early", "running",
+                          "other-lock"],
+        "lock_key": ["lock:a", "lock:a", "lock:a", "lock:a", "lock:b"],
+        "lock_acquired_us": [1, 1, 1, 1, 1],
+        "end_us": [30, 10, 5, None, 50],
+        "lock_valid_until_us": [11, 20, 8, 4, 60],
     })
     empty = {"key": pa.string(), "lock_owner": pa.string(), "lock_released_us": pa.int64(),
              "lock_expired_while_running": pa.bool_()}
@@ -256,11 +257,11 @@ def test_the_kept_holders_read_are_those_whose_span_ends_in_the_window() -> None
     incremental.strings(con, "touched_locks", ["lock:a"])
     schema = holders.select(incremental.HOLDER_COLUMNS).schema
 
-    def read(since: int, until: int) -> set[str]:
+    def read(since: int, until: int | None) -> set[str]:
         table = incremental._kept_holders(con, since, until, schema)
         return set(table["execution_uid"].to_pylist())
 
-    assert read(15, 2**62) == {"run-ends-late", "lock-expires-late"}
+    assert read(15, None) == {"run-ends-late", "lock-expires-late", "running"}
     assert read(9, 30) == {"lock-expires-late"}
     assert read(0, 9) == {"both-early"}
 
