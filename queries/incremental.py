@@ -324,20 +324,21 @@ def _relock(con: duckdb.DuckDBPyConnection, work: duckdb.DuckDBPyConnection,
     since = min(_earliest_start(new), _earliest_event_us(found.rows),
                 _earliest_event_us(rows))
     kept = _kept_holders(con, since, None, new.schema)
+    work.register("touched_holders_new", new)
     while True:
         was_touched = pc.or_(
             pc.is_in(kept["key"], pa.array(sorted(found.keys), pa.string())),
             pc.is_in(kept["execution_uid"], pa.array(sorted(gone), pa.string())),
         )
-        work.register("touched_holders_new", new)
-        work.register("touched_holders_old", kept.filter(was_touched))
+        old = kept.filter(was_touched)
+        work.register("touched_holders_old", old)
         work.register("lock_holder_candidates", kept.filter(pc.invert(was_touched)))
         involved = work.sql(sql_text("lock_holders_in_reach", "duckdb")).to_arrow_table()
         reached = involved.filter(involved["reached"])
         # What the reached holders' incidents are derived from meets a reached or touched
         # span: it ends no earlier than the earliest of those starts. One that started
         # before `since` calls for the holders that ended between the two.
-        reach = min(_earliest_start(kept.filter(was_touched)), _earliest_start(reached))
+        reach = min(_earliest_start(old), _earliest_start(reached))
         if reach >= since:
             break
         kept = pa.concat_tables([kept, _kept_holders(con, reach, since, new.schema)])

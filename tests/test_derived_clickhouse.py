@@ -133,22 +133,18 @@ def test_a_holder_of_the_lock_long_before_the_batch_is_not_judged_again(
     assert state(chdb) == from_nothing(chdb)
 
 
+#: Two batches on one lock where a holder the second reaches keeps an overrun with one it
+#: does not reach: that holder is far from the batch, or ended before it.
+REACHED_HOLDER_STORIES = pytest.mark.parametrize(
+    "story", [reached_and_unreached_holders, an_overrun_whose_other_owner_ended_before_the_batch],
+    ids=["unreached", "ended-before-the-batch"])
+
+
+@REACHED_HOLDER_STORIES
 def test_a_holder_the_batch_reaches_keeps_an_incident_with_one_it_does_not(
-    chdb, make_table
+    chdb, make_table, story
 ) -> None:
-    first, then = reached_and_unreached_holders()
-    chdb.write(make_table(first))
-    derived.ensure(chdb)
-    chdb.write(make_table(then))
-    kept = state(chdb)
-    assert kept == from_nothing(chdb)
-    assert names_in_an_overrun(kept["derived_lock_incidents"], "o3")  # j1's, still
-
-
-def test_a_reached_holder_keeps_its_overrun_with_a_holder_that_ended_before_the_batch(
-    chdb, make_table
-) -> None:
-    first, then = an_overrun_whose_other_owner_ended_before_the_batch()
+    first, then = story()
     chdb.write(make_table(first))
     derived.ensure(chdb)
     chdb.write(make_table(then))
