@@ -21,7 +21,7 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -425,10 +425,21 @@ def _compute_answer(store: SegmentedStore, con: duckdb.DuckDBPyConnection, table
 def table(store: Store, name: str) -> pa.Table:
     """A derived table or kept answer (`BUILT_TABLES`) of the current state, as it is
     kept (a kept answer computed if it was not yet)."""
+    return tables(store, [name])[name]
+
+
+def tables(store: Store, names: Iterable[str] = BUILT_TABLES) -> dict[str, pa.Table]:
+    """Derived tables and kept answers of the current state, as they are kept: the state
+    is brought up to date once for all of them (on chDB a look at the status costs a few
+    statements, 25 ms, and comparing a whole state reads 34 tables)."""
     ensure(store)
-    if name in answers.TABLES:
-        _kept_answer(store, name)
-    return store.arrow(with_identifiers(sql_text("kept_table", store.dialect), table=name))
+    read = {}
+    for name in names:
+        if name in answers.TABLES:
+            _kept_answer(store, name)
+        read[name] = store.arrow(with_identifiers(sql_text("kept_table", store.dialect),
+                                                  table=name))
+    return read
 
 
 def query(store: Store, name: str, **params: Any) -> pd.DataFrame:

@@ -22,6 +22,7 @@ import numpy as np
 import orjson
 import pandas as pd
 import pytest
+from forensics_cases import run
 
 import sample_data
 from collectors.files import ingest_files
@@ -50,9 +51,8 @@ def state(store: Store) -> dict[str, list[tuple[str, ...]]]:
     """Every derived table and kept answer, as sorted rows of text (row order and the
     numbering of a kept answer's rows aside: ties may be numbered either way)."""
     tables = {}
-    for table in derived.BUILT_TABLES:
-        frame = derived.table(store, table).to_pandas()
-        frame = frame.drop(columns=["answer_row"], errors="ignore")
+    for table, kept in derived.tables(store).items():
+        frame = kept.to_pandas().drop(columns=["answer_row"], errors="ignore")
         tables[table] = sorted(
             tuple(repr(_plain(v)) for v in row) for row in frame.itertuples(index=False)
         )
@@ -221,3 +221,14 @@ def test_rebuild_repairs_a_damaged_kept_build(tmp_path: Path, batch_folder: Path
         _duplicates_are_the_truth(damaged, truth)
     finally:
         damaged.close()
+
+
+def test_the_tables_read_at_once_are_each_as_it_is_kept(store: Store, make_table) -> None:
+    store.write(make_table(run("j1", 1, "w1", "00:01", [("00:02", "ack")], idempotency_key="a")
+                           + run("j2", 1, "w2", "00:05", [("00:06", "ack")], idempotency_key="a")))
+    read = derived.tables(store)
+    assert list(read) == list(derived.BUILT_TABLES)
+    assert read["derived_executions"].num_rows == 2
+    assert read["answer_duplicates"].column("key").to_pylist() == ["a"]
+    for name in ("derived_executions", "answer_duplicates", "derived_lookup"):
+        assert read[name].equals(derived.table(store, name)), name
