@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
@@ -338,36 +339,71 @@ def test_a_merge_into_a_new_base_waits_for_a_quarter_of_all_tables_rows() -> Non
 
 
 def test_a_derivation_killed_while_folding_leaves_a_state_the_next_one_completes(
-    embedded, make_table, tmp_path
+    embedded, make_table, tmp_path, deriver
 ) -> None:
     layered(embedded, make_table, derived_state.MAX_LAYERS)
     embedded.write(make_table(acked("j99", "shared")))
     expected = from_nothing(embedded, tmp_path / "expected")
     shutil.copytree(embedded.root, tmp_path / "whole")
-    done = _derive_in_a_child(tmp_path / "whole", -1)
-    assert done.returncode == 0, done.stderr
-    files = int(done.stdout.split()[-1])
+    done = deriver(tmp_path / "whole", -1)
+    assert done.returncode == 0
+    files = done.files
     layer_files = 2 * len(derived_state.load(embedded).sizes) + 1  # a layer, the state
     assert files > 2 * layer_files  # the batch's layer and state, then the fold's
     for kill_at in range(layer_files - 1, files):  # from the batch's state on
-        with _killed_at(embedded, tmp_path, kill_at) as after:
+        with _killed_at(embedded, tmp_path, deriver, kill_at) as after:
             assert state(after) == expected, f"killed at file {kill_at}"
 
 
-def _derive_in_a_child(folder: Path, kill_at: int) -> subprocess.CompletedProcess[str]:
-    child = Path(__file__).with_name("derive_crash_child.py")
-    return subprocess.run([sys.executable, str(child), str(folder), str(kill_at)],
-                          capture_output=True, text=True, timeout=120)
+@dataclass(frozen=True)
+class Derived:
+    """How a derivation in a child process ended: its exit status (minus the signal that
+    killed it) and the files it placed (-1 when it did not live to say)."""
+
+    returncode: int
+    files: int
+
+
+class Deriver:
+    """Derivations of a store in child processes forked from one server that imported
+    dupescope once (`derive_crash_child.py --serve`)."""
+
+    def __init__(self) -> None:
+        child = Path(__file__).with_name("derive_crash_child.py")
+        self._server = subprocess.Popen([sys.executable, str(child), "--serve"],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def __call__(self, folder: Path, kill_at: int) -> Derived:
+        """A derivation of `folder` killed (SIGKILL) as it places its `kill_at`-th file
+        (never if negative)."""
+        assert self._server.stdin is not None and self._server.stdout is not None
+        self._server.stdin.write(f"{folder} {kill_at}\n")
+        self._server.stdin.flush()
+        status, files = self._server.stdout.readline().split()
+        return Derived(int(status), int(files))
+
+    def close(self) -> None:
+        assert self._server.stdin is not None
+        self._server.stdin.close()
+        self._server.wait(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def deriver() -> Iterator[Deriver]:
+    server = Deriver()
+    yield server
+    server.close()
 
 
 @contextmanager
-def _killed_at(embedded: EmbeddedStore, tmp_path: Path, kill_at: int) -> Iterator[EmbeddedStore]:
+def _killed_at(
+    embedded: EmbeddedStore, tmp_path: Path, deriver: Deriver, kill_at: int
+) -> Iterator[EmbeddedStore]:
     """A copy of the store whose derivation was killed (SIGKILL) at its `kill_at`-th file,
     opened by the next process; removed afterwards."""
     copy = tmp_path / f"killed-{kill_at}"
     shutil.copytree(embedded.root, copy)
-    killed = _derive_in_a_child(copy, kill_at)
-    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    assert deriver(copy, kill_at).returncode == -signal.SIGKILL
     after = EmbeddedStore(copy)
     try:
         yield after
@@ -377,7 +413,7 @@ def _killed_at(embedded: EmbeddedStore, tmp_path: Path, kill_at: int) -> Iterato
 
 
 def test_a_derivation_killed_at_any_file_leaves_a_state_the_next_one_completes(
-    embedded, make_table, tmp_path
+    embedded, make_table, tmp_path, deriver
 ) -> None:
     embedded.write(make_table(acked("j1", "a") + locked("j3", 1, "w1", "o1", "00:00", 500,
                                                          [("00:09", "ack")])))
@@ -385,12 +421,12 @@ def test_a_derivation_killed_at_any_file_leaves_a_state_the_next_one_completes(
     embedded.write(make_table(acked("j2", "a")))  # a batch: a duplicate now
     expected = from_nothing(embedded, tmp_path / "expected")
     shutil.copytree(embedded.root, tmp_path / "whole")
-    done = _derive_in_a_child(tmp_path / "whole", -1)
-    assert done.returncode == 0, done.stderr
-    files = int(done.stdout.split()[-1])
+    done = deriver(tmp_path / "whole", -1)
+    assert done.returncode == 0
+    files = done.files
     assert files > 10  # every layer file, the state, a kept answer
     for kill_at in range(files):
-        with _killed_at(embedded, tmp_path, kill_at) as after:
+        with _killed_at(embedded, tmp_path, deriver, kill_at) as after:
             assert state(after) == expected, f"killed at file {kill_at}"
             assert list(duplicates(after)["key"]) == ["a"]
 
