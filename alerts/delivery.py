@@ -108,22 +108,20 @@ class Dispatcher:
         self.metrics = metrics or AlertMetrics()
         self.clock = clock
         self.stop = stop or threading.Event()
-        self._orphans: set[str] = set()
+        self._orphans: set[str] | None = None  # told once, at the first flush
 
     def flush(self) -> int:
         """Attempt every due delivery; returns how many were accepted in this pass."""
         accepted = 0
-        for delivery in self.state.due(self.clock()):
+        if self._orphans is None:
+            # Queued for a webhook this `watch` was not given: kept for one that is.
+            self._orphans = set(self.state.pending_sinks()) - set(self.sinks)
+            for orphan in sorted(self._orphans):
+                log.warning("outbox has deliveries for %s, not configured", orphan)
+        for delivery in self.state.due(self.clock(), list(self.sinks)):
             if self.stop.is_set():
                 break
-            sink = self.sinks.get(delivery.sink)
-            if sink is None:
-                # Queued for a webhook this `watch` was not given: keep it for one that is.
-                if delivery.sink not in self._orphans:
-                    log.warning("outbox has deliveries for %s, not configured", delivery.sink)
-                    self._orphans.add(delivery.sink)
-                continue
-            accepted += self._deliver(sink, delivery)
+            accepted += self._deliver(self.sinks[delivery.sink], delivery)
         self.metrics.pending.set(self.state.pending_count())
         return accepted
 

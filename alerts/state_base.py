@@ -8,7 +8,7 @@ same transaction, and only then sent. A `watch` killed at any point resumes from
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -80,8 +80,12 @@ class AlertState(Protocol):
         one durable step; returns the new ones (already-known ids are ignored)."""
         ...
 
-    def due(self, now: datetime, limit: int = 100) -> list[Delivery]:
-        """Pending deliveries whose next attempt is due, oldest first."""
+    def due(self, now: datetime, sinks: Sequence[str], limit: int = 100) -> list[Delivery]:
+        """Pending deliveries to `sinks` whose next attempt is due, oldest first."""
+        ...
+
+    def pending_sinks(self) -> list[str]:
+        """The sinks deliveries are still owed to."""
         ...
 
     def delivered(self, delivery: Delivery, attempts: int, now: datetime) -> None: ...

@@ -10,6 +10,7 @@ Updates are new row versions of a ReplacingMergeTree, read with FINAL.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -83,8 +84,9 @@ class TableState:
             self._command(_sql("alert_insert"), alert_params(alert, text, stamp, _naive_utc))
         return new
 
-    def due(self, now: datetime, limit: int = 100) -> list[Delivery]:
-        frame = self.store.execute(_sql("due"), {"now": _naive_utc(now), "limit": limit})
+    def due(self, now: datetime, sinks: Sequence[str], limit: int = 100) -> list[Delivery]:
+        frame = self.store.execute(
+            _sql("due"), {"now": _naive_utc(now), "sinks": list(sinks), "limit": limit})
         return [
             Delivery(r["alert_id"], r["sink"], int(r["attempts"]), orjson.loads(r["document"]))
             for r in frame.to_dict(orient="records")
@@ -124,6 +126,9 @@ class TableState:
 
     def give_up(self, delivery: Delivery, attempts: int, error: str, now: datetime) -> None:
         self._write(delivery, status="failed", attempts=attempts, next_at=now, error=error, now=now)
+
+    def pending_sinks(self) -> list[str]:
+        return [str(s) for s in self.store.execute(_sql("pending_sinks"))["sink"]]
 
     def pending_count(self) -> int:
         frame = self.store.execute(_sql("pending_count"))

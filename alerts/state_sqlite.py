@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -80,10 +81,15 @@ class SqliteState:
                 raise
         return new
 
-    def due(self, now: datetime, limit: int = 100) -> list[Delivery]:
+    def due(self, now: datetime, sinks: Sequence[str], limit: int = 100) -> list[Delivery]:
+        params = {"now": _text(now), "sinks": orjson.dumps(list(sinks)).decode(), "limit": limit}
         with self._lock:
-            rows = self._db.execute(_sql("due"), {"now": _text(now), "limit": limit}).fetchall()
+            rows = self._db.execute(_sql("due"), params).fetchall()
         return [Delivery(r[0], r[1], r[2], orjson.loads(r[3])) for r in rows]
+
+    def pending_sinks(self) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._db.execute(_sql("pending_sinks")).fetchall()]
 
     def _update(
         self,

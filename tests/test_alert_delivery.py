@@ -139,3 +139,26 @@ def test_a_lock_alert_is_delivered_before_the_job_type_rules_run(
         monkeypatch.setitem(detectors.DETECTORS, "redelivery_storm", storm_after_delivery)
         make_watcher(embedded, [WebhookSink(receiver.url)]).tick()
     assert seen_by_storm_rule == [[HEADLINE_ID]]
+
+
+def test_deliveries_owed_to_a_webhook_no_longer_given_do_not_hold_back_the_others(
+    store, make_table, caplog
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from alerts.model import Alert
+    from alerts.state import open_state
+
+    # More than a page of older deliveries, queued for a webhook `watch` is not given now.
+    owed = [Alert(id=f"old-{n}", rule="redelivery_storm", severity="warning", summary="old")
+            for n in range(150)]
+    earlier = datetime.now(UTC) - timedelta(hours=1)
+    open_state(store).record(owed, ["webhook:gone"], earlier)
+    store.write(make_table(locked("j1", 1, "w1", "o1", "00:00", 10_000, [("00:15", "ack")])))
+    with Receiver() as receiver:
+        watcher = make_watcher(store, [WebhookSink(receiver.url)])
+        watcher.tick()
+        assert receiver.keys() == [HEADLINE_ID]
+    assert watcher.state.pending_sinks() == ["webhook:gone"]  # kept for a watch given it
+    assert watcher.state.pending_count() == 150
+    assert "outbox has deliveries for webhook:gone, not configured" in caplog.text
