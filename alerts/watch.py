@@ -131,8 +131,12 @@ class Watcher:
         return new
 
     def run(self, interval_s: float, stop: threading.Event) -> None:
+        """Tick every `interval_s`, counted from the start of the last tick: a batch that
+        arrived during a slow tick (a derivation at 10M events) waited a whole interval
+        more after it."""
         while not stop.is_set():
+            started = time.monotonic()
             self.tick()
-            stop.wait(interval_s)
+            stop.wait(max(0.0, interval_s - (time.monotonic() - started)))
         for sink in self.sinks:
             sink.shutdown()

@@ -144,3 +144,33 @@ def test_a_clock_in_the_future_does_not_blind_the_watch(embedded, make_table) ->
     assert watcher.tick() == []
     embedded.write(make_table(OVERRUN))  # long before the future events, not before now
     assert [a.id for a in watcher.tick()] == [HEADLINE_ID]
+
+
+def _tick_starts(embedded, interval_s: float, tick_s: float, ticks: int = 3) -> list[float]:  # type: ignore[no-untyped-def]
+    """When each of `ticks` ticks started, each taking `tick_s`, under `run(interval_s)`."""
+    import threading
+    import time
+
+    watcher = make_watcher(embedded, [MemorySink()])
+    stop = threading.Event()
+    starts: list[float] = []
+
+    def tick() -> list:  # type: ignore[type-arg]
+        starts.append(time.monotonic())
+        time.sleep(tick_s)
+        if len(starts) == ticks:
+            stop.set()
+        return []
+
+    watcher.tick = tick  # type: ignore[method-assign]
+    watcher.run(interval_s, stop)
+    return [b - a for a, b in zip(starts, starts[1:], strict=False)]
+
+
+def test_a_tick_longer_than_the_interval_is_followed_by_the_next_at_once(embedded) -> None:
+    # Counted from the start of the last tick: not the tick's 0.5 s and 0.4 s more.
+    assert max(_tick_starts(embedded, interval_s=0.4, tick_s=0.5)) < 0.8
+
+
+def test_a_quick_tick_still_waits_for_the_interval(embedded) -> None:
+    assert min(_tick_starts(embedded, interval_s=0.3, tick_s=0.0)) >= 0.29
