@@ -142,9 +142,11 @@ def test_a_lock_alert_is_delivered_before_the_job_type_rules_run(
 
 
 def test_deliveries_owed_to_a_webhook_no_longer_given_do_not_hold_back_the_others(
-    store, make_table, caplog
+    store, make_table, monkeypatch
 ) -> None:
+    import logging
     from datetime import UTC, datetime, timedelta
+    from logging.handlers import BufferingHandler
 
     from alerts.model import Alert
     from alerts.state import open_state
@@ -155,10 +157,18 @@ def test_deliveries_owed_to_a_webhook_no_longer_given_do_not_hold_back_the_other
     earlier = datetime.now(UTC) - timedelta(hours=1)
     open_state(store).record(owed, ["webhook:gone"], earlier)
     store.write(make_table(locked("j1", 1, "w1", "o1", "00:00", 10_000, [("00:15", "ack")])))
+    # Heard on the logger itself: logging set up by another test in this process may have
+    # disabled it, raised its level or replaced the root's handlers.
+    logger, heard = logging.getLogger("dupescope.alerts"), BufferingHandler(1000)
+    monkeypatch.setattr(logger, "disabled", False)
+    monkeypatch.setattr(logger, "handlers", [heard])
+    monkeypatch.setattr(logger, "propagate", False)
+    monkeypatch.setattr(logger, "isEnabledFor", lambda level: level >= logging.WARNING)
     with Receiver() as receiver:
         watcher = make_watcher(store, [WebhookSink(receiver.url)])
         watcher.tick()
         assert receiver.keys() == [HEADLINE_ID]
     assert watcher.state.pending_sinks() == ["webhook:gone"]  # kept for a watch given it
     assert watcher.state.pending_count() == 150
-    assert "outbox has deliveries for webhook:gone, not configured" in caplog.text
+    told = [r.getMessage() for r in heard.buffer]
+    assert "outbox has deliveries for webhook:gone, not configured" in told
