@@ -1,12 +1,11 @@
-"""Brings an embedded store's derived state up to date, killed with SIGKILL as it places
-its N-th file (`python derive_crash_child.py STORE N`; N < 0: never). Prints how many
-files it placed when it lives to the end.
+"""Derivations of embedded stores, each killed with SIGKILL as it places its N-th file.
 
 `python derive_crash_child.py --serve` imports once, then for each line `STORE N` read on
-stdin forks a process that does the same, and answers with a line `STATUS PLACED`: the
-process's exit status (minus the signal that killed it) and how many files it placed (-1
-when it did not live to say). A fresh interpreter a kill point spent 0.75 s importing
-before it derived anything; a fork starts with the imports done, and no thread yet.
+stdin (N < 0: never killed) forks a process that brings the store's derived state up to
+date, and answers with a line `STATUS PLACED`: the process's exit status (minus the
+signal that killed it) and how many files it placed (-1 when it did not live to say). A
+fresh interpreter a kill point spent 0.75 s importing before it derived anything; a fork
+starts with the imports done, and no thread yet.
 """
 
 from __future__ import annotations
@@ -68,7 +67,4 @@ def serve() -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--serve"]:
-        serve()
-    else:
-        print(derive(sys.argv[1], int(sys.argv[2])))
+    serve()
