@@ -3,7 +3,10 @@
 Evaluation is incremental in event time: the state keeps a watermark (the newest event
 time evaluated), and each round considers incidents whose event time is no older than
 the watermark minus the allowed lateness, so late events inside that bound still raise
-alerts while old history is not re-examined forever. Nothing is re-evaluated while the
+alerts while old history is not re-examined forever. A first round (no watermark kept
+yet) takes the same window behind the newest event, so starting `watch` on a store that
+already holds weeks of history pages about what is happening now, not about every
+incident of those weeks (`history=True` alerts on all of them). Nothing is re-evaluated while the
 store's content is unchanged, and on an embedded store a round after the first asks the
 per-key rules about the keys batches touched since the last round only
 (`queries.derived.touched_since`). Exactly-once firing comes from the alert ids and the state,
@@ -66,6 +69,7 @@ class Watcher:
     metrics: AlertMetrics
     lateness: timedelta = timedelta(minutes=15)
     clock: Callable[[], datetime] = utcnow
+    history: bool = False  # whether a first round alerts on every incident already kept
 
     def __post_init__(self) -> None:
         self._seen_version: str | None = None
@@ -84,7 +88,7 @@ class Watcher:
             return []
         started = time.perf_counter()
         watermark = self.state.watermark()
-        since = watermark - self.lateness if watermark else None
+        since = watermark - self.lateness if watermark else self._first_since()
         mark, touched = touched_since(self.store, self._seen_mark)
         new: list[Alert] = []
         for name, rule in self.rules.items():
@@ -99,11 +103,7 @@ class Watcher:
                 self.dispatcher.flush()
                 self._flushed = True
             new += fired
-        newest = newest_event(self.store)
-        if newest is not None:
-            # A worker whose clock runs ahead must not drag the watermark into the future
-            # and push every real incident out of the window.
-            newest = min(newest, self.clock())
+        newest = self._newest()
         if newest is not None and (watermark is None or newest > watermark):
             self.state.set_watermark(newest)
             watermark = newest
@@ -115,6 +115,28 @@ class Watcher:
         self._seen_version = version
         self._seen_mark = mark
         return new
+
+    def _newest(self) -> datetime | None:
+        newest = newest_event(self.store)
+        if newest is None:
+            return None
+        # A worker whose clock runs ahead must not drag the watermark into the future
+        # and push every real incident out of the window.
+        return min(newest, self.clock())
+
+    def _first_since(self) -> datetime | None:
+        """Where a round without a watermark starts: `lateness` behind the newest event,
+        or at the beginning with `history`."""
+        newest = None if self.history else self._newest()
+        if newest is None:
+            # Nothing kept yet: whatever arrives before a watermark is news.
+            self.history = True
+            return None
+        since = newest - self.lateness
+        log.warning("first round on %s: alerting on incidents since %s (the newest event "
+                    "less the lateness); older ones are history (watch --all-history "
+                    "alerts on them too)", self.store.describe(), since.isoformat())
+        return since
 
     def tick(self) -> list[Alert]:
         """Evaluate, then deliver whatever is due (including what a crash left behind)

@@ -58,6 +58,12 @@ from dupescope.options import open_store_or_exit, rules_option, store_option
     show_default=True,
     help="Seconds of event time behind the watermark still examined for late events.",
 )
+@click.option(
+    "--all-history",
+    is_flag=True,
+    help="On the first round (no alert state yet), alert on every incident already in "
+    "the store; by default only on those within --lateness of the newest event.",
+)
 @click.option("--once", is_flag=True, help="One evaluation and delivery pass, then exit.")
 @click.option(
     "--max-attempts",
@@ -81,6 +87,7 @@ def watch(
     metrics_host: str,
     interval: float,
     lateness: float,
+    all_history: bool,
     once: bool,
     max_attempts: int | None,
     backoff: float | None,
@@ -136,6 +143,7 @@ def watch(
         dispatcher,
         metrics,
         lateness=timedelta(seconds=lateness),
+        history=all_history,
     )
     try:
         if once:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -64,6 +65,56 @@ def test_late_events_within_the_lateness_still_fire(embedded, make_table) -> Non
     assert [a.job_id for a in watcher.tick()] == ["j2"]
 
 
+#: Two overruns an hour apart in event time: one long before the newest event, one recent.
+HOUR_OLD = locked("j0", 1, "w0", "o0", "00:00", 10_000, [("00:15", "ack")], lock_key="lock:old")
+RECENT = locked("j1", 1, "w1", "o1", "58:00", 10_000, [("58:15", "ack")])
+
+
+def test_a_first_watch_over_kept_history_alerts_on_recent_incidents_only(
+    embedded, make_table
+) -> None:
+    sink = MemorySink()
+    embedded.write(make_table(HOUR_OLD + RECENT))
+    watcher = make_watcher(embedded, [sink], lateness_s=120)
+    assert [a.job_id for a in watcher.tick()] == ["j1"]
+    embedded.write(make_table(locked("j2", 1, "w2", "o2", "59:00", 10_000, [("59:01", "ack")],
+                                     lock_key="lock:b")))
+    assert [a.job_id for a in watcher.tick()] == []  # the old one stays history
+    assert [doc["job_id"] for _, doc in sink.received] == ["j1"]
+
+
+def test_a_first_watch_with_all_history_alerts_on_every_kept_incident(
+    embedded, make_table
+) -> None:
+    embedded.write(make_table(HOUR_OLD + RECENT))
+    watcher = make_watcher(embedded, [MemorySink()], lateness_s=120)
+    watcher.history = True
+    assert sorted(a.job_id for a in watcher.tick()) == ["j0", "j1"]
+
+
+def test_a_watch_begun_on_an_empty_store_alerts_on_all_that_arrives(
+    embedded, make_table
+) -> None:
+    watcher = make_watcher(embedded, [MemorySink()], lateness_s=120)
+    assert watcher.tick() == []
+    embedded.write(make_table(HOUR_OLD + RECENT))  # an hour of logs ingested at once
+    assert sorted(a.job_id for a in watcher.tick()) == ["j0", "j1"]
+
+
+def test_watch_all_history_reaches_the_first_round(tmp_path, make_table) -> None:
+    folder = tmp_path / "store"
+    EmbeddedStore(folder).write(make_table(HOUR_OLD + RECENT))
+    with Receiver() as receiver:
+        default = _watch_once(folder, receiver.url, options=["--lateness", "120"])
+        assert "1 new alert(s)" in default.stderr, default.stderr
+        assert "--all-history" in default.stderr  # the log says how to get the rest
+    shutil.rmtree(folder / "alerts")  # a watch that starts again from no alert state
+    with Receiver() as receiver:
+        everything = _watch_once(folder, receiver.url, options=["--all-history"])
+        assert "2 new alert(s)" in everything.stderr, everything.stderr
+        assert len(receiver.keys()) == 2
+
+
 def test_history_lists_what_fired_newest_first(embedded, make_table) -> None:
     assert history(embedded).empty
     embedded.write(make_table(OVERRUN))
@@ -97,14 +148,17 @@ def test_chdb_keeps_alert_state_in_tables(tmp_path, make_table) -> None:
         store.close()
 
 
-def _watch_once(folder: Path, url: str, fault: str | None = None) -> subprocess.CompletedProcess:
+def _watch_once(
+    folder: Path, url: str, fault: str | None = None, options: tuple[str, ...] | list[str] = ()
+) -> subprocess.CompletedProcess:
     env = {**os.environ, "DUPESCOPE_ALERT_BACKOFF_S": "0.01"}
     env.pop("DUPESCOPE_ALERTS_FAULT", None)
     if fault:
         env["DUPESCOPE_ALERTS_FAULT"] = fault
     code = "from dupescope.cli import main; main()"
     return subprocess.run(
-        [sys.executable, "-c", code, "watch", "--store", str(folder), "--webhook", url, "--once"],
+        [sys.executable, "-c", code, "watch", "--store", str(folder), "--webhook", url, "--once",
+         *options],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
     )
 
