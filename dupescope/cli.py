@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import sys
+import time
+from collections.abc import Iterator
 
 import click
 from tqdm import tqdm
@@ -224,15 +228,35 @@ def rebuild(store_url: str | None) -> None:
     The forensic questions read tables derived from the events, built once per snapshot
     of the store and kept beside it; `rebuild` trusts none of that and builds them again.
     """
-    import time
-
     from queries.derived import rebuild as rebuild_derived
 
     store = open_store_or_exit(store_url, existing=True)
     click.echo(f"rebuilding the derived tables of {store.describe()} ...", err=True)
     started = time.perf_counter()
-    rebuild_derived(store)
+    with _steps_shown(started):  # at 100M events a build runs for half an hour
+        rebuild_derived(store)
     click.echo(f"rebuilt in {time.perf_counter() - started:.1f} s", err=True)
+
+
+@contextlib.contextmanager
+def _steps_shown(started: float) -> Iterator[None]:
+    """Each step of a derivation on stderr as it ends (the derivation logs them at debug
+    level), after the seconds since `started`."""
+
+    class Steps(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            elapsed = time.perf_counter() - started
+            click.echo(f"  {elapsed:8.1f} s  {record.getMessage()}", err=True)
+
+    logger = logging.getLogger("dupescope.queries")
+    handler, level = Steps(logging.DEBUG), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 for command in (

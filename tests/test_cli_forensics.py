@@ -13,6 +13,8 @@ from alerts.ids import alert_id
 from dupescope.cli import main
 from dupescope.output import records
 from queries import duplicates
+from queries.derived import DERIVED_TABLES
+from queries.incremental import UNITS as KEPT_TABLES
 from store.embedded import EmbeddedStore
 
 KEY = {"idempotency_key": "inv-1"}
@@ -198,6 +200,16 @@ def test_rebuild_builds_the_derived_tables_and_says_so(tmp_path, make_table) -> 
     assert result.exit_code == 0, result.output
     assert "rebuilt in" in result.output
     assert list((Path(folder) / "derived").glob("derived_executions-*.parquet"))
+
+
+def test_rebuild_shows_each_step_as_it_ends(tmp_path, make_table) -> None:
+    folder = _store_with(tmp_path, make_table, HARMFUL)
+    result = CliRunner().invoke(main, ["rebuild", "--store", folder])
+    assert result.exit_code == 0, result.output
+    steps = [line.split(" s  ", 1)[1] for line in result.output.splitlines() if " s  " in line]
+    shown = " | ".join(steps)
+    assert all(f"derived {table} in" in shown for table, _ in DERIVED_TABLES)
+    assert all(f"kept {table} in" in shown for table in KEPT_TABLES)  # written to disk
 
 
 def test_rebuild_of_a_store_that_does_not_exist_is_an_error(tmp_path) -> None:
