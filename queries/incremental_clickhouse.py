@@ -259,7 +259,7 @@ def _work_table(store: ClickHouseEngine, name: str, select: str) -> None:
 def _drop_work(store: ClickHouseEngine, tables: Tables) -> None:
     names = [t for t, _ in tables] + [
         "events", "unique_events", "event_facts", "everything", "read", "batch", "jobs",
-        "own", "keys", "keyed", "rest", "found", "keyed_units", "rest_units",
+        "older", "own", "keys", "keyed", "rest", "found", "keyed_units", "rest_units",
         "all_jobs", "batch_events", "locks", "lock_candidates", "lock_spans", "lock_reached",
         "holders", "holder_units", "answer_keys",
         "answer_runs", "answer_incidents", *BY_KEY]
@@ -325,8 +325,9 @@ def _history(store: ClickHouseEngine, units: str, target: str, status: kept.Stat
     """Every row of the listed units into `target`, however old: the history from before
     the read through the id index (`events_ids`), the rest from the read."""
     params = {"high": status.high, "window": WINDOW_SECONDS}
-    text = _named("derive_work_history", units=units, target=target)
+    text = _named("derive_work_older", units=units)
     store.command(render(text, "clickhouse", params), params)
+    store.command(_named("derive_work_history", units=units, target=target))
 
 
 def _relock(store: ClickHouseEngine) -> None:
