@@ -1,6 +1,6 @@
 -- The lock incidents of those runs: as derived again for every holder of a touched
 -- lock_key (all the touched keys' executions among them), as kept for the rest.
-CREATE OR REPLACE TABLE derive_work_answer_incidents ENGINE = MergeTree ORDER BY tuple() AS
+CREATE OR REPLACE TABLE derive_work_answer_incidents ENGINE = Memory AS
 SELECT * FROM derive_work_derived_lock_incidents
 UNION ALL
 SELECT * FROM derived_lock_incidents

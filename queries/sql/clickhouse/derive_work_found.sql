@@ -1,5 +1,5 @@
 -- The rows found, each once: what the touched units are derived from.
-CREATE OR REPLACE TABLE derive_work_found ENGINE = MergeTree ORDER BY tuple() AS
+CREATE OR REPLACE TABLE derive_work_found ENGINE = Memory AS
 SELECT *
 FROM (
     SELECT * FROM derive_work_own

@@ -1,6 +1,6 @@
 -- The executions whose lock incidents are derived again: the touched keys' new ones and
 -- the kept holders their spans reach.
-CREATE OR REPLACE TABLE derive_work_holder_units ENGINE = MergeTree ORDER BY tuple() AS
+CREATE OR REPLACE TABLE derive_work_holder_units ENGINE = Memory AS
 SELECT DISTINCT unit FROM (
     SELECT execution_uid AS unit FROM derive_work_derived_executions
     WHERE key IN (SELECT unit FROM derive_work_keys)

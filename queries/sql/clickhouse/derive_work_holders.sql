@@ -2,7 +2,7 @@
 -- executions, and every kept holder whose span meets a touched or a reached one (what
 -- the reached holders' incidents are made of), read whole by their keys. Holders that
 -- meet neither keep their incidents as they are.
-CREATE OR REPLACE TABLE derive_work_holders ENGINE = MergeTree ORDER BY tuple() AS
+CREATE OR REPLACE TABLE derive_work_holders ENGINE = Memory AS
 WITH kept AS (
     SELECT candidate.execution_uid AS execution_uid, candidate.key AS key
     FROM derive_work_lock_candidates AS candidate

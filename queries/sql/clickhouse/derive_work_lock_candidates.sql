@@ -5,7 +5,7 @@
 -- whole rows of the few it keeps). The other keys come from the kept rows' lock_key
 -- projection (a sorted read of the few lock_keys), so only their own rows are read, not
 -- every execution.
-CREATE OR REPLACE TABLE derive_work_lock_candidates ENGINE = MergeTree ORDER BY tuple() AS
+CREATE OR REPLACE TABLE derive_work_lock_candidates ENGINE = Memory AS
 SELECT
     execution_uid,
     key,

@@ -1,5 +1,5 @@
 -- The kept holders whose span meets a touched execution's: their incidents may change.
-CREATE OR REPLACE TABLE derive_work_lock_reached ENGINE = MergeTree ORDER BY tuple() AS
+CREATE OR REPLACE TABLE derive_work_lock_reached ENGINE = Memory AS
 SELECT DISTINCT candidate.execution_uid AS unit, candidate.key AS key
 FROM derive_work_lock_candidates AS candidate
 INNER JOIN derive_work_lock_spans AS touched

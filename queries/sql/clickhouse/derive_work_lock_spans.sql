@@ -2,7 +2,7 @@
 -- lock_keys, as the batch made them and as they were kept before. Two executions meet in
 -- a lock incident only if their spans meet on one lock_key
 -- (queries/sql/duckdb/lock_holders_in_reach.sql).
-CREATE OR REPLACE TABLE derive_work_lock_spans ENGINE = MergeTree ORDER BY tuple() AS
+CREATE OR REPLACE TABLE derive_work_lock_spans ENGINE = Memory AS
 SELECT
     assumeNotNull(lock_key) AS lock_key,
     -- include: lock_span

@@ -6,7 +6,7 @@
 -- 100M events.
 -- param high: String
 -- param window: UInt32
-CREATE OR REPLACE TABLE derive_work_older ENGINE = MergeTree ORDER BY tuple() AS
+CREATE OR REPLACE TABLE derive_work_older ENGINE = Memory AS
 SELECT idempotency_key, job_id, groupUniqArray(day) AS days
 FROM events_ids
 WHERE value IN (SELECT unit FROM {units:Identifier})
