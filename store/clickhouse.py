@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from store.base import SegmentedStore, Store, StoreError, to_frame
+from store.clickhouse_derived import LOOKUP_GRANULARITY
 from store.contract import COLUMNS
 from store.schema import as_events
 from store.sql_files import read, with_identifiers
@@ -122,7 +123,8 @@ def ids_ddl(database: str, *, ttl_days: int | None = None,
         "  value String,\n  idempotency_key String,\n  job_id String,\n  day Date,\n"
         "  first_ingested SimpleAggregateFunction(min, DateTime64(6))\n)\n"
         f"ENGINE = {engine}\n"
-        f"ORDER BY (value, idempotency_key, job_id, day){ttl}",
+        f"ORDER BY (value, idempotency_key, job_id, day){ttl}\n"
+        f"SETTINGS index_granularity = {LOOKUP_GRANULARITY}",
     ]
     if cluster:
         statements.append(

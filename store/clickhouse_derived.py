@@ -32,6 +32,14 @@ FORMAT = 3
 #: kept the duplicates answer whole (computed again each generation) instead of by key.
 UPGRADABLE = frozenset({1, 2})
 
+#: Rows a mark of a kept table (and of the id index) covers, where ClickHouse's default is
+#: 8192: a batch looks up a thousand or so units scattered over all the kept rows (random
+#: job_ids), and each lookup reads the granule its unit falls in. At 100M events, looking
+#: up a batch's 1,250 job_ids read 859 of 1,531 granules of 12.5M kept jobs; with 1024
+#: the same lookups take a third of the time, and the marks of 15M rows still fit in
+#: 300 kB.
+LOOKUP_GRANULARITY = 1024
+
 #: Columns a kept row carries besides its table's own.
 VERSION_COLUMNS = ("_row", "_version", "_deleted")
 
@@ -160,7 +168,8 @@ def create_rows_table(store: Store, name: str, shape: list[tuple[str, str]],
         "  _version UInt64,\n  _deleted UInt8,\n"
         f"  INDEX version_minmax _version TYPE minmax GRANULARITY 1{projection}\n)\n"
         f"ENGINE = {engine(store, '_version, _deleted')}\n"
-        f"ORDER BY (`{unit}`, _row)\nSETTINGS allow_nullable_key = 1{settings}")
+        f"ORDER BY (`{unit}`, _row)\nSETTINGS allow_nullable_key = 1, "
+        f"index_granularity = {LOOKUP_GRANULARITY}{settings}")
 
 
 #: A ReplacingMergeTree keeps a projection only if its merges rebuild it.

@@ -163,6 +163,22 @@ def test_the_holders_of_a_lock_key_are_found_through_its_projection(chdb, make_t
     assert any("by_lock_key" in line for line in plan), "\n".join(plan)
 
 
+def test_kept_tables_and_the_id_index_are_marked_for_scattered_lookups(
+    chdb, make_table
+) -> None:
+    """A batch looks up its units (random job_ids) scattered over every kept row: each
+    lookup reads one granule, so the tables it looks them up in keep small granules."""
+    chdb.write(make_table(acked("j1", "k1")))
+    derived.ensure(chdb)
+    tables = chdb.arrow(
+        "SELECT name, engine_full FROM system.tables WHERE database = currentDatabase() "
+        "AND (endsWith(name, '_rows') OR name = 'events_ids')").to_pylist()
+    assert {"events_ids", "derived_jobs_rows", "derived_executions_rows"} <= {
+        t["name"] for t in tables}
+    granularity = f"index_granularity = {clickhouse_derived.LOOKUP_GRANULARITY}"
+    assert all(granularity in t["engine_full"] for t in tables), tables
+
+
 def _holders_plan(store: ChdbStore) -> list[str]:
     return store.arrow(
         "EXPLAIN projections = 1 SELECT key FROM derived_executions_rows "
