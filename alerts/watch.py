@@ -6,11 +6,11 @@ the watermark minus the allowed lateness, so late events inside that bound still
 alerts while old history is not re-examined forever. A first round (no watermark kept
 yet) takes the same window behind the newest event, so starting `watch` on a store that
 already holds weeks of history pages about what is happening now, not about every
-incident of those weeks (`history=True` alerts on all of them). Nothing is re-evaluated while the
-store's content is unchanged, and on an embedded store a round after the first asks the
-per-key rules about the keys batches touched since the last round only
-(`queries.derived.touched_since`). Exactly-once firing comes from the alert ids and the state,
-not from the watermark: the same incident found again is simply already known.
+incident of those weeks (`history=True` alerts on all of them). Nothing is re-evaluated
+while the store's content is unchanged, and on an embedded store a round after the first
+asks the per-key rules about the keys batches touched since the last round only
+(`queries.derived.touched_since`). Exactly-once firing comes from the alert ids and the
+state, not from the watermark: the same incident found again is simply already known.
 """
 
 from __future__ import annotations
