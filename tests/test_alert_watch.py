@@ -7,6 +7,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -149,7 +150,7 @@ def test_chdb_keeps_alert_state_in_tables(tmp_path, make_table) -> None:
 
 
 def _watch_once(
-    folder: Path, url: str, fault: str | None = None, options: tuple[str, ...] | list[str] = ()
+    folder: Path, url: str, fault: str | None = None, options: Sequence[str] = ()
 ) -> subprocess.CompletedProcess:
     env = {**os.environ, "DUPESCOPE_ALERT_BACKOFF_S": "0.01"}
     env.pop("DUPESCOPE_ALERTS_FAULT", None)
