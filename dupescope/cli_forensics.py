@@ -15,7 +15,7 @@ from dupescope.options import (
     rules_option,
     store_option,
 )
-from dupescope.output import emit, emit_arrow_json
+from dupescope.output import emit, emit_arrow_json, stdout_for_bytes
 
 
 def filter_options(command):  # type: ignore[no-untyped-def]
@@ -69,6 +69,12 @@ def duplicates(store_url: str | None, fmt: str, filters: dict[str, Any]) -> None
     """Keys that ran more than once, with cause and outcome (harmful or absorbed)."""
     store = open_store_or_exit(store_url, existing=True)
     if fmt == "json":  # every duplicate at once, as Arrow: neither pandas nor Python objects
+        if not any(filters.values()):  # all of them: kept rendered where the store keeps it
+            from queries.derived import write_duplicates_listing
+
+            with stdout_for_bytes() as out:
+                if write_duplicates_listing(store, out):
+                    return
         from queries.duplicates_table import duplicates_arrow
 
         emit_arrow_json(duplicates_arrow(store, **filters))

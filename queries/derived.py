@@ -25,12 +25,12 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import duckdb
 import pyarrow as pa
 
-from queries import answers, incremental, incremental_clickhouse
+from queries import answers, duplicates_listing, incremental, incremental_clickhouse
 from queries.loader import placeholders, render, sql_text
 from store import clickhouse_derived, derived_state, materialised
 from store.base import SegmentedStore, Store, to_frame
@@ -228,6 +228,7 @@ def _absorb(
     layer = derived_state.new_id()
     sizes = incremental.derive(store, con, changes, layer, _create_on, _build_tables,
                                _layered_answers)
+    _keep_listing(store, layer)
     grown = derived_state.State(
         snapshot=current,
         read=changes.read,
@@ -271,6 +272,7 @@ def _fold_layers(store: SegmentedStore, con: duckdb.DuckDBPyConnection,
         if unit is not None:
             derived_state.write(con, derived_state.units_select(store, table, folded),
                                 derived_state.units_path(store, table, layer))
+    _keep_listing(store, layer)
     log.debug("folded %d layers in %.2f s", span, time.perf_counter() - started)
     return derived_state.State(state.snapshot, state.read, [*state.layers[:-span], layer],
                                state.answers, sizes, state.epoch, state.generation,
@@ -286,6 +288,7 @@ def _merge_layers(store: SegmentedStore, con: duckdb.DuckDBPyConnection,
         order = _ORDER.get(table, "")
         sizes[table] = [derived_state.write(
             con, f"SELECT * FROM {table}{order}", derived_state.rows_path(store, table, layer))]
+    _keep_listing(store, layer)
     return derived_state.State(state.snapshot, state.read, [layer], state.answers, sizes,
                                state.epoch, state.generation, state.journal)
 
@@ -351,8 +354,17 @@ def _build_base(
         sizes[table] = [derived_state.write(
             con, f"SELECT * FROM {table}{order}", derived_state.rows_path(store, table, layer))]
         log.debug("kept %s in %.2f s", table, time.perf_counter() - written)
+    _keep_listing(store, layer)
     return derived_state.State(snapshot, read, [layer], derived_state.new_id(), sizes,
                                epoch=layer)
+
+
+def _keep_listing(store: SegmentedStore, layer: str) -> None:
+    """The layer's duplicates rendered as the command line prints them
+    (queries/duplicates_listing.py)."""
+    started = time.perf_counter()
+    duplicates_listing.keep_layer(store, layer)
+    log.debug("kept the duplicates listing in %.2f s", time.perf_counter() - started)
 
 
 def _create_answer(con: duckdb.DuckDBPyConnection, name: str, select: str) -> None:
@@ -404,6 +416,19 @@ def _kept_answer(store: Store, table: str) -> pa.Table:
             incremental_clickhouse.answer(_engine(store), table, _STATUSES[store])
     read = store.arrow(sql) if segmented is None else segmented.arrow(sql, events=False)
     return read.drop_columns(["answer_row"])
+
+
+def write_duplicates_listing(store: Store, out: BinaryIO) -> bool:
+    """Print every duplicate from the listing kept with the current derived state (an
+    embedded store's: queries/duplicates_listing.py); False (nothing printed) where no
+    such listing is kept."""
+    segmented = store.segmented()
+    if segmented is None:
+        return False
+    ensure(store)
+    with _lock_for(store):
+        state = _STATES.get(store) if _BUILT.get(store) is not None else None
+    return state is not None and duplicates_listing.write(segmented, state, out)
 
 
 def _exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:

@@ -99,16 +99,21 @@ def duplicates_arrow(
 ) -> pa.Table:
     """`queries.duplicates` as an Arrow table of the same columns and values (times as
     UTC timestamps, lists as list columns), shaped by polars for all keys at once."""
+    return shaped(query_arrow(store, "duplicates", **filters(job_type, queue, since, until)))
+
+
+def shaped(rows: pa.Table) -> pa.Table:
+    """Rows of the `duplicates` query (or its kept answer) as `duplicates_arrow` gives
+    them: the cause named, job_ids sorted, times as UTC timestamps."""
     import polars as pl
 
-    answer = pl.from_arrow(
-        query_arrow(store, "duplicates", **filters(job_type, queue, since, until)))
+    answer = pl.from_arrow(rows)
     assert isinstance(answer, pl.DataFrame)
     flag = {name: pl.col(name).cast(pl.Boolean).fill_null(False)
             for name in (*CAUSES, "harmful", "lock_expired_while_running", "overlapped",
                          "split_brain")}
     mask = pl.sum_horizontal(flag[c].cast(pl.Int64) * (1 << bit) for bit, c in enumerate(CAUSES))
-    shaped = answer.select(
+    frame = answer.select(
         pl.col("key"),
         pl.col("job_type").cast(pl.String),
         pl.col("queue").cast(pl.String),
@@ -122,9 +127,9 @@ def duplicates_arrow(
           .alias(f"{end}_ts") for end in ("first", "last")),
         *(flag[name] for name in ("lock_expired_while_running", "overlapped", "split_brain")),
     )
-    shaped = _sorted_job_ids(shaped).join(
+    frame = _sorted_job_ids(frame).join(
         _cause_patterns(), on="_mask", how="left", maintain_order="left")
-    return shaped.select(DUPLICATE_COLUMNS).to_arrow()
+    return frame.select(DUPLICATE_COLUMNS).to_arrow()
 
 
 def _sorted_job_ids(frame: Any) -> Any:

@@ -35,7 +35,7 @@ import duckdb
 import pyarrow.parquet as pq
 
 from store.base import SegmentedStore
-from store.durable import place
+from store.durable import place as place  # re-exported: where the crash tests kill
 from store.hot_log import is_log
 from store.lineage import commits, lineage
 from store.lookup_index import segment_name
@@ -155,19 +155,21 @@ def write(con: duckdb.DuckDBPyConnection, relation: str, path: Path) -> int:
 
 
 def layered_select(
-    store: SegmentedStore, table: str, unit: str | None, layers: list[str]
+    store: SegmentedStore, table: str, unit: str | None, layers: list[str],
+    units: str | None = None,
 ) -> str:
-    """The rows of `table` now: each layer's rows whose unit no later layer replaces."""
+    """The rows of `table` now: each layer's rows whose unit no later layer replaces
+    (the units replaced in table `units`, for rows kept beside that table's)."""
     parts = []
     for i, layer in enumerate(layers):
         rows = f"read_parquet({_quoted(rows_path(store, table, layer))})"
-        later = [units_path(store, table, later) for later in layers[i + 1:]]
+        later = [units_path(store, units or table, later) for later in layers[i + 1:]]
         if not later or unit is None:
             parts.append(f"SELECT * FROM {rows}")
             continue
-        units = "[" + ", ".join(_quoted(p) for p in later) + "]"
+        replaced = "[" + ", ".join(_quoted(p) for p in later) + "]"
         parts.append(
-            f"SELECT r.* FROM {rows} AS r ANTI JOIN read_parquet({units}) AS u "
+            f"SELECT r.* FROM {rows} AS r ANTI JOIN read_parquet({replaced}) AS u "
             f'ON r."{unit}" = u.unit'
         )
     return " UNION ALL BY NAME ".join(parts)
@@ -286,8 +288,8 @@ def remove_stale(store: SegmentedStore, state: State) -> None:
     cutoff = time.time() - STALE_GRACE_SECONDS
     for entry in target.iterdir():
         name = entry.name
-        if name.endswith(".parquet") and not name.startswith("."):
-            stem = name.removesuffix(".parquet").removesuffix(".units")
+        if name.endswith((".parquet", ".listing")) and not name.startswith("."):
+            stem = name.rpartition(".")[0].removesuffix(".units")
             layer = stem.rpartition("-")[2]
             if layer in keep or (layer in journal and name.endswith(".units.parquet")):
                 continue

@@ -11,6 +11,7 @@ be the model's truth.
 
 from __future__ import annotations
 
+import io
 import random
 import shutil
 from collections.abc import Iterator
@@ -123,6 +124,14 @@ def _same_duplicates(live: Store, fresh: Store) -> None:
     pd.testing.assert_frame_equal(duplicates(live), duplicates(fresh))
 
 
+def _listing(store: EmbeddedStore) -> bytes:
+    """Every duplicate as `dupescope duplicates --format json` prints it from the listing
+    kept with the derived state."""
+    out = io.BytesIO()
+    assert derived.write_duplicates_listing(store, out)
+    return out.getvalue()
+
+
 @pytest.fixture
 def batch_folder(tmp_path: Path) -> Path:
     folder = tmp_path / "batches"
@@ -159,6 +168,7 @@ def test_an_embedded_store_s_derived_state_equals_a_build_from_nothing_after_eve
             with _from_nothing(live, tmp_path / f"fresh-{n}") as fresh:
                 assert kept == state(fresh), f"after step {n} ({kind})"
                 _same_duplicates(live, fresh)
+                assert _listing(live) == _listing(fresh), f"listing after step {n} ({kind})"
             reread = EmbeddedStore(live.root)  # a second reader attaches the kept build
             try:
                 assert state(reread) == kept, f"attached after step {n} ({kind})"
