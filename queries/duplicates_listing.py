@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from queries.loader import sql_text
 from store import derived_state
 from store.base import SegmentedStore
 from store.durable import temporary_for
@@ -153,16 +154,15 @@ def _ranges(store: SegmentedStore, state: derived_state.State) -> list[tuple[str
     later_keys: list[str] = []
     later_layers: list[str] = []
     if upper:
-        replaced = ", ".join(_quoted(derived_state.units_path(store, ANSWER, layer))
-                             for layer in upper)
-        hidden = _integers(con.sql(
-            f"SELECT file_row_number FROM read_parquet("
-            f"{_quoted(derived_state.rows_path(store, LISTING, base))}, file_row_number = true)"
-            f" WHERE key IN (SELECT unit FROM read_parquet([{replaced}]))"
-        ).to_arrow_table()["file_row_number"])
+        con.read_parquet(str(derived_state.rows_path(store, LISTING, base)),
+                         file_row_number=True).create_view("listing_base")
+        con.read_parquet([str(derived_state.units_path(store, ANSWER, layer))
+                          for layer in upper]).create_view("listing_replaced")
+        hidden = _integers(con.sql(sql_text("listing_hidden_rows", "duckdb"))
+                           .to_arrow_table()["file_row_number"])
         visible = derived_state.layered_select(store, LISTING, "key", upper, units=ANSWER)
-        rows = con.sql(f"SELECT first_us, key, layer, start, length FROM ({visible}) "
-                       f"ORDER BY {', '.join(ORDER)}").to_arrow_table()
+        con.sql(f"CREATE VIEW listing_later AS {visible}")
+        rows = con.sql(sql_text("listing_later_rows", "duckdb")).to_arrow_table()
         later_first, later_start, later_length = (
             _integers(rows[c]) for c in ("first_us", "start", "length"))
         later_keys, later_layers = rows["key"].to_pylist(), rows["layer"].to_pylist()
@@ -233,10 +233,6 @@ def _joined(files: list[str], offsets: np.ndarray,
 def _read(path: Path, columns: list[str] | None = None) -> pa.Table:
     """A Parquet file's columns (pyarrow's read_table imports pandas: 0.3 s of a listing)."""
     return pq.ParquetFile(path).read(columns=columns)
-
-
-def _quoted(path: Path) -> str:
-    return "'" + str(path).replace("'", "''") + "'"
 
 
 def _descriptor(out: BinaryIO) -> int | None:
