@@ -13,7 +13,7 @@ import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from queries.duplicates_table import CAUSES
+    from queries.duplicates_shape import CAUSES
     from queries.forensics import (
         checklist,
         duplicates,
@@ -41,7 +41,7 @@ _HOMES = {
          "lock_overruns", "split_brains", "stale_owner_writes", "store_summary"),
         "queries.forensics",
     ),
-    "CAUSES": "queries.duplicates_table",
+    "CAUSES": "queries.duplicates_shape",
     "KeyForensics": "queries.key_forensics",
     "key_forensics": "queries.key_forensics",
     "query_names": "queries.loader",

@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from queries.duplicates_shape import shaped
 from queries.loader import sql_text
 from store import derived_state
 from store.base import SegmentedStore
@@ -76,8 +77,6 @@ def listing_path(store: SegmentedStore, layer: str) -> Path:
 def keep_layer(store: SegmentedStore, layer: str) -> None:
     """Render layer `layer`'s rows of the kept answer into its listing files (written
     before the state naming the layer is committed, like the layer's other files)."""
-    from queries.duplicates_table import shaped
-
     rows = _read(derived_state.rows_path(store, ANSWER, layer))
     rows = rows.sort_by([(column, "ascending") for column in ORDER])
     target = listing_path(store, layer)

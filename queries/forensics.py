@@ -24,7 +24,8 @@ import pyarrow.compute as pc
 from queries.answers import UNFILTERED
 from queries.defaults import SKEW_TOLERANCE_MS, STAMPEDE_MIN_EXECUTIONS, STAMPEDE_WINDOW_US
 from queries.derived import Mark, answer_changes, narrowed, query, query_arrow
-from queries.duplicates_table import CAUSE_LISTS, CAUSES, DUPLICATE_COLUMNS, FIRST_CAUSE, Time
+from queries.duplicates_shape import CAUSE_LISTS, CAUSES, DUPLICATE_COLUMNS, FIRST_CAUSE
+from queries.duplicates_table import Time
 from queries.duplicates_table import filters as _filters
 from queries.lint import lint_findings
 from store.base import Store, to_frame

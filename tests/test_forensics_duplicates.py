@@ -12,7 +12,8 @@ from forensics_cases import ev, run
 import sample_data
 from queries import duplicates
 from queries.derived import answer_changes
-from queries.duplicates_table import _sorted_job_ids, duplicates_arrow
+from queries.duplicates_shape import _sorted_job_ids
+from queries.duplicates_table import duplicates_arrow
 from queries.forensics import _replaced, sorted_lists
 from store.embedded import EmbeddedStore
 
