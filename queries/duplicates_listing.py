@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from queries import answers
 from queries.duplicates_shape import shaped
 from queries.loader import sql_text
 from store import derived_state
@@ -40,8 +41,8 @@ from store.durable import temporary_for
 #: The kept answer the listing renders, and the name of its files.
 ANSWER = "answer_duplicates"
 LISTING = "answer_duplicates_listing"
-#: The order of the listing: that of the kept answer (queries/answers.py LAYERED).
-ORDER = ("first_us", "key")
+#: The order of the listing: that of the kept answer.
+ORDER = tuple(answers.LAYERED[ANSWER].split(", "))
 
 #: Rows serialised at once.
 _ROWS_A_BLOCK = 65_536
