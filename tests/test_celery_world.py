@@ -6,7 +6,7 @@ ran more than once, and why (see tests/celery_world)."""
 from __future__ import annotations
 
 import pytest
-from celery_world.scoring import score
+from support.scoring import score
 
 #: What spans without an idempotency key can tell: their key is the job_id, so a producer
 #: retry (two job_ids) is out of their reach.

@@ -4,8 +4,8 @@ source's duplicate rows are scored against it."""
 from __future__ import annotations
 
 from celery_world.ledger import Entry
-from celery_world.scoring import score
 from celery_world.truth import build
+from support.scoring import score
 
 
 def runs(key: str, task_id: str, *spans: tuple[float, float | None]) -> list[Entry]:

@@ -49,6 +49,7 @@ from celery_worker_support import (
 )
 from click.testing import CliRunner
 from collect_support import free_port, get_json
+from support.redis_db import claim_redis_db, release_redis_db
 
 from celery_world import ledger
 from celery_world.truth import Truth, build
@@ -81,20 +82,6 @@ class WorkerLog:
     path: Path
     pid: int
     killed: bool = False
-
-
-def free_redis_db() -> int:
-    """An empty Redis database (highest first): the event stream is per database, and a
-    quiet one holds only this run's events. DUPESCOPE_TEST_REDIS_DB overrides."""
-    import redis
-
-    chosen = os.environ.get("DUPESCOPE_TEST_REDIS_DB")
-    if chosen:
-        return int(chosen)
-    for db in range(15, 0, -1):
-        if redis.Redis(host="127.0.0.1", port=6379, db=db).dbsize() == 0:
-            return db
-    return 0
 
 
 class Worker(WorkerProcess):
@@ -228,7 +215,7 @@ class CeleryWorld:
         # Celery's default event exchange is shared by every app on a RabbitMQ vhost: a
         # receiver on it would read other runs' duplicates as this run's.
         self.event_exchange = f"{self.queue}.events"
-        self.redis_db = free_redis_db()
+        self.redis_db = claim_redis_db()
         self.backend_url = f"{REDIS}/{self.redis_db}"
         if broker == "redis":
             self.broker_url = self.backend_url
@@ -478,6 +465,7 @@ class CeleryWorld:
         for start in range(0, len(names), 500):
             client.delete(*names[start:start + 500])
         delete_redis_keys(client, f"*{self.queue}*")  # the event exchange's bindings too
+        release_redis_db(self.redis_db)
         for shared in client.scan_iter(match="_kombu.binding*"):
             if client.type(shared) == b"zset":
                 stale = [m for m in client.zrange(shared, 0, -1) if self.queue.encode() in m]
