@@ -403,6 +403,7 @@ class SidekiqLogReader:
         self.state.dead.discard(jid)
         terminal = dead or job.get("retry") in (False, 0)
         flat = self._base(line, "fail" if terminal else "nack", run, jid)
+        flat["message"] = entry["context"]  # the payload is kept field by field below
         flat["reason"] = entry["context"] + (
             ": retries exhausted, moved to the dead set" if dead
             else ": not retried" if terminal else ": retried from the retry set"
