@@ -22,6 +22,13 @@ browser:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium missing: sudo apt-get install chromium (browser tests will be skipped)"; fi; }
 
+# Debian's Sidekiq for the Sidekiq lab (tests/test_sidekiq_lab.py skips without it).
+.PHONY: sidekiq
+sidekiq:
+	@command -v sidekiq >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq ruby-sidekiq >/dev/null; \
+	  else echo "ruby-sidekiq missing: sudo apt-get install ruby-sidekiq (the Sidekiq lab will be skipped)"; fi; }
+
 # The fuzz job (docs/fuzzing.md): Debian's clang for the sanitizer builds of the C
 # extensions, atheris (libFuzzer for Python) in the venv. FUZZ_SECONDS bounds the run.
 FUZZ_SECONDS ?= 120
@@ -48,7 +55,7 @@ demo: $(STAMP)
 
 # Two pytest workers, a test file each at a time: many tests wait on real brokers, workers
 # and collector processes, so two share the 2 cores well (the suite took 9.4 min so).
-test: $(STAMP) browser
+test: $(STAMP) browser sidekiq
 	$(BIN)/ruff check .
 	$(BIN)/mypy --strict store queries
 	$(BIN)/pytest -q -n 2 --dist loadfile --ignore=tests/test_collect_footprint.py

@@ -33,7 +33,10 @@ class ChargeJob
     run = SecureRandom.hex(8)
     first = Sidekiq.redis { |conn| conn.incr("lab:runs:#{jid}") } == 1
     ledger("effect", key, jid, run)
-    raise "card declined, try again" if behaviour == "fail_once" && first
+    if behaviour == "fail_once" && first
+      ledger("raised", key, jid, run)
+      raise "card declined, try again"
+    end
     sleep 30 if behaviour == "slow" && first
     sleep 0.05
     ledger("done", key, jid, run)
