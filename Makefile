@@ -12,6 +12,10 @@ $(STAMP): pyproject.toml setup.py $(wildcard collectors/*.c)
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+	# The SQS lab's instrumentation: its newest release (0.66b1) pins
+	# opentelemetry-instrumentation==0.66b1 exactly, one beta behind the 0.66b2 the others
+	# need, which no resolver accepts; its code runs unchanged on 0.66b2.
+	$(BIN)/pip install --quiet --no-deps opentelemetry-instrumentation-boto3sqs==0.66b1
 	touch $(STAMP)
 
 install: $(STAMP)
