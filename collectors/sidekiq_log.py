@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -77,8 +78,10 @@ _UNIT = re.compile(r'job="(?P<job>(?:[^"\\]|\\.)*)"')
 _JID_IN_TEXT = re.compile(r'jid\\*":\\*"(?P<jid>[0-9A-Za-z_-]+)')
 _EXCEPTION_CONTEXTS = ("Job raised exception", "Internal exception!")
 _JOB_STEPS = ("start", "done", "fail")
-#: The most of a job's args kept in a row's attrs, as text.
+#: The most of a message kept in a row's attrs, as text.
 MAX_ARGS_TEXT = 4_096
+#: How many jids' start counts a reader remembers (the latest): a tail runs for months.
+REMEMBERED_JIDS = 100_000
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,7 @@ class _Run:
 class _State:
     """What one log has said so far that later lines need."""
 
-    starts: dict[str, int] = field(default_factory=dict)  # jid -> starts seen
+    starts: OrderedDict[str, int] = field(default_factory=OrderedDict)  # jid -> starts
     runs: dict[tuple[int, str], _Run] = field(default_factory=dict)  # (pid, tid) -> open run
     in_progress: dict[int, dict[str, dict[str, Any]]] = field(default_factory=dict)
     dead: set[str] = field(default_factory=set)
@@ -231,7 +234,10 @@ class SidekiqLogReader:
         self.state = _State()
 
     def checkpoint(self) -> _State:
-        return copy.deepcopy(self.state)
+        state = self.state
+        return _State(OrderedDict(state.starts),
+                      {key: copy.copy(run) for key, run in state.runs.items()},
+                      copy.deepcopy(state.in_progress), set(state.dead))
 
     def restore(self, state: _State) -> None:
         self.state = state
@@ -354,8 +360,11 @@ class SidekiqLogReader:
         key = (line.pid, line.tid)
         job_type = str(ctx["class"]) if ctx.get("class") else None
         if line.msg == "start":
-            attempt = self.state.starts.get(jid, 0) + 1
-            self.state.starts[jid] = attempt
+            starts = self.state.starts
+            attempt = starts.pop(jid, 0) + 1
+            starts[jid] = attempt  # the latest last
+            if len(starts) > REMEMBERED_JIDS:
+                starts.popitem(last=False)
             run = _Run(line.raw, jid, job_type, attempt, self._worker(line.pid))
             self.state.runs[key] = run
             return [_Out(line.number, line.raw, line.raw, self._base(line, "deliver", run, jid))]

@@ -223,3 +223,14 @@ def test_collect_tail_follows_a_growing_sidekiq_log(tmp_path: Path) -> None:
     assert health["rejected"] == 0
     found = duplicates(store)
     assert dict(zip(found["key"], found["cause"], strict=True)) == {"b4e2ac": "worker_crash"}
+
+
+def test_a_chunk_taken_back_is_read_again_from_the_same_state() -> None:
+    reader = SidekiqLogReader(name="w.log")
+    before = reader.checkpoint()
+    first = reader.decode(RETRIED, 1, "w.log").rows
+    reader.restore(before)  # its rows could not be stored: read again later
+    again = reader.decode(RETRIED, 1, "w.log").rows
+    assert [(r["event_uid"], r["delivery_attempt"]) for r in again] == [
+        (r["event_uid"], r["delivery_attempt"]) for r in first
+    ]
