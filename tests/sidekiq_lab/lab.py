@@ -27,17 +27,21 @@ import orjson
 
 HERE = Path(__file__).resolve().parent
 
-#: key -> behaviour, in push order; a key listed twice is pushed twice (two jids).
-PLAN: tuple[tuple[str, str], ...] = (
-    ("order-slow", "slow"),
-    ("order-retry-1", "fail_once"),
-    ("order-retry-2", "fail_once"),
-    *((f"order-{i}", "normal") for i in range(1, 7)),
-    ("order-twice", "normal"),
-    ("order-twice", "normal"),
-    ("order-twice-failing", "fail_once"),
-    ("order-twice-failing", "fail_once"),
-)
+
+
+def plan(scale: int = 1) -> list[tuple[str, str]]:
+    """(key, behaviour) in push order; a key listed twice is pushed twice (two jids). The
+    slow jobs come first, one for each of process A's threads. `scale` multiplies every
+    group (benchmarks/queue_labs.py runs larger ones)."""
+    suffix = [""] if scale == 1 else [f"-{n}" for n in range(scale)]
+    return [
+        *((f"order-slow{s}", "slow") for s in suffix),
+        *((f"order-retry-{i}{s}", "fail_once") for s in suffix for i in (1, 2)),
+        *((f"order-{i}{s}", "normal") for s in suffix for i in range(1, 7)),
+        *((f"order-twice{s}", "normal") for s in suffix for _ in range(2)),
+        *((f"order-twice-failing{s}", "fail_once") for s in suffix for _ in range(2)),
+    ]
+
 
 
 @dataclass(frozen=True)
@@ -124,8 +128,9 @@ def _wait(condition, timeout: float, what: str) -> None:  # type: ignore[no-unty
         time.sleep(0.1)
 
 
-def run(workdir: Path, redis_db: int, queue: str) -> Lab:
-    """The scenario, start to end (about 10-20 s)."""
+def run(workdir: Path, redis_db: int, queue: str, scale: int = 1) -> Lab:
+    """The scenario, start to end (about 8 s at scale 1)."""
+    jobs = plan(scale)
     started = time.monotonic()
     ledger = workdir / "ledger.jsonl"
     ledger.touch()
@@ -137,21 +142,21 @@ def run(workdir: Path, redis_db: int, queue: str) -> Lab:
         "RUBYOPT": "-W0",
     }
     logs = [workdir / "sidekiq-a.log", workdir / "sidekiq-b.log"]
-    # A runs one thread: an idle thread of a stopping process can take the job its process
-    # just pushed back and lose it when it is killed (BasicFetch's own gap), which would
-    # leave nothing to run again.
-    a = _sidekiq(env, logs[0], queue, json_logs=False, threads=1)
+    # A runs a thread per slow job, all of them busy: an idle thread of a stopping process
+    # can take a job its process just pushed back and lose it when it is killed
+    # (BasicFetch's own gap), which would leave nothing to run again.
+    a = _sidekiq(env, logs[0], queue, json_logs=False, threads=scale)
     b: subprocess.Popen | None = None
     try:
         produced = subprocess.run(
-            ["ruby", str(HERE / "produce.rb"), *(f"{k}:{b}" for k, b in PLAN)],
+            ["ruby", str(HERE / "produce.rb"), *(f"{k}:{b}" for k, b in jobs)],
             env=env, capture_output=True, check=True, timeout=60,
         )
         pushes = [tuple(line.split()) for line in produced.stdout.decode().splitlines()]
-        assert len(pushes) == len(PLAN), produced.stderr
-        _wait(lambda: any(r.key == "order-slow" for r in read_runs(ledger)), 30,
-              "the slow job started")
-        b = _sidekiq(env, logs[1], queue, json_logs=True, threads=3)
+        assert len(pushes) == len(jobs), produced.stderr
+        slow = {key for key, behaviour in jobs if behaviour == "slow"}
+        _wait(lambda: {r.key for r in read_runs(ledger)} >= slow, 30, "the slow jobs started")
+        b = _sidekiq(env, logs[1], queue, json_logs=True, threads=3 * scale)
         time.sleep(1.0)
         a.send_signal(signal.SIGTERM)  # -t 1: the slow job is pushed back after ~1.5 s
         a.wait(30)

@@ -30,23 +30,25 @@ HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
 VISIBILITY_TIMEOUT_S = 2
 SLOW_SECONDS = 3.5
-CONSUMERS = 3
 
-#: (key, behaviour) in send order; a key listed twice is sent twice (two message ids).
-PLAN: tuple[tuple[str, str], ...] = (
-    ("order-slow", "slow"),
-    ("order-crash", "crash"),
-    *((f"order-{i}", "normal") for i in range(1, 6)),
-    ("order-twice", "normal"),
-    ("order-twice", "normal"),
-)
+
+def plan(scale: int = 1) -> list[tuple[str, str]]:
+    """(key, behaviour) in send order; a key listed twice is sent twice (two message ids).
+    `scale` multiplies every group (benchmarks/queue_labs.py runs larger ones)."""
+    suffix = [""] if scale == 1 else [f"-{n}" for n in range(scale)]
+    return [
+        *((f"order-slow{s}", "slow") for s in suffix),
+        *((f"order-crash{s}", "crash") for s in suffix),
+        *((f"order-{i}{s}", "normal") for s in suffix for i in range(1, 6)),
+        *((f"order-twice{s}", "normal") for s in suffix for _ in range(2)),
+    ]
 
 
 @dataclass
 class Lab:
     sends: list[tuple[str, str]]  # (key, message id)
     runs: list[ledger.Row]
-    killed_pid: int
+    killed_pids: set[int]
     seconds: float
 
 
@@ -106,10 +108,14 @@ def _answers(url: str) -> bool:
         return False
 
 
-def run(workdir: Path, sqs_port: int, otlp_port: int, record_receive_count: bool) -> Lab:
-    """The scenario, start to end (about 15 s). A collector must listen on `otlp_port`."""
+def run(
+    workdir: Path, sqs_port: int, otlp_port: int, record_receive_count: bool, scale: int = 1
+) -> Lab:
+    """The scenario, start to end (about 19 s at scale 1). A collector must listen on
+    `otlp_port`. Each crashing job takes a consumer down: 2 * scale + 1 consumers run."""
     import boto3
 
+    jobs = plan(scale)
     started = time.monotonic()
     truth_path = workdir / "ledger.db"
     ledger.create(truth_path)
@@ -141,30 +147,31 @@ def run(workdir: Path, sqs_port: int, otlp_port: int, record_receive_count: bool
         )["QueueUrl"]
         instrumented = [str(BIN / "opentelemetry-instrument"), sys.executable]
         produced = subprocess.run(
-            [*instrumented, str(HERE / "produce.py"), *(f"{k}:{b}" for k, b in PLAN)],
+            [*instrumented, str(HERE / "produce.py"), *(f"{k}:{b}" for k, b in jobs)],
             env=env, capture_output=True, check=True, timeout=60,
         )
         sends = [tuple(line.split()) for line in produced.stdout.decode().splitlines()]
-        assert len(sends) == len(PLAN), produced.stderr
+        assert len(sends) == len(jobs), produced.stderr
         consumers = [
             subprocess.Popen([*instrumented, str(HERE / "consume.py")], env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            for _ in range(CONSUMERS)
+            for _ in range(2 * scale + 1)
         ]
-        _wait(lambda: any(r.key == "order-crash" for r in ledger.read(truth_path)), 60,
-              "the crashing job's side effect")
-        crashed = next(r.pid for r in ledger.read(truth_path) if r.key == "order-crash")
-        victim = next(c for c in consumers if c.pid == crashed)
-        victim.send_signal(signal.SIGKILL)  # after its effect, before its delete
-        victim.wait(10)
-        keys = {key for key, _ in PLAN}
+        crashing = {key for key, behaviour in jobs if behaviour == "crash"}
+        _wait(lambda: {r.key for r in ledger.read(truth_path)} >= crashing, 60,
+              "the crashing jobs' side effects")
+        crashed = {r.pid for r in ledger.read(truth_path) if r.key in crashing}
+        for victim in (c for c in consumers if c.pid in crashed):
+            victim.send_signal(signal.SIGKILL)  # after its effect, before its delete
+            victim.wait(10)
+        keys = {key for key, _ in jobs}
 
         def settled() -> bool:
             rows = ledger.read(truth_path)
             done = {r.run for r in rows if r.kind == "done"}
             finished = {r.key for r in rows if r.kind == "done"} >= keys
             return finished and all(
-                r.run in done for r in rows if r.kind == "effect" and r.pid != crashed
+                r.run in done for r in rows if r.kind == "effect" and r.pid not in crashed
             )
 
         _wait(settled, 60, "every job done")
