@@ -26,7 +26,9 @@ JSON lines and OTLP JSON Lines go to the collector's decoder; a Celery worker's 
 a reader of its own per path (across rotations), which keeps what later lines need (which
 run a line ends) and is rolled back with the offset when a chunk's rows were not stored.
 Resumed after a restart, that reader first reads again (storing nothing) up to
-PRIME_BYTES of the file before the saved offset, to learn what those lines said.
+PRIME_BYTES of the file before the saved offset, to learn what those lines said. A
+Sidekiq process's log (`sidekiq_log.looks_like_sidekiq_log`, told before the others: its
+JSON format is JSON lines too) is read the same way, by a reader of its own per path.
 
 A line longer than a read chunk is skipped (and counted as rejected) once its end is
 found, looking for it a chunk at a time: memory stays bounded by the chunk however long
