@@ -17,7 +17,9 @@ and in its JSON format (`Sidekiq::Logger::Formatters::JSON`) the same, one objec
 `{"ts":...,"pid":...,"tid":...,"lvl":"INFO","msg":"start","ctx":{"class":...,"jid":...}}`.
 A line is read in either format whatever the lines around it (a process logs its first
 line before its configuration chooses JSON). Some builds put the level first
-(`INFO 2026-... pid=...`): that is read too.
+(`INFO 2026-... pid=...`): that is read too. Where Sidekiq writes no time of its own
+(`DYNO` set: `Formatters::WithoutTimestamp`), Heroku's log drain puts its own before the
+line (`2026-12-05T08:00:45.240000+00:00 app[worker.1]: pid=4 tid=...`): read too.
 
 What each line becomes:
 - `start` is a `deliver`: the jid is the job_id, the class the job_type, the worker
@@ -65,11 +67,14 @@ SIDEKIQ_LOG = "sidekiq-log"  # the name of the format in `--format`
 _LEVELS = "DEBUG|INFO|WARN|ERROR|FATAL|UNKNOWN|ANY"
 _TIME = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})"
 _PRETTY = re.compile(
-    rf"(?:(?P<lead>{_LEVELS}) )?(?P<ts>{_TIME}) pid=(?P<pid>\d+) tid=(?P<tid>\S+)"
+    rf"(?:(?P<lead>{_LEVELS}) )?(?P<ts>{_TIME}) (?:\S+\[[^\]\s]*\]: )?"
+    rf"pid=(?P<pid>\d+) tid=(?P<tid>\S+)"
     rf"(?P<ctx>.*?) (?P<lvl>{_LEVELS}): (?P<msg>.*)"
 )
 # What looks like a Sidekiq line, to tell a damaged one (rejected) from other output.
-_PRETTY_LIKE = re.compile(rf"(?:(?:{_LEVELS}) )?\d{{4}}-\d\d-\d\dT\S* pid=")
+_PRETTY_LIKE = re.compile(
+    rf"(?:(?:{_LEVELS}) )?\d{{4}}-\d\d-\d\dT\S* (?:\S+\[[^\]\s]*\]: )?pid="
+)
 _CONTEXT = re.compile(r"(?:^| )(?P<key>[A-Za-z_]\w*)=(?P<value>\S*)")
 _PUSHED = re.compile(r"Pushed (?P<count>\d+) jobs back to Redis")
 _IN_PROGRESS = "Work still in progress "
@@ -410,7 +415,9 @@ class SidekiqLogReader:
             run = None
         dead = jid in self.state.dead
         self.state.dead.discard(jid)
-        terminal = dead or job.get("retry") in (False, 0)
+        # An internal exception got past Sidekiq's retry handling: no retry is scheduled.
+        internal = entry["context"] != "Job raised exception"
+        terminal = dead or internal or job.get("retry") in (False, 0)
         flat = self._base(line, "fail" if terminal else "nack", run, jid)
         flat["message"] = entry["context"]  # the payload is kept field by field below
         flat["reason"] = entry["context"] + (

@@ -234,3 +234,24 @@ def test_a_chunk_taken_back_is_read_again_from_the_same_state() -> None:
     assert [(r["event_uid"], r["delivery_attempt"]) for r in again] == [
         (r["event_uid"], r["delivery_attempt"]) for r in first
     ]
+
+
+def test_lines_without_sidekiqs_time_are_read_with_the_log_drains() -> None:
+    drained = (
+        b"2026-12-05T08:00:45.240000+00:00 app[worker.1]: pid=4 tid=t1 class=ChargeJob "
+        b"jid=j1 INFO: start\n"
+        b"2026-12-05T08:00:45.300000+00:00 app[worker.1]: pid=4 tid=t1 class=ChargeJob "
+        b"jid=j1 elapsed=0.06 INFO: done\n"
+    )
+    rows = _rows(drained)
+    assert [(r["event"], r["worker_id"]) for r in rows] == [
+        ("deliver", "web-1.log:4"), ("ack", "web-1.log:4"),
+    ]
+    assert rows[1]["ts"] - rows[0]["ts"] == 60_000
+
+
+def test_an_internal_exception_is_no_retry() -> None:
+    internal = RETRIED.replace(b"Job raised exception", b"Internal exception!")
+    settle = _rows(internal)[1]
+    assert settle["event"] == "fail"
+    assert _attrs(settle)["reason"] == "Internal exception!: not retried"
