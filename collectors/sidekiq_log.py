@@ -1,6 +1,7 @@
 """Sidekiq's own logs -> contract events, with no change to the workers.
 
-What a Sidekiq process (6.x; 7 and 8 write the same lines) logs at INFO, in its default
+What a Sidekiq process (6.4, read from its source and its processes; 7 and 8 use the same
+formatters) logs at INFO, in its default
 format (`Sidekiq::Logger::Formatters::Pretty`):
 
     2026-12-05T08:00:45.240Z pid=20902 tid=gs6 class=ChargeJob jid=9c00d0... INFO: start
