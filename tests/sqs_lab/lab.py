@@ -29,7 +29,7 @@ from support import ledger
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
 VISIBILITY_TIMEOUT_S = 2
-SLOW_SECONDS = 3.5
+SLOW_SECONDS = 5.0  # well past the 2 s visibility timeout, on a busy machine too
 
 
 def plan(scale: int = 1) -> list[tuple[str, str]]:
@@ -111,7 +111,7 @@ def _answers(url: str) -> bool:
 def run(
     workdir: Path, sqs_port: int, otlp_port: int, record_receive_count: bool, scale: int = 1
 ) -> Lab:
-    """The scenario, start to end (about 19 s at scale 1). A collector must listen on
+    """The scenario, start to end (16-20 s at scale 1). A collector must listen on
     `otlp_port`. Each crashing job takes a consumer down: 2 * scale + 1 consumers run."""
     import boto3
 
