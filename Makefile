@@ -12,6 +12,10 @@ $(STAMP): pyproject.toml setup.py $(wildcard collectors/*.c)
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+	# The SQS lab's instrumentation: its newest release (0.66b1) pins
+	# opentelemetry-instrumentation==0.66b1 exactly, one beta behind the 0.66b2 the others
+	# need, which no resolver accepts; its code runs unchanged on 0.66b2.
+	$(BIN)/pip install --quiet --no-deps opentelemetry-instrumentation-boto3sqs==0.66b1
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -21,6 +25,13 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium missing: sudo apt-get install chromium (browser tests will be skipped)"; fi; }
+
+# Debian's Sidekiq for the Sidekiq lab (tests/test_sidekiq_lab.py skips without it).
+.PHONY: sidekiq
+sidekiq:
+	@command -v sidekiq >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq ruby-sidekiq >/dev/null; \
+	  else echo "ruby-sidekiq missing: sudo apt-get install ruby-sidekiq (the Sidekiq lab will be skipped)"; fi; }
 
 # The fuzz job (docs/fuzzing.md): Debian's clang for the sanitizer builds of the C
 # extensions, atheris (libFuzzer for Python) in the venv. FUZZ_SECONDS bounds the run.
@@ -48,7 +59,7 @@ demo: $(STAMP)
 
 # Two pytest workers, a test file each at a time: many tests wait on real brokers, workers
 # and collector processes, so two share the 2 cores well (the suite took 9.4 min so).
-test: $(STAMP) browser
+test: $(STAMP) browser sidekiq
 	$(BIN)/ruff check .
 	$(BIN)/mypy --strict store queries
 	$(BIN)/pytest -q -n 2 --dist loadfile --ignore=tests/test_collect_footprint.py

@@ -1615,6 +1615,10 @@ static int span_event(const Config *c, const Record *r, Str name, int publish, l
         const Attr *a = record_get(r, ops[k]);
         if (!a || a->type == V_NONE) continue;
         if (a->type != V_STR) return ODD;
+        /* A poll's `receive` span names no message: no delivery (otlp.span_event). */
+        if (a->s.n == 7 && memcmp(a->s.p, "receive", 7) == 0 &&
+            record_find(r, K_JOB_ID_KEY) < 0)
+            return 0;
         long op = table_get(&c->ops, a->s.p, a->s.n, hash_bytes(a->s.p, a->s.n), -1);
         if (op < 0) return 0;
         size_t len;

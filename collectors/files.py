@@ -4,7 +4,8 @@ The format is detected from content (an OTLP line holds resourceSpans/resourceLo
 Celery log starts with its banner or `[time: LEVEL/process]` lines), so a folder of mixed
 files needs no flags. Lines are decoded by the registry's decoder for `lines` in `ndjson`
 (collectors/decoders): its bulk accelerator where one runs here, else the reference; a
-Celery log by the reader of its decoder (`celery-log` in `text`). Rows
+Celery log by the reader of its decoder (`celery-log` in `text`), a Sidekiq log (told
+first: its JSON format is JSON lines too) by its own (`sidekiq-log` in `text`). Rows
 are written in bulk batches; a bad line is reported with file, line number and reason, and
 the rest is kept.
 """
@@ -41,6 +42,7 @@ from collectors.decoders.celery_log import CeleryLogText
 from collectors.jsonlines import Rejected
 from collectors.mapping import FieldMapping
 from collectors.normalise import Normaliser
+from collectors.sidekiq_log import SIDEKIQ_LOG, SidekiqLogReader, looks_like_sidekiq_log
 from store.base import Store
 from store.schema import empty_table
 
@@ -55,7 +57,7 @@ CELERY_BLOCK_BYTES = 8 << 20
 SNIFF_BYTES = 64 << 10
 #: The input formats: `auto` tells them apart from content; `json-lines` is JSON lines and
 #: OTLP JSON Lines, told apart line by line.
-FORMATS = ("auto", "json-lines", CELERY_LOG)
+FORMATS = ("auto", "json-lines", CELERY_LOG, SIDEKIQ_LOG)
 
 
 @dataclass
@@ -314,7 +316,9 @@ def ingest_files(
             started.submit(os.getpid).result()  # every worker is forked now, before any decode
         return started, _spool_dir(_workers())
 
-    wanted = fmt != CELERY_LOG and ingest_pool.wanted(paths, block_bytes=BLOCK_BYTES)
+    wanted = fmt not in (CELERY_LOG, SIDEKIQ_LOG) and ingest_pool.wanted(
+        paths, block_bytes=BLOCK_BYTES
+    )
     if fork_workers and wanted and _workers() > 1:
         pool, spool = start_pool(fork=True)
 
@@ -331,6 +335,11 @@ def ingest_files(
             plain = isinstance(stream, io.BufferedReader) and path != "-"
             large = ingest_pool.large(size or 0, compressed=not plain, block_bytes=BLOCK_BYTES)
             try:
+                if fmt == SIDEKIQ_LOG or (fmt == "auto" and looks_like_sidekiq_log(_head(stream))):
+                    sidekiq = REGISTRY.reference(SIDEKIQ_LOG, "text")
+                    reader = sidekiq.reader(normaliser, source)  # type: ignore[attr-defined]
+                    _read_celery_log(stream, reader, source, path, record)
+                    continue
                 sniffed = fmt == "auto" and looks_like_celery_log(_head(stream), celery)
                 if fmt == CELERY_LOG or sniffed:
                     reader = celery_log_reader(normaliser, celery, source)
@@ -371,7 +380,7 @@ def _head(stream: BinaryIO) -> bytes:
 
 def _read_celery_log(
     stream: BinaryIO,
-    reader: CeleryLogReader,
+    reader: CeleryLogReader | SidekiqLogReader,
     source: str,
     path: str,
     record: Callable[[BlockResult, int], None],

@@ -86,6 +86,10 @@ def span_event(name: str, attrs: dict[str, Any], kind: int = 0) -> str | None:
     for key in OPERATION_KEYS:
         operation = attrs.get(key)
         if operation is not None:
+            # A poll's `receive` span (boto3sqs makes one per ReceiveMessage call) names
+            # no message: the deliveries are the `process` spans it starts.
+            if str(operation) == "receive" and not any(k in attrs for k in JOB_ID_KEYS):
+                return None
             return OPERATION_EVENTS.get(str(operation))
     if celery_spans.is_run(attrs):
         return "deliver"

@@ -87,7 +87,7 @@ def ingest(
     # A large file's workers are forked from this process before it decodes anything: the
     # settings they need must be in place before polars loads here, and no thread of
     # tqdm's may run at the fork.
-    forks = input_format != "celery-log" and ingest_pool.wanted(files)
+    forks = input_format not in ("celery-log", "sidekiq-log") and ingest_pool.wanted(files)
     if forks:
         ingest_pool.settings()
         tqdm.monitor_interval = 0

@@ -105,6 +105,9 @@ COLUMNS: tuple[Column, ...] = (
         aliases=(
             "messaging.gcp_pubsub.message.delivery_attempt",
             "messaging.servicebus.message.delivery_count",
+            # SQS's receive count, where the consumer records it (docs/queues-sidekiq-sqs.md).
+            "aws.sqs.approximate_receive_count",
+            "ApproximateReceiveCount",
             CELERY_ATTEMPT,
         ),
     ),

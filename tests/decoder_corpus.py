@@ -17,6 +17,7 @@ from test_block_ingest import corpus as lines_corpus
 from test_celery_log import ADD, BANNER, BROKEN, CRASH, FLAKY, SLOW, UNACKED
 from test_collect_decode import _kv, _mixed_request
 from test_collect_native import T, _job, _job_span
+from test_sidekiq_log import PUSHED_BACK, RERUN, RETRIED
 
 Body = tuple[str, bytes]  # (name, body)
 
@@ -89,6 +90,16 @@ def _celery_log() -> list[Body]:
     ]
 
 
+def _sidekiq_log() -> list[Body]:
+    unreadable = b"2026-12-05T08:00:45.240Z pid=1 class=ChargeJob jid=j1 INFO: start\n"
+    return [
+        ("retried", RETRIED),
+        ("pushed-back", PUSHED_BACK + RERUN),
+        ("unreadable-lines", RERUN + unreadable),
+        ("empty", _NOT_A_BODY["text"]),
+    ]
+
+
 CORPUS: dict[tuple[str, str], Callable[[], list[Body]]] = {
     ("traces", "protobuf"): lambda: _protobuf(_traces()) + [("bad", _NOT_A_BODY["protobuf"])],
     ("traces", "json"): lambda: _json(_traces()) + [("bad", _NOT_A_BODY["json"])],
@@ -96,6 +107,7 @@ CORPUS: dict[tuple[str, str], Callable[[], list[Body]]] = {
     ("logs", "json"): lambda: _json(_logs()) + [("bad", _NOT_A_BODY["json"])],
     ("lines", "ndjson"): _lines,
     ("celery-log", "text"): _celery_log,
+    ("sidekiq-log", "text"): _sidekiq_log,
 }
 
 

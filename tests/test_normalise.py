@@ -81,6 +81,8 @@ def test_messaging_operation_names_the_event(operation: str, event: str) -> None
     [
         "messaging.gcp_pubsub.message.delivery_attempt",
         "messaging.servicebus.message.delivery_count",
+        "aws.sqs.approximate_receive_count",
+        "ApproximateReceiveCount",
     ],
 )
 def test_broker_delivery_counts_are_delivery_attempt(name: str) -> None:

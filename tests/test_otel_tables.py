@@ -544,3 +544,18 @@ def test_a_span_read_before_its_children_is_read_again_with_them(tmp_path: Path,
 def test_a_database_read_before_step_children_were_kept_is_read_again(tmp_path: Path) -> None:
     children, parent = _children_and_parent(False)
     _read_in_two_inserts(tmp_path / "otel", children, parent, json_attrs=False, forget=True)
+
+
+def test_boto3sqs_spans_map_as_over_otlp(tmp_path: Path) -> None:
+    """An SQS consumer's `process` span (its receive count recorded, as
+    docs/queues-sidekiq-sqs.md shows) is one execution; a poll's `receive` span nothing."""
+    sqs = {"messaging.system": "aws.sqs", "messaging.destination": "charges"}
+    process = _span("charges process", "Consumer", {
+        **sqs, "messaging.operation": "process", "messaging.message_id": "m-1",
+        "aws.sqs.approximate_receive_count": "2"})
+    receive = _span("charges receive", "Consumer", {**sqs, "messaging.operation": "receive"},
+                    span_id="00000000000000a2")
+    rows = _events_of(tmp_path, [process, receive])
+    assert [(r["event"], r["job_id"], r["delivery_attempt"]) for r in rows] == [
+        ("deliver", "m-1", 2)
+    ]

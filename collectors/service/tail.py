@@ -26,7 +26,9 @@ JSON lines and OTLP JSON Lines go to the collector's decoder; a Celery worker's 
 a reader of its own per path (across rotations), which keeps what later lines need (which
 run a line ends) and is rolled back with the offset when a chunk's rows were not stored.
 Resumed after a restart, that reader first reads again (storing nothing) up to
-PRIME_BYTES of the file before the saved offset, to learn what those lines said.
+PRIME_BYTES of the file before the saved offset, to learn what those lines said. A
+Sidekiq process's log (`sidekiq_log.looks_like_sidekiq_log`, told before the others: its
+JSON format is JSON lines too) is read the same way, by a reader of its own per path.
 
 A line longer than a read chunk is skipped (and counted as rejected) once its end is
 found, looking for it a chunk at a time: memory stays bounded by the chunk however long
@@ -53,6 +55,7 @@ from collectors.service.bodies import DecodeResult, from_decoded
 from collectors.service.collector import Collector
 from collectors.service.log_limit import SummarisedLog
 from collectors.service.pipeline import QueueFull, WriteFailed
+from collectors.sidekiq_log import SIDEKIQ_LOG, SidekiqLogReader, looks_like_sidekiq_log
 
 log = logging.getLogger("dupescope.collect")
 
@@ -157,7 +160,7 @@ class Tailer:
         self.fmt = fmt
         self.celery = celery
         self.formats: dict[str, str] = {}  # path -> format, once told
-        self.celery_readers: dict[str, CeleryLogReader] = {}
+        self.celery_readers: dict[str, CeleryLogReader | SidekiqLogReader] = {}
         self.read_chunk = read_chunk
         self.paths: list[str] = []
         # (pattern, the file it would name taken literally): a pattern is one as given, its
@@ -304,7 +307,8 @@ class Tailer:
         if self.fmt != "auto":
             return self.fmt
         if name not in self.formats:
-            told = sniff_format(chunk[: 64 << 10], self.celery)
+            told = SIDEKIQ_LOG if looks_like_sidekiq_log(chunk[: 64 << 10]) else (
+                sniff_format(chunk[: 64 << 10], self.celery))
             if told is None:
                 return "json-lines"  # not yet told: as before, each line on its own
             self.formats[name] = told
@@ -318,11 +322,14 @@ class Tailer:
         those a Celery log's reader waits to read with the lines that follow them, in a
         file still `growing`)."""
         source = f"tail:{name}"
-        if self._format(name, lines) != CELERY_LOG:
+        fmt = self._format(name, lines)
+        if fmt not in (CELERY_LOG, SIDEKIQ_LOG):
             return self.collector.jsonlines(lines, source).accepted, len(lines)
         reader = self.celery_readers.get(name)
         if reader is None:
-            reader = CeleryLogReader(self.collector.decoder.normaliser, self.celery, name=name)
+            normaliser = self.collector.decoder.normaliser
+            reader = SidekiqLogReader(normaliser, name=name) if fmt == SIDEKIQ_LOG else (
+                CeleryLogReader(normaliser, self.celery, name=name))
             if offset > 0:  # resumed: what the lines before the offset said, read again
                 handle.seek(max(0, offset - PRIME_BYTES))
                 before = handle.read(offset - handle.tell())

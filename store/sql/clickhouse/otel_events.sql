@@ -28,7 +28,8 @@ WITH
     ['span_id', 'job.span_id'] AS span_id_keys,
     ['delivery_attempt', 'job.delivery_attempt',
      'messaging.gcp_pubsub.message.delivery_attempt',
-     'messaging.servicebus.message.delivery_count', 'celery.delivery_attempt']
+     'messaging.servicebus.message.delivery_count', 'aws.sqs.approximate_receive_count',
+     'ApproximateReceiveCount', 'celery.delivery_attempt']
         AS delivery_attempt_keys,
     ['lock_ttl_ms', 'job.lock_ttl_ms'] AS lock_ttl_ms_keys,
     ['visibility_timeout_ms', 'job.visibility_timeout_ms'] AS visibility_timeout_ms_keys,
@@ -38,7 +39,7 @@ WITH
         span_id_keys, delivery_attempt_keys, lock_ttl_ms_keys, visibility_timeout_ms_keys)
         AS spellings,
     -- The first spelling present, else NULL (a Map answers '' for a missing key). Written
-    -- out for up to five spellings (a missing one is ''), not as arrayFirst(k -> ...): a
+    -- out for up to seven spellings (a missing one is ''), not as arrayFirst(k -> ...): a
     -- lambda copies the Map it reads once per spelling, which made this the slowest step.
     (m, keys) -> multiIf(
         mapContains(m, keys[1]), m[keys[1]],
@@ -46,6 +47,8 @@ WITH
         mapContains(m, keys[3]), m[keys[3]],
         mapContains(m, keys[4]), m[keys[4]],
         mapContains(m, keys[5]), m[keys[5]],
+        mapContains(m, keys[6]), m[keys[6]],
+        mapContains(m, keys[7]), m[keys[7]],
         NULL) AS spelled,
     v -> match(v, '^\\s*-?[0-9]{1,18}\\s*$') AS integral,
     picked AS (

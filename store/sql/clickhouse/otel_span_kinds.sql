@@ -21,7 +21,8 @@ WITH
     ['job_id', 'job.job_id', 'messaging.message.id', 'messaging.message_id'] AS job_id_keys,
     ['delivery_attempt', 'job.delivery_attempt', 'celery.retries',
      'messaging.gcp_pubsub.message.delivery_attempt',
-     'messaging.servicebus.message.delivery_count'] AS attempt_keys,
+     'messaging.servicebus.message.delivery_count', 'aws.sqs.approximate_receive_count',
+     'ApproximateReceiveCount'] AS attempt_keys,
     ['worker_id', 'job.worker_id', 'resource.worker_id', 'service.instance.id']
         AS worker_keys,
     map('create', 'enqueue', 'send', 'enqueue', 'publish', 'enqueue', 'receive', 'deliver',
