@@ -27,7 +27,9 @@ import shutil
 import sqlite3
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 import redis
@@ -70,6 +72,17 @@ def load_ledger(lines: Path, db: Path) -> list[ledger.Row]:
     with sqlite3.connect(db) as conn:
         conn.executemany("INSERT INTO ledger VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
     return ledger.read(db)
+
+
+def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
+    """The condition's first true value, polled every 0.1 s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 class Lab:

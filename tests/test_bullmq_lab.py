@@ -13,8 +13,9 @@ from pathlib import Path
 
 import orjson
 import pytest
-from bullmq_support import MAPPING, TRUTH, Lab, lab_missing, load_ledger
+from bullmq_support import MAPPING, TRUTH, Lab, lab_missing, load_ledger, wait_for
 from click.testing import CliRunner
+from collect_support import Subprocess, get_json
 from support import ledger
 from support.scoring import Score, score
 
@@ -248,3 +249,38 @@ def test_malformed_entries_are_counted_and_the_rest_kept(run: Run, tmp_path: Pat
     finally:
         reading.close()
         client.delete(key)
+
+
+@pytest.mark.timeout(120)
+def test_collect_killed_and_restarted_stores_every_entry_once(run: Run, tmp_path: Path) -> None:
+    """`dupescope collect --bullmq-redis`, as a user runs it: SIGKILLed once it stored
+    rows, then started again on the same store, it ends with the live reading's rows."""
+    store_path = tmp_path / "store"
+    args = ("--bullmq-redis", run.lab.url, "--bullmq-queue", run.lab.queue,
+            "--mapping", str(_mapping_file(tmp_path)))
+    live = {r["event_uid"] for r in run.reading.rows()}
+
+    def stored() -> set[str]:
+        store = EmbeddedStore(store_path)
+        try:
+            return set(store.execute("SELECT event_uid FROM events")["event_uid"])
+        finally:
+            store.close()
+
+    first = Subprocess(store_path, *args)
+    try:
+        [report] = wait_for(lambda: [r for r in get_json(first.url + "/healthz")
+                                     .get("bullmq", []) if r["rows"]], 20, "rows stored")
+        assert report["redis"] == run.lab.url and report["connected"]
+    finally:
+        first.kill()
+    second = Subprocess(store_path, *args)
+    try:
+        wait_for(lambda: stored() >= live, 20, "the rest of the stream")
+    finally:
+        second.stop()
+    assert stored() == live
+    result = CliRunner().invoke(main, ["--store", str(store_path), "duplicates",
+                                       "--format", "json"])
+    # Read after the fact, a job removeOnComplete deleted has no data left to key it by.
+    assert {run.truth_keyed(d)["key"] for d in orjson.loads(result.output)} == set(TRUTH)
