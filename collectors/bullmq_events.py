@@ -442,8 +442,23 @@ class BullMQMapper:
         job = self._job(entry.queue, entry.fields["jobId"])
         self._learn(job, job_hash)
         run, job.run = job.run, None
-        return [self._row(entry, "fail", ts, job, run=run, attrs={
-            "reason": _cut(entry.fields.get("failedReason"))})]
+        # Failed without a re-run (stalled more often than maxStalledCount allows).
+        rows = self._unrun_stall(entry, job)
+        rows.append(self._row(entry, "fail", ts, job, run=run, attrs={
+            "reason": _cut(entry.fields.get("failedReason"))}))
+        return rows
+
+    def _unrun_stall(self, entry: Entry, job: _Job) -> list[Row]:
+        """The row of a stalled run whose job ends without running again."""
+        if job.stalled is None:
+            return []
+        stalled, stall_stream_id, stall_ts = job.stalled
+        job.stalled = None
+        stall_entry = Entry(entry.queue, stall_stream_id, {"event": "stalled"})
+        return [self._row(stall_entry, "lock_expired", stall_ts, job, run=stalled,
+                          uid=self._uid(stall_entry, "stall"), attrs={
+                              "bullmq.stall": STALL,
+                              "bullmq.evidence": "worker still connected at the stall"})]
 
     def _waiting(self, entry: Entry, ts: int, job_hash: Mapping[str, str | None],
                  clients: Clients | None) -> list[Row]:

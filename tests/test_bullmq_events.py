@@ -252,3 +252,12 @@ def test_other_entries_give_no_row(mapper: BullMQMapper) -> None:
 def test_a_named_workers_connection_is_named_as_bullmq_names_it() -> None:
     # As CLIENT LIST showed it for `new Worker("billing", fn, {name: "w1"})`.
     assert W1 == "bull:YmlsbGluZw==:w:w1"
+
+
+def test_a_stalled_job_failed_without_a_re_run_keeps_its_stall(mapper: BullMQMapper) -> None:
+    deliver = run_once(mapper)[1]
+    mapper.map(entry(2000, "stalled"), job_hash(), clients(2001, w1="11"))
+    rows = mapper.map(entry(3000, "failed", failedReason="job stalled more than allowable limit"),
+                      job_hash())
+    assert [r["event"] for r in rows] == ["lock_expired", "fail"]
+    assert rows[0]["execution_id"] == deliver["event_uid"]
