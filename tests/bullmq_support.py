@@ -37,15 +37,27 @@ from support import ledger
 from support.redis_db import REDIS_HOST, REDIS_PORT, claim_redis_db, release_redis_db
 
 LAB = Path(__file__).resolve().parent / "bullmq_lab"
-TRUTH = {
-    "stall-1": "visibility_timeout",
-    "crash-1": "worker_crash",
-    "retry-backoff-1": "retry_after_failure",
-    "retry-now-1": "retry_after_failure",
-    "twice-1": "producer_retry",
-    "reid-1": "producer_retry",
-    "dedup-again-1": "producer_retry",
+#: The true cause of each duplicate a round of the faults makes, by its key's stem.
+CAUSES_BY_STEM = {
+    "stall": "visibility_timeout",
+    "crash": "worker_crash",
+    "retry-backoff": "retry_after_failure",
+    "retry-now": "retry_after_failure",
+    "twice": "producer_retry",
+    "reid": "producer_retry",
+    "dedup-again": "producer_retry",
 }
+#: Keys a round runs once, its duplicates included.
+KEYS_PER_ROUND = len(CAUSES_BY_STEM) + 2  # and held, dedup-held
+
+
+def truth(rounds: int = 1) -> dict[str, str]:
+    """Key -> true cause, for the duplicates of `rounds` rounds of the faults."""
+    return {f"{stem}-{r}": cause for r in range(1, rounds + 1)
+            for stem, cause in CAUSES_BY_STEM.items()}
+
+
+TRUTH = truth(1)
 #: The mapping file that names the jobs' key in their data.
 MAPPING = '[fields]\nidempotency_key = "order_id"\n'
 
@@ -89,7 +101,8 @@ class Lab:
     """Three named workers on a queue of a claimed Redis database, and the producer."""
 
     def __init__(self, root: Path, *, queue: str = "billing", prefix: str = "bull",
-                 lock_ms: int = 1000, block_ms: int = 6000, plain: int = 40) -> None:
+                 lock_ms: int = 1000, block_ms: int = 6000, plain: int = 40,
+                 rounds: int = 1) -> None:
         self.root = root
         self.db = claim_redis_db()
         self.url = f"redis://{REDIS_HOST}:{REDIS_PORT}/{self.db}"
@@ -98,15 +111,18 @@ class Lab:
         self.env = dict(
             os.environ, REDIS_URL=self.url, PREFIX=prefix, QUEUE=queue,
             LEDGER=str(self.lines), LOCK_MS=str(lock_ms), STALL_MS=str(lock_ms),
-            PLAIN=str(plain), BLOCK_MS=str(block_ms),
+            PLAIN=str(plain), BLOCK_MS=str(block_ms), ROUNDS=str(rounds),
         )
+        #: Keys with a `done` row once the scenario is over.
+        self.keys = plain + KEYS_PER_ROUND * rounds
         self.workers: list[subprocess.Popen[bytes]] = []
         self.log = open(root / "lab.log", "wb")  # noqa: SIM115 - closed in cleanup
 
     def redis(self) -> redis.Redis:
         return redis.Redis(host=REDIS_HOST, port=REDIS_PORT, db=self.db, decode_responses=True)
 
-    def start_workers(self, names: tuple[str, ...] = ("w1", "w2", "w3")) -> None:
+    def start_workers(self, count: int = 3) -> None:
+        names = tuple(f"w{i}" for i in range(1, count + 1))
         for name in names:
             self.workers.append(subprocess.Popen(
                 ["node", "worker.js"], cwd=LAB, env=dict(self.env, NAME=name),
@@ -126,7 +142,7 @@ class Lab:
         subprocess.run(["node", "producer.js"], cwd=LAB, env=self.env, check=True,
                        stdout=self.log, stderr=subprocess.STDOUT, timeout=60)
 
-    def wait_done(self, keys_done: int, timeout: float = 40.0) -> None:
+    def wait_done(self, timeout: float = 40.0) -> None:
         """Until every key has a `done` row and the queue has nothing left to run."""
         deadline = time.monotonic() + timeout
         client = self.redis()
@@ -135,7 +151,7 @@ class Lab:
             done = {r["key"] for r in self._lines() if r["kind"] == "done"}
             idle = (client.llen(f"{base}:wait") == 0 and client.llen(f"{base}:active") == 0
                     and client.zcard(f"{base}:delayed") == 0)
-            if len(done) >= keys_done and idle:
+            if len(done) >= self.keys and idle:
                 return
             time.sleep(0.1)
         raise AssertionError(f"the scenario did not finish: {self.tail()}")

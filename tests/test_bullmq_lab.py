@@ -127,7 +127,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
         reading.start()
         lab.start_workers()
         lab.produce()
-        lab.wait_done(keys_done=49)
+        lab.wait_done()
         reading.caught_up()
         seconds = time.monotonic() - started
         reading.stop()
