@@ -3,10 +3,13 @@ entry by entry, with the job hash and the worker connections given inline."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 import orjson
 import pytest
+from click.testing import CliRunner
 
 from collectors.bullmq_events import (
     CRASH,
@@ -21,6 +24,7 @@ from collectors.bullmq_events import (
 )
 from collectors.mapping import FieldMapping
 from collectors.normalise import RecordError, Row
+from dupescope.cli import main
 
 T0 = 1_796_000_000_000  # ms
 W1 = worker_client_name("bull", "billing", "w1")
@@ -261,3 +265,15 @@ def test_a_stalled_job_failed_without_a_re_run_keeps_its_stall(mapper: BullMQMap
                       job_hash())
     assert [r["event"] for r in rows] == ["lock_expired", "fail"]
     assert rows[0]["execution_id"] == deliver["event_uid"]
+
+
+def test_without_the_redis_client_the_option_names_the_extra_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "redis", None)  # as if not installed
+    result = CliRunner().invoke(main, [
+        "--store", str(tmp_path / "store"), "collect", "--http-port", "-1",
+        "--grpc-port", "-1", "--bullmq-redis", "redis://127.0.0.1:6379/0",
+    ])
+    assert result.exit_code == 1
+    assert "pip install 'dupescope[bullmq]'" in result.output

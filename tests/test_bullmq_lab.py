@@ -197,6 +197,10 @@ def test_a_restarted_reader_neither_loses_nor_repeats(run: Run, tmp_path: Path) 
         live = {r["event_uid"] for r in run.reading.rows()}
         replayed = {r["event_uid"] for r in again.rows()}
         assert replayed == live
+        # Read after the fact, the connections say nothing of the stalls any more.
+        stalls = [orjson.loads(r["attrs"])["bullmq.stall"] for r in again.rows()
+                  if r["event"] == "lock_expired"]
+        assert stalls == ["stall or crash", "stall or crash"]
     finally:
         again.close()
 
@@ -274,9 +278,15 @@ def test_collect_killed_and_restarted_stores_every_entry_once(run: Run, tmp_path
         assert report["redis"] == run.lab.url and report["connected"]
     finally:
         first.kill()
+    last = run.lab.redis().xrevrange(f"{run.lab.prefix}:{run.lab.queue}:events", count=1)
+    state = store_path / "bullmq-state.json"
+
+    def read_to_the_end() -> bool:
+        return state.exists() and last[0][0] in orjson.loads(state.read_bytes()).values()
+
     second = Subprocess(store_path, *args)
     try:
-        wait_for(lambda: stored() >= live, 20, "the rest of the stream")
+        wait_for(read_to_the_end, 30, "the rest of the stream")
     finally:
         second.stop()
     assert stored() == live
