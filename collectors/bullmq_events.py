@@ -190,6 +190,9 @@ class BullMQMapper:
         if not kind:
             raise RecordError("no event field")
         job_id = entry.fields.get("jobId")
+        handler = _HANDLERS.get(kind)
+        if handler is not None and not job_id:
+            raise RecordError(f"{kind} entry without a jobId")
         rows: list[Row] = []
         pending = self._pending.pop(entry.queue, None)
         if pending is not None and pending.entry.stream_id == entry.stream_id:
@@ -198,11 +201,8 @@ class BullMQMapper:
             if kind == "stalled" and job_id == pending.entry.fields.get("jobId"):
                 return self._stalled(entry, ts, job_hash, clients)
             rows.extend(self._retried(pending))
-        handler = _HANDLERS.get(kind)
         if handler is None:
             return rows
-        if not job_id:
-            raise RecordError(f"{kind} entry without a jobId")
         rows.extend(handler(self, entry, ts, job_hash or {}, clients))
         return rows
 

@@ -277,3 +277,11 @@ def test_without_the_redis_client_the_option_names_the_extra_to_install(
     ])
     assert result.exit_code == 1
     assert "pip install 'dupescope[bullmq]'" in result.output
+
+
+def test_a_malformed_entry_leaves_a_held_retry_for_the_next(mapper: BullMQMapper) -> None:
+    run_once(mapper)
+    mapper.map(entry(20, "waiting", prev="active"), job_hash())
+    with pytest.raises(RecordError):
+        mapper.map(entry(21, "active", job=None), {})
+    assert [r["event"] for r in mapper.settle("billing")] == ["nack"]
