@@ -65,7 +65,8 @@ KNOWN_JOBS = 100_000
 #: entries are from a backlog, and the connections seen now say nothing about then.
 FRESH_MS = 3_000
 #: The job hash fields read for each job an entry names.
-HASH_FIELDS = ("name", "data", "ats", "atm", "stc", "pb", "deid", "processedOn")
+HASH_FIELDS = ("name", "data", "ats", "atm", "stc", "pb", "deid", "processedOn",
+               "failedReason")
 #: Longest returnvalue / failedReason kept in attrs.
 MAX_TEXT = 2_000
 
@@ -120,6 +121,7 @@ class _Pending:
 
     entry: Entry
     ts: int
+    failed_reason: str | None
 
 
 def parse_stream_id(stream_id: str) -> tuple[int, int]:
@@ -463,7 +465,7 @@ class BullMQMapper:
     def _waiting(self, entry: Entry, ts: int, job_hash: Mapping[str, str | None],
                  clients: Clients | None) -> list[Row]:
         if entry.fields.get("prev") == "active":
-            self._pending[entry.queue] = _Pending(entry, ts)
+            self._pending[entry.queue] = _Pending(entry, ts, job_hash.get("failedReason"))
         return []
 
     def _retried(self, pending: _Pending) -> list[Row]:
@@ -471,7 +473,7 @@ class BullMQMapper:
         job = self._job(entry.queue, entry.fields["jobId"])
         run, job.run = job.run, None
         return [self._row(entry, "nack", pending.ts, job, run=run, attrs={
-            "reason": "failed; BullMQ retries it (waiting again)"})]
+            "reason": _retry_reason(pending.failed_reason, "waiting again")})]
 
     def _delayed(self, entry: Entry, ts: int, job_hash: Mapping[str, str | None],
                  clients: Clients | None) -> list[Row]:
@@ -480,7 +482,7 @@ class BullMQMapper:
             return []  # added with a delay: not a settlement
         run, job.run = job.run, None
         return [self._row(entry, "nack", ts, job, run=run, attrs={
-            "reason": "failed; BullMQ retries it after a backoff",
+            "reason": _retry_reason(job_hash.get("failedReason"), "after a backoff"),
             "bullmq.delay_until": _int(entry.fields.get("delay"))})]
 
     def _lone_stalled(self, entry: Entry, ts: int, job_hash: Mapping[str, str | None],
@@ -496,6 +498,13 @@ class BullMQMapper:
             "bullmq.deduplication_id": entry.fields.get("deduplicationId"),
             "bullmq.deduplicated_job_id": entry.fields.get("deduplicatedJobId"),
         })]
+
+
+def _retry_reason(failed_reason: str | None, how: str) -> str:
+    """A retried failure's reason: the job hash's failedReason, read when the entry is
+    (a later failure of the job may have replaced it)."""
+    said = f": {_cut(failed_reason)}" if failed_reason else ""
+    return f"failed{said}; BullMQ retries it ({how})"
 
 
 def _int(value: Any) -> int | None:
@@ -519,7 +528,7 @@ _HANDLERS = {
 
 #: The entries whose job hash is read (the others need nothing from it).
 NEEDS_HASH = frozenset({"added", "active", "stalled", "duplicated", "deduplicated",
-                        "completed", "failed"})
+                        "completed", "failed", "waiting", "delayed"})
 
 __all__ = [
     "CRASH", "Clients", "Entry", "BullMQMapper", "HASH_FIELDS", "NEEDS_HASH", "RECEIVER",

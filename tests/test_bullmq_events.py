@@ -106,11 +106,11 @@ def test_a_waiting_from_active_without_a_stall_is_a_retried_failure(
     mapper: BullMQMapper,
 ) -> None:
     deliver = run_once(mapper)[1]
-    mapper.map(entry(20, "waiting", prev="active"), job_hash())
+    mapper.map(entry(20, "waiting", prev="active"), job_hash(failedReason="card declined"))
     (nack,) = mapper.settle("billing")
     assert (nack["event"], nack["execution_id"], nack["ts"]) == (
         "nack", deliver["event_uid"], (T0 + 20) * 1000)
-    assert "retries" in attrs(nack)["reason"]
+    assert attrs(nack)["reason"] == "failed: card declined; BullMQ retries it (waiting again)"
 
 
 def test_a_delay_while_running_is_a_retry_after_a_backoff(mapper: BullMQMapper) -> None:
