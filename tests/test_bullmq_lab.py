@@ -173,6 +173,16 @@ def test_deliveries_count_their_attempts(run: Run) -> None:
     assert attempts == [1, 2]
 
 
+def test_a_retried_failure_is_a_nack_that_says_why(run: Run) -> None:
+    nacks = {r["idempotency_key"]: orjson.loads(r["attrs"])["reason"]
+             for r in run.reading.rows() if r["event"] == "nack"
+             and r["idempotency_key"] in ("retry-now-1", "retry-backoff-1")}
+    assert nacks == {
+        "retry-now-1": "failed: transient failure; BullMQ retries it (waiting again)",
+        "retry-backoff-1": "failed: transient failure; BullMQ retries it (after a backoff)",
+    }
+
+
 def test_the_scenario_is_short(run: Run) -> None:
     assert run.seconds < 40, run.seconds
 
