@@ -54,12 +54,20 @@ fuzz: $(FUZZ_STAMP) fuzz-tools
 	$(BIN)/python fuzz/seeds.py
 	fuzz/run.sh $(FUZZ_SECONDS)
 
+# The BullMQ lab's Node packages (tests/bullmq_lab, pinned by its package-lock.json); the
+# lab's tests are skipped with a message where npm is missing.
+.PHONY: bullmq-lab
+bullmq-lab:
+	@if command -v npm >/dev/null 2>&1; then \
+	  cd tests/bullmq_lab && npm ci --no-audit --no-fund --loglevel=error; \
+	else echo "npm missing: apt-get install npm (the BullMQ lab tests will be skipped)"; fi
+
 demo: $(STAMP)
 	$(BIN)/dupescope demo
 
 # Two pytest workers, a test file each at a time: many tests wait on real brokers, workers
 # and collector processes, so two share the 2 cores well (the suite took 9.4 min so).
-test: $(STAMP) browser sidekiq
+test: $(STAMP) browser sidekiq bullmq-lab
 	$(BIN)/ruff check .
 	$(BIN)/mypy --strict store queries
 	$(BIN)/pytest -q -n 2 --dist loadfile --ignore=tests/test_collect_footprint.py

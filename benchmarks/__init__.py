@@ -11,4 +11,5 @@ HARNESSES = {
     "freshness": "a new batch at N events: its derivation cost, and until duplicates shows it",
     "otel_tables": "timeline and duplicates on the Collector's ClickHouse tables vs own schema",
     "queue_labs": "the Sidekiq and SQS labs at --scale N, each source scored against its ledger",
+    "bullmq_lab": "the BullMQ lab at a larger size: score, scenario time, replay entries/s",
 }

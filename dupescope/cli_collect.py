@@ -69,6 +69,27 @@ from dupescope.options import (
     "present wins), read from the events' kwargs.",
 )
 @click.option(
+    "--bullmq-redis",
+    "bullmq_redis",
+    multiple=True,
+    metavar="URL",
+    help="Read BullMQ's events streams on this Redis (redis://host:6379/0; repeatable), "
+    "as QueueEvents does. Needs `pip install 'dupescope[bullmq]'`. See docs/queues-bullmq.md.",
+)
+@click.option(
+    "--bullmq-prefix",
+    default="bull",
+    show_default=True,
+    help="The queues' key prefix (BullMQ's `prefix` option).",
+)
+@click.option(
+    "--bullmq-queue",
+    "bullmq_queues",
+    multiple=True,
+    metavar="QUEUE",
+    help="A BullMQ queue to read (repeatable). Default: every queue found under the prefix.",
+)
+@click.option(
     "--state",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
@@ -165,6 +186,9 @@ def collect(
     celery_brokers: tuple[str, ...],
     celery_exchange: str,
     celery_keys: tuple[str, ...],
+    bullmq_redis: tuple[str, ...],
+    bullmq_prefix: str,
+    bullmq_queues: tuple[str, ...],
     state: Path | None,
     token: str | None,
     max_body_bytes: int,
@@ -199,6 +223,12 @@ def collect(
                 check_broker_url(url)
         except (CeleryMissing, BrokerUrlError) as exc:
             raise click.ClickException(str(exc)) from exc
+    if bullmq_redis:
+        from collectors.service.bullmq_source import RedisMissing, require_redis
+        try:
+            require_redis()
+        except RedisMissing as exc:
+            raise click.ClickException(str(exc)) from exc
     field_mapping = field_mapping_or_exit(mapping)
     celery = celery_log_settings(celery_hostname, celery_timezone, celery_log_format)
     store = open_store_or_exit(store_url, writable=True)
@@ -212,6 +242,9 @@ def collect(
         celery_brokers=list(celery_brokers),
         celery_exchange=celery_exchange,
         celery_key_kwargs=tuple(celery_keys),
+        bullmq_redis=list(bullmq_redis),
+        bullmq_prefix=bullmq_prefix,
+        bullmq_queues=list(bullmq_queues),
         state=state,
         token=token,
         max_body_bytes=max_body_bytes,

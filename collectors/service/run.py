@@ -44,6 +44,7 @@ from collectors.service.trim import MemoryTrimmer
 from store.base import Store
 
 if TYPE_CHECKING:
+    from collectors.service.bullmq_source import BullMQSource
     from collectors.service.celery_source import CeleryEventSource
 
 log = logging.getLogger("dupescope.collect")
@@ -64,6 +65,11 @@ class CollectConfig:
     celery_exchange: str = "celeryev"
     #: Keyword arguments of a task that hold its idempotency key, the first present wins.
     celery_key_kwargs: tuple[str, ...] = ()
+    #: Redis servers whose BullMQ events streams to read, the queues' key prefix, and the
+    #: queues to read (none: every queue found).
+    bullmq_redis: list[str] = field(default_factory=list)
+    bullmq_prefix: str = "bull"
+    bullmq_queues: list[str] = field(default_factory=list)
     state: Path | None = None
     token: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY
@@ -168,6 +174,17 @@ class RunningCollector:
                 for url in config.celery_brokers
             ]
             self.collector.reports["celery"] = lambda: [s.health() for s in self.celery]
+        self.bullmq: list[BullMQSource] = []
+        if config.bullmq_redis:
+            from collectors.service.bullmq_source import BullMQSource, stream_ids_path
+
+            ids = stream_ids_path(config.state or default_state_path(store, store_url))
+            self.bullmq = [
+                BullMQSource(self.collector, url, ids, prefix=config.bullmq_prefix,
+                             queues=config.bullmq_queues, mapping=config.mapping).start()
+                for url in config.bullmq_redis
+            ]
+            self.collector.reports["bullmq"] = lambda: [s.health() for s in self.bullmq]
 
     def describe(self) -> str:
         parts = []
@@ -182,6 +199,7 @@ class RunningCollector:
         if self.tailer and self.tailer.patterns:
             parts.append(f"tail-patterns={len(self.tailer.patterns)}")
         parts.extend(source.describe() for source in self.celery)
+        parts.extend(source.describe() for source in self.bullmq)
         parts.append(f"store={self.collector.store.describe()}")
         return " ".join(parts)
 
@@ -193,6 +211,8 @@ class RunningCollector:
         if self.tailer:
             self.tailer.stop()
         for source in self.celery:
+            source.stop()
+        for source in self.bullmq:
             source.stop()
         self.collector.close()
         if self.compactor:
