@@ -120,8 +120,8 @@ def duplicates(
     effect), harmful (two or more did; NA when no run reported anything of its effect),
     outcome (`harmful`, `absorbed`, or `unknown`: no run emitted side_effect,
     idempotency_hit, lock_contended, occ_conflict or commit), cause (the first of CAUSES
-    that applies, else `unknown`), causes (all that apply), job_ids, first_ts, last_ts, and the lock findings
-    lock_expired_while_running, overlapped, split_brain.
+    that applies, else `unknown`), causes (all that apply), job_ids, first_ts, last_ts,
+    and the lock findings lock_expired_while_running, overlapped, split_brain.
     """
     bound = _filters(job_type, queue, since, until)
     if bound != UNFILTERED or narrowed(store):
