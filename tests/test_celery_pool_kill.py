@@ -11,9 +11,8 @@ task does not run again."""
 from __future__ import annotations
 
 import pytest
-from support.scoring import score
-
 from celery_world.harness import CeleryWorld
+from support.scoring import score
 
 
 def _world(tmp_path_factory, broker: str, reject_on_worker_lost: bool) -> CeleryWorld:

@@ -28,7 +28,6 @@ import uuid
 from datetime import UTC, datetime
 
 import orjson
-
 from celery import Celery, signals
 
 from celery_world import ledger
