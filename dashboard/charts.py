@@ -2,9 +2,9 @@
 
 Pure functions from query answers to figures, so each can be tested without Streamlit.
 Harmful is always red, absorbed always blue-grey and unknown (no run reported its effect)
-always amber, on every page. Every figure draws
-its frame through `plain_frame`: Plotly renders HTML in labels, legends and hover texts,
-and job types, worker ids and keys come from whoever writes events.
+always amber, on every page. Every figure draws its frame through `plain_frame`: Plotly
+renders HTML in labels, legends and hover texts, and job types, worker ids and keys come
+from whoever writes events.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ import logging
 import re
 import time
 import uuid
+import weakref
 from typing import Any
 
 import pyarrow as pa
@@ -175,9 +176,17 @@ def _upgrade(store: ClickHouseEngine) -> kept.Status | None:
 EVIDENCE_COLUMN = ("derived_duplicate_runs_rows", "had_effect_evidence")
 
 
+#: Stores found to keep the column: asked once a process, not at every derivation.
+_HAS_EVIDENCE: weakref.WeakSet[ClickHouseEngine] = weakref.WeakSet()
+
+
 def _lacks_evidence(store: ClickHouseEngine) -> bool:
+    if store in _HAS_EVIDENCE:
+        return False
     table, column = EVIDENCE_COLUMN
     names = [name for name, _ in kept.columns(store, table)]
+    if column in names:
+        _HAS_EVIDENCE.add(store)
     return bool(names) and column not in names
 
 

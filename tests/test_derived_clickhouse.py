@@ -113,12 +113,17 @@ def test_tables_kept_without_the_effect_evidence_are_built_again(chdb, make_tabl
     chdb.write(make_table(acked("j1", "a") + again))
     derived.ensure(chdb)
     built = status(chdb)
-    # As a layout from before outcomes could be unknown left them.
+    # As a layout from before outcomes could be unknown left them, opened by a process
+    # of this version.
     chdb.command("ALTER TABLE derived_duplicate_runs_rows DROP COLUMN had_effect_evidence")
-    chdb.write(make_table(acked("j3", "b")))
-    assert list(duplicates(chdb)["outcome"]) == ["harmful"]
-    assert status(chdb).epoch != built.epoch  # built from nothing
-    assert state(chdb) == from_nothing(chdb)
+    reopened = ChdbStore(chdb.path)
+    try:
+        reopened.write(make_table(acked("j3", "b")))
+        assert list(duplicates(reopened)["outcome"]) == ["harmful"]
+        assert status(reopened).epoch != built.epoch  # built from nothing
+        assert state(reopened) == from_nothing(reopened)
+    finally:
+        reopened.close()
 
 
 def test_a_key_left_with_fewer_rows_keeps_none_of_its_old_ones(chdb, make_table) -> None:
