@@ -117,11 +117,14 @@ def lock_expired_while_running(store: Store, rule: Rule, **filters: Any) -> list
 
 
 def harmful_duplicate(store: Store, rule: Rule, **filters: Any) -> list[Alert]:
-    """A key whose side effect ran more than once: the duplicate the business feels."""
+    """A key whose side effect ran more than once: the duplicate the business feels (never
+    one of unknown outcome, which no run's events can call harmful)."""
     found = []
     for row in _rows(_forensics("duplicates")(store, **filters)):
         effects = _value(row, "side_effects") or 0
-        if not _value(row, "harmful") or effects < rule.get("min_side_effects", 2):
+        harmful = _value(row, "outcome") == "harmful" if "outcome" in row else _value(
+            row, "harmful")
+        if not harmful or effects < rule.get("min_side_effects", 2):
             continue
         key = _value(row, "key")
         summary = (

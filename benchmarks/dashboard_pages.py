@@ -106,7 +106,7 @@ def measure(folder: Path, n: int) -> None:
     if kept is None or kept.snapshot != store.snapshot_id():
         built = seconds(lambda: ensure(store))
         print(f"derived tables brought up to date (kept for the next process): {built:.1f} s")
-    harmful = queries.duplicates(store).query("harmful")
+    harmful = queries.duplicates(store).query("outcome == 'harmful'")
     key = str(harmful.sort_values("executions").iloc[-1]["key"])
     store.close()
     pages: dict[str, Loader] = {

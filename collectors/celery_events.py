@@ -12,7 +12,7 @@ step of each task, and heartbeats; a producer with `task_send_sent_event` publis
 | task-succeeded | ack | `celery.runtime`, `celery.result` |
 | task-failed | fail | reason = the exception (`WorkerLostError(...)` names a lost child) |
 | task-retried | nack | reason = the exception; the retry is the same uuid, received again |
-| task-rejected | nack (requeue) / fail | |
+| task-rejected | nack (requeue) / fail | requeued while its run is open: a lost pool process |
 | task-revoked | fail | reason says revoked, expired or terminated by which signal |
 | task-cancelled | nack | cancelled on a lost broker connection: the message comes back |
 | worker-online / offline | worker_start / worker_stop | |
@@ -35,6 +35,17 @@ them by job_id and worker.
 Only task-sent and task-received carry the task's name. The name of each uuid seen is kept
 in a bounded map for the rows that follow; a row whose uuid is no longer known (after a
 restart) has no job_type, and the queries take it from the job's other rows (its deliver).
+
+A pool process killed under a task (SIGKILL, the OOM killer) is settled by the worker's
+main process. With `task_acks_late` and `task_reject_on_worker_lost` (the settings under
+which Celery runs such a task again) Celery 5 sends only `task-rejected` with
+`requeue=True`, no `task-failed`: a requeue that ends a run still open, with no failure
+before it, is read as that loss (reason `WorkerLostError: ...`, a `worker_crash`). After a
+failure (a hard time limit sends `task-failed` first) a requeue stays a plain `nack`.
+Without `task_reject_on_worker_lost` Celery sends `task-failed` with `WorkerLostError`
+(after a `task-rejected` without requeue, under acks_late) and the task does not run again.
+A task that raises `Reject(requeue=True)` itself sends the same events as a lost pool
+process, and reads as one.
 
 Crash evidence: a worker that goes offline, restarts under a new pid, or sends nothing
 for longer than Celery's own rule (`celery.events.state`: no heartbeat within twice its
@@ -75,6 +86,10 @@ RECEIVER = "dupescope-celery-events"
 EXPIRE_FACTOR = 2.0
 #: A worker's heartbeat interval until its first heartbeat says (Celery's default).
 DEFAULT_FREQ = 2.0
+#: The reason of the nack for a task-rejected (requeue) that ends a run still open: its
+#: pool process was lost. It names a lost worker, as the contract's worker_crash asks.
+LOST_POOL_PROCESS = ("WorkerLostError: the pool process running it was lost (task-rejected, "
+                     "requeued, with no failure before it)")
 #: Task names remembered, for the rows of events that do not carry one.
 KNOWN_TASKS = 100_000
 #: The longest kwargs repr read for a key (Celery cuts its own at 1024 characters).
@@ -253,6 +268,11 @@ class CeleryEventMapper:
             requeue = bool(event.get("requeue"))
             row_kind = "nack" if requeue else "fail"
             extra["reason"] = "rejected, requeued" if requeue else "rejected"
+            if requeue and _ended(runs, event, ts) is not None:
+                # Requeued with its run still open, no failure first: what Celery sends
+                # when the pool process running it died (acks_late with
+                # task_reject_on_worker_lost), settled by the main process.
+                extra["reason"] = LOST_POOL_PROCESS
         elif kind in _TASK_ROWS:
             row_kind = _TASK_ROWS[kind]
             extra["reason"] = self._reason(kind, event)

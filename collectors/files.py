@@ -44,6 +44,7 @@ from collectors.mapping import FieldMapping
 from collectors.normalise import Normaliser
 from collectors.sidekiq_log import SIDEKIQ_LOG, SidekiqLogReader, looks_like_sidekiq_log
 from store.base import Store
+from store.counts import distinct_events
 from store.schema import empty_table
 
 BLOCK_BYTES = ingest_pool.BLOCK_BYTES
@@ -69,13 +70,22 @@ class IngestReport:
     rows: int = 0
     ignored: int = 0
     rejected: list[Rejected] = field(default_factory=list)
+    #: Of `rows`, how many the store held already (a file loaded again) or that repeated
+    #: another row of the same load: stored, and collapsed by every reader. None: not
+    #: counted.
+    already_stored: int | None = None
 
     def summary(self) -> str:
-        return (
+        said = (
             f"{self.rows} events stored from {self.files} file(s), {self.lines} lines; "
             f"{len(self.rejected)} rejected, {self.ignored} ignored (spans or log lines that "
             "are no lifecycle step)"
         )
+        if self.already_stored is not None and self.rows:
+            new = self.rows - self.already_stored
+            said += (f"; {new} new, {self.already_stored} already stored (a repeat changes "
+                     "no answer)")
+        return said
 
 
 def _open(path: str) -> tuple[BinaryIO, int | None]:
@@ -298,6 +308,7 @@ def ingest_files(
     """
     normaliser = normaliser or Normaliser()
     mapping = normaliser.mapping
+    held = distinct_events(store)
     # A store that writes segments itself takes rows as string views (no copy of the text).
     segmented = store.segmented()
     decoder = lines_decoder(views=segmented is not None)
@@ -369,6 +380,8 @@ def ingest_files(
             pool.shutdown(cancel_futures=True)
         if spool is not None:
             shutil.rmtree(spool, ignore_errors=True)
+    if report.rows:
+        report.already_stored = report.rows - (distinct_events(store) - held)
     return report
 
 

@@ -17,7 +17,11 @@ import streamlit as st  # noqa: E402
 
 from dashboard import filters  # noqa: E402
 
-st.set_page_config(page_title="dupescope", page_icon=":material/content_copy:", layout="wide")
+# The icon is a file of ours, which Streamlit inlines: a `:material/...:` page icon makes
+# every browser fetch it from fonts.gstatic.com, and the dashboard makes no request
+# beyond the host that serves it (tests/test_dashboard_browser.py).
+FAVICON = str(Path(__file__).with_name("assets") / "favicon.svg")
+st.set_page_config(page_title="dupescope", page_icon=FAVICON, layout="wide")
 
 # The default page is always served at "/", never at its own path; a hidden default that
 # forwards to the overview keeps "/overview" a stable link.

@@ -1,9 +1,10 @@
 """Plotly figures for the overview, durations, alerts and checklist pages.
 
 Pure functions from query answers to figures, so each can be tested without Streamlit.
-Harmful is always red and absorbed always blue-grey, on every page. Every figure draws
-its frame through `plain_frame`: Plotly renders HTML in labels, legends and hover texts,
-and job types, worker ids and keys come from whoever writes events.
+Harmful is always red, absorbed always blue-grey and unknown (no run reported its effect)
+always amber, on every page. Every figure draws its frame through `plain_frame`: Plotly
+renders HTML in labels, legends and hover texts, and job types, worker ids and keys come
+from whoever writes events.
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from dashboard.escape import html, plain_frame
 HARMFUL = "#d62728"
 OTHER = "other job types"
 ABSORBED = "#6b8fb3"
-OUTCOME_COLORS = {"harmful": HARMFUL, "absorbed": ABSORBED}
+UNKNOWN = "#e0a526"
+OUTCOME_COLORS = {"harmful": HARMFUL, "absorbed": ABSORBED, "unknown": UNKNOWN}
+#: The outcomes in the order they are drawn and counted (queries.duplicates' `outcome`).
+OUTCOMES = ("harmful", "absorbed", "unknown")
 #: (width, label) pairs tried in order: the first that gives at most ~80 bars wins.
 BUCKETS = ("1min", "5min", "15min", "1h", "6h", "1D")
 LAYOUT = {"margin": {"l": 10, "r": 10, "t": 40, "b": 10}, "legend": {"title": None}}
@@ -48,14 +52,16 @@ def top_job_types(over_time: pd.DataFrame, keep: int) -> pd.DataFrame:
     named = over_time.assign(
         job_type=over_time["job_type"].where(over_time["job_type"].isin(kept), OTHER)
     )
-    return named.groupby(["bucket", "job_type"], as_index=False)[["harmful", "absorbed"]].sum()
+    outcomes = [o for o in OUTCOMES if o in named]
+    return named.groupby(["bucket", "job_type"], as_index=False)[outcomes].sum()
 
 
 def duplicates_over_time_figure(over_time: pd.DataFrame, keep: int = 8) -> go.Figure:
-    """Duplicate keys per bucket and job type, harmful above and absorbed below."""
-    long = _naive(top_job_types(plain_frame(over_time), keep), "bucket").melt(
+    """Duplicate keys per bucket and job type, harmful above, absorbed and unknown below."""
+    grouped = top_job_types(plain_frame(over_time), keep)
+    long = _naive(grouped, "bucket").melt(
         id_vars=["bucket", "job_type"],
-        value_vars=["harmful", "absorbed"],
+        value_vars=[o for o in OUTCOMES if o in grouped],
         var_name="outcome",
         value_name="count",
     )
@@ -66,7 +72,7 @@ def duplicates_over_time_figure(over_time: pd.DataFrame, keep: int = 8) -> go.Fi
         color="job_type",
         facet_row="outcome",
         category_orders={
-            "outcome": ["harmful", "absorbed"],
+            "outcome": list(OUTCOMES),
             "job_type": sorted(set(long["job_type"]) - {OTHER}) + [OTHER],
         },
         color_discrete_map={OTHER: "#c7c7c7"},
@@ -82,8 +88,7 @@ def causes_figure(duplicates: pd.DataFrame) -> go.Figure:
     """How many duplicate keys each cause explains, split by outcome."""
     duplicates = plain_frame(duplicates)
     counts = (
-        duplicates.assign(outcome=duplicates["harmful"].map({True: "harmful", False: "absorbed"}))
-        .groupby(["cause", "outcome"], as_index=False)
+        duplicates.groupby(["cause", "outcome"], as_index=False)
         .size()
         .rename(columns={"size": "keys"})
     )
@@ -95,7 +100,7 @@ def causes_figure(duplicates: pd.DataFrame) -> go.Figure:
         color="outcome",
         orientation="h",
         color_discrete_map=OUTCOME_COLORS,
-        category_orders={"cause": order[::-1], "outcome": ["harmful", "absorbed"]},
+        category_orders={"cause": order[::-1], "outcome": list(OUTCOMES)},
         labels={"keys": "duplicate keys", "cause": ""},
     )
     fig.update_layout(height=380, title="Causes", **LAYOUT)
@@ -103,30 +108,35 @@ def causes_figure(duplicates: pd.DataFrame) -> go.Figure:
 
 
 def job_type_table(duplicates: pd.DataFrame) -> pd.DataFrame:
-    """Job types ranked by harmful duplicates, then by all duplicates."""
+    """Job types ranked by harmful duplicates, then by all duplicates; how many were
+    harmful, absorbed, or of unknown outcome (no run reported its effect)."""
+    columns = ["job_type", "duplicates", *OUTCOMES, "extra_executions", "top_cause"]
     if duplicates.empty:
-        return pd.DataFrame(columns=["job_type", "duplicates", "harmful", "absorbed",
-                                     "extra_executions", "top_cause"])
+        return pd.DataFrame(columns=columns)
     grouped = duplicates.groupby("job_type", dropna=False)
     table = pd.DataFrame(
         {
             "duplicates": grouped.size(),
-            "harmful": grouped["harmful"].sum().astype(int),
+            **{o: grouped["outcome"].agg(lambda s, o=o: int((s == o).sum())) for o in OUTCOMES},
             "extra_executions": grouped["executions"].sum() - grouped.size(),
             "top_cause": grouped["cause"].agg(lambda c: c.value_counts().index[0]),
         }
     )
-    table["absorbed"] = table["duplicates"] - table["harmful"]
     table = table.reset_index().sort_values(["harmful", "duplicates"], ascending=False)
-    return table[["job_type", "duplicates", "harmful", "absorbed", "extra_executions",
-                  "top_cause"]]
+    return table[columns]
 
 
 def worst_keys(duplicates: pd.DataFrame, limit: int = 50) -> pd.DataFrame:
-    """Harmful keys first, then the ones that ran the effect and ran most often."""
-    return duplicates.sort_values(
-        ["harmful", "side_effects", "executions", "last_ts"], ascending=False
-    ).head(limit)
+    """Harmful keys first, then those of unknown outcome (they may be harmful), then the
+    ones that ran the effect and ran most often."""
+    rank = duplicates["outcome"].map(OUTCOME_RANK).fillna(0)
+    return (duplicates.assign(_rank=rank)
+            .sort_values(["_rank", "side_effects", "executions", "last_ts"], ascending=False)
+            .drop(columns="_rank").head(limit))
+
+
+#: How much a duplicate's outcome asks for a look: harmful, then unknown, then absorbed.
+OUTCOME_RANK = {"harmful": 2, "unknown": 1, "absorbed": 0}
 
 
 def duration_figure(samples: pd.DataFrame, summary: pd.Series) -> go.Figure:

@@ -114,8 +114,8 @@ def worst_key(store: str) -> str:
     from store import open_store
 
     found = queries.duplicates(open_store(store))
-    ranked = found.sort_values(["harmful", "lock_expired_while_running", "executions"],
-                               ascending=False)
+    ranked = found.assign(harmful=found["outcome"] == "harmful").sort_values(
+        ["harmful", "lock_expired_while_running", "executions"], ascending=False)
     return str(ranked.iloc[0]["key"])
 
 

@@ -170,7 +170,7 @@ def timeline(key: str, store_url: str | None, fmt: str, verdict: bool) -> None:
     the verdict on the key that the dashboard's timeline page shows.
 
     The table opens with the verdict; JSON rows are the timeline's events, each carrying
-    the same `verdict` object (text, harmful, cause, causes, job_type, cause_line).
+    the same `verdict` object (text, harmful, cause, causes, job_type, cause_line, outcome).
     """
     from queries import timeline as timeline_of
     from queries.key_forensics import key_forensics

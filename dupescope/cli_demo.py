@@ -49,20 +49,23 @@ def _ingest_with_progress(paths: list[str], store) -> None:  # type: ignore[no-u
 
 
 def summary(store) -> pd.DataFrame:  # type: ignore[no-untyped-def]
-    """Duplicates per cause, harmful and absorbed apart: the first thing to look at."""
+    """Duplicates per cause, harmful, absorbed and unknown (no run reported its effect)
+    apart: the first thing to look at."""
     import pandas as pd
 
     from queries import duplicates
 
     found = duplicates(store)
     if found.empty:
-        return pd.DataFrame(columns=["cause", "duplicates", "harmful", "absorbed"])
+        return pd.DataFrame(columns=["cause", "duplicates", "harmful", "absorbed", "unknown"])
+    outcome = found["outcome"]
     table = (
-        found.groupby("cause")
-        .agg(duplicates=("key", "size"), harmful=("harmful", "sum"))
+        found.assign(**{name: outcome == name for name in ("harmful", "absorbed", "unknown")})
+        .groupby("cause")
+        .agg(duplicates=("key", "size"), harmful=("harmful", "sum"),
+             absorbed=("absorbed", "sum"), unknown=("unknown", "sum"))
         .reset_index()
     )
-    table["absorbed"] = table["duplicates"] - table["harmful"]
     return table.sort_values("duplicates", ascending=False)
 
 
@@ -148,7 +151,7 @@ def _worst_key(store) -> str | None:  # type: ignore[no-untyped-def]
     from queries import duplicates
 
     found = duplicates(store)
-    harmful = found[found["harmful"]] if not found.empty else found
+    harmful = found[found["outcome"] == "harmful"] if not found.empty else found
     if harmful.empty:
         return None
     return str(harmful.sort_values(["side_effects", "executions"], ascending=False)["key"].iloc[0])

@@ -28,6 +28,10 @@ CAUSE_LISTS: tuple[tuple[str, ...], ...] = tuple(
 #: For each bit mask, the cause a duplicate is named by: the first, else `unknown`.
 FIRST_CAUSE: tuple[str, ...] = tuple(c[0] if c else "unknown" for c in CAUSE_LISTS)
 
+#: What became of a duplicate's effect: two or more runs ran it; the extras were absorbed
+#: (some run reported its effect, or its skip); no run reported anything of it.
+OUTCOMES: tuple[str, ...] = ("harmful", "absorbed", "unknown")
+
 #: The columns of `duplicates`, in order.
 DUPLICATE_COLUMNS = [
     "key",
@@ -36,6 +40,7 @@ DUPLICATE_COLUMNS = [
     "executions",
     "side_effects",
     "harmful",
+    "outcome",
     "cause",
     "causes",
     "job_ids",
@@ -55,8 +60,7 @@ def shaped(rows: pa.Table) -> pa.Table:
     answer = pl.from_arrow(rows)
     assert isinstance(answer, pl.DataFrame)
     flag = {name: pl.col(name).cast(pl.Boolean).fill_null(False)
-            for name in (*CAUSES, "harmful", "lock_expired_while_running", "overlapped",
-                         "split_brain")}
+            for name in (*CAUSES, "lock_expired_while_running", "overlapped", "split_brain")}
     mask = pl.sum_horizontal(flag[c].cast(pl.Int64) * (1 << bit) for bit, c in enumerate(CAUSES))
     frame = answer.select(
         pl.col("key"),
@@ -64,7 +68,9 @@ def shaped(rows: pa.Table) -> pa.Table:
         pl.col("queue").cast(pl.String),
         pl.col("executions").cast(pl.Int64),
         pl.col("side_effects").cast(pl.Int64),
-        flag["harmful"],
+        # Null where the outcome is unknown: neither harmful nor absorbed can be told.
+        pl.col("harmful").cast(pl.Boolean),
+        pl.col("outcome").cast(pl.String),
         pl.int_range(pl.len()).alias("_row"),
         mask.alias("_mask"),
         pl.col("job_ids").cast(pl.List(pl.String)),

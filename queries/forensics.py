@@ -117,9 +117,11 @@ def duplicates(
     """Keys (idempotency key, else job_id) with more than one execution.
 
     Columns: key, job_type, queue, executions, side_effects (executions that ran the
-    effect), harmful (two or more did), cause (the first of CAUSES that applies, else
-    `unknown`), causes (all that apply), job_ids, first_ts, last_ts, and the lock findings
-    lock_expired_while_running, overlapped, split_brain.
+    effect), harmful (two or more did; NA when no run reported anything of its effect),
+    outcome (`harmful`, `absorbed`, or `unknown`: no run emitted side_effect,
+    idempotency_hit, lock_contended, occ_conflict or commit), cause (the first of CAUSES
+    that applies, else `unknown`), causes (all that apply), job_ids, first_ts, last_ts,
+    and the lock findings lock_expired_while_running, overlapped, split_brain.
     """
     bound = _filters(job_type, queue, since, until)
     if bound != UNFILTERED or narrowed(store):
@@ -225,8 +227,11 @@ def _duplicates_frame(answer: pa.Table) -> pd.DataFrame:
     """The `duplicates` answer's rows as the frame `duplicates` returns."""
     job_ids = sorted_lists(answer.column("job_ids"))
     raw = to_frame(answer.drop_columns(["job_ids"]))
-    flags = (*CAUSES, "harmful", "lock_expired_while_running", "overlapped", "split_brain")
+    flags = (*CAUSES, "lock_expired_while_running", "overlapped", "split_brain")
     frame = _shape(raw, flags=flags)
+    # True, False, or NA where the outcome is unknown (no run reported its effect).
+    frame["harmful"] = frame["harmful"].astype("boolean")
+    frame["outcome"] = frame["outcome"].astype(str)
     # Tens of thousands of keys at scale: name their causes from a bit mask (32 patterns).
     mask = sum(frame[cause].to_numpy(dtype="int64") << bit for bit, cause in enumerate(CAUSES))
     mask = np.asarray(mask, dtype="int64")
@@ -241,7 +246,7 @@ def duplicates_over_time(
     store: Store, bucket: timedelta | str = "1h", **filters: Any
 ) -> pd.DataFrame:
     """Per time bucket and job type: keys, duplicate_keys, extra_executions, harmful,
-    absorbed (a key counts in the bucket of its first execution)."""
+    absorbed, unknown (a key counts in the bucket of its first execution)."""
     width = pd.Timedelta(bucket)
     bucket_us = int(width.value // 1_000)
     if bucket_us <= 0:

@@ -31,6 +31,7 @@ import logging
 import re
 import time
 import uuid
+import weakref
 from typing import Any
 
 import pyarrow as pa
@@ -129,6 +130,8 @@ def _named(name: str, **identifiers: str) -> str:
 def ensure(store: ClickHouseEngine, tables: Tables) -> kept.Status:
     """Bring the derived tables up to date with `events`; returns where they stand."""
     status = kept.status(store)
+    if status is not None and _lacks_evidence(store):
+        return _locked_build(store, tables, always=True)
     if status is not None and status.format in kept.UPGRADABLE:
         status = _upgrade(store)
     if status is None or status.format != kept.FORMAT or _days_gone(store, status):
@@ -167,6 +170,26 @@ def _upgrade(store: ClickHouseEngine) -> kept.Status | None:
         return upgraded
 
 
+#: A column every kept layout since outcomes could be `unknown` has: tables kept without
+#: it cannot tell an absorbed duplicate from one whose effect no run reported, and are
+#: built again from nothing (an in-place upgrade would need every run's events again).
+EVIDENCE_COLUMN = ("derived_duplicate_runs_rows", "had_effect_evidence")
+
+
+#: Stores found to keep the column: asked once a process, not at every derivation.
+_HAS_EVIDENCE: weakref.WeakSet[ClickHouseEngine] = weakref.WeakSet()
+
+
+def _lacks_evidence(store: ClickHouseEngine) -> bool:
+    if store in _HAS_EVIDENCE:
+        return False
+    table, column = EVIDENCE_COLUMN
+    names = [name for name, _ in kept.columns(store, table)]
+    if column in names:
+        _HAS_EVIDENCE.add(store)
+    return bool(names) and column not in names
+
+
 def _moved(store: ClickHouseEngine, status: kept.Status) -> bool:
     poll = _ask(store, "derive_poll", high=status.high, window=WINDOW_SECONDS)
     return bool(poll["new_rows"]) or poll["recent"] != status.recent
@@ -176,9 +199,11 @@ def _days_gone(store: ClickHouseEngine, status: kept.Status) -> bool:
     return bool(set(status.partitions) - set(kept.partitions(store)))
 
 
-def _locked_build(store: ClickHouseEngine, tables: Tables) -> kept.Status:
+def _locked_build(store: ClickHouseEngine, tables: Tables, always: bool = False) -> kept.Status:
     with store.derivation_lock():
         status = kept.status(store)
+        if always and _lacks_evidence(store):
+            return build(store, tables)
         if (status is not None and status.format == kept.FORMAT
                 and not _days_gone(store, status) and not _moved(store, status)):
             return status  # another process built it meanwhile

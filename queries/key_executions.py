@@ -17,6 +17,9 @@ import pandas as pd
 SETTLED = ("ack", "nack", "fail")
 #: Events by which an extra execution avoided repeating the effect.
 ABSORBING = ("idempotency_hit", "lock_contended", "occ_conflict")
+#: Events by which a run said what became of its effect (the contract's evidence of harm
+#: or of its absence); a key none of whose runs sent one has an unknown outcome.
+EFFECT_EVIDENCE = ("side_effect", *ABSORBING, "commit")
 COLUMNS = [
     "execution",
     "job_id",
@@ -34,6 +37,7 @@ COLUMNS = [
     "lock_key",
     "lock_owner",
     "lock_valid_until",
+    "effect_reported",
 ]
 
 
@@ -72,7 +76,7 @@ def summarise(timeline: pd.DataFrame) -> pd.DataFrame:
     absorbed_by (the event by which it avoided the effect, if any), outcome (its last
     ack/nack/fail, else `silent`), reason and settled_by (from that event's attrs),
     visibility_timeout_ms (of its deliver), lock_key, lock_owner, lock_valid_until (its
-    last grant plus TTL).
+    last grant plus TTL), effect_reported (it sent an event of EFFECT_EVIDENCE).
     """
     if timeline.empty or "execution" not in timeline:
         return pd.DataFrame(columns=COLUMNS)
@@ -103,6 +107,7 @@ def summarise(timeline: pd.DataFrame) -> pd.DataFrame:
                 "lock_key": _first(group["lock_key"]),
                 "lock_owner": _first(group["lock_owner"]),
                 "lock_valid_until": _lock_valid_until(group),
+                "effect_reported": any(e in EFFECT_EVIDENCE for e in events),
             }
         )
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -91,9 +91,23 @@ def _matched(columns: dict[str, list[Any]], key: str) -> list[int]:
     return list(first.values())
 
 
+#: Kinds that are no step of an execution (queries/sql/fragments/loose_step.sql).
+_NO_STEP = frozenset({"outbox_write", "enqueue", "enqueue_deduped", "deliver",
+                      "worker_start", "worker_stop"})
+
+
+def _loose(columns: dict[str, list[Any]], i: int) -> bool:
+    """A step naming neither worker nor attempt (loose_step.sql): it joins its job's
+    latest deliver on any worker."""
+    return (columns["worker_id"][i] is None and columns["delivery_attempt"][i] is None
+            and columns["execution_id"][i] is None and columns["job_id"][i] is not None
+            and columns["event"][i] not in _NO_STEP)
+
+
 def _execution_uids(columns: dict[str, list[Any]], matched: list[int]) -> dict[int, str | None]:
     """Each matched row's execution: its span's, its own deliver's, or the latest deliver
-    of the same (job_id, worker_id, delivery_attempt) at or before it (the ASOF join)."""
+    of the same (job_id, worker_id, delivery_attempt) at or before it (the ASOF join); a
+    step that names neither worker nor attempt, the latest of its job's on any worker."""
     events, ts, uids = columns["event"], columns["ts"], columns["event_uid"]
     spans = columns["execution_id"]
 
@@ -109,10 +123,17 @@ def _execution_uids(columns: dict[str, list[Any]], matched: list[int]) -> dict[i
     for i in matched:
         if events[i] == "deliver":
             delivers.setdefault(place(i), []).append((ts[i], uids[i], spans[i] or uids[i]))
+    of_job: dict[str, list[tuple[int, str, str]]] = {}
+    for (job, _, _), found in delivers.items():
+        of_job.setdefault(job, []).extend(found)
     starts: dict[tuple[str, str, int], list[int]] = {}
     for where, found in delivers.items():
         found.sort()
         starts[where] = [start for start, _, _ in found]
+    job_starts: dict[str, list[int]] = {}
+    for job, found in of_job.items():
+        found.sort()
+        job_starts[job] = [start for start, _, _ in found]
     executions: dict[int, str | None] = {}
     for i in matched:
         if events[i] in PRODUCER_KINDS:  # the producer's: in no execution (timeline.sql)
@@ -121,6 +142,10 @@ def _execution_uids(columns: dict[str, list[Any]], matched: list[int]) -> dict[i
             executions[i] = spans[i]
         elif events[i] == "deliver":
             executions[i] = uids[i]
+        elif _loose(columns, i):
+            job = columns["job_id"][i]
+            at = bisect.bisect_right(job_starts.get(job, []), ts[i]) - 1
+            executions[i] = of_job[job][at][2] if at >= 0 else None
         else:
             where = place(i)
             at = bisect.bisect_right(starts.get(where, []), ts[i]) - 1

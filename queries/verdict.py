@@ -37,11 +37,14 @@ class Verdict:
     """
 
     text: str
-    harmful: bool | None  # None: not a duplicate, or nothing ran
+    harmful: bool | None  # None: not a duplicate, nothing ran, or the outcome is unknown
     cause: str | None = None
     causes: tuple[str, ...] = ()
     job_type: str | None = None
     cause_line: str | None = None
+    #: `harmful`, `absorbed` or `unknown` (no run reported its effect); None when no
+    #: duplicate.
+    outcome: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The verdict as JSON-ready values (`causes` as a list)."""
@@ -52,6 +55,7 @@ class Verdict:
             "causes": list(self.causes),
             "job_type": self.job_type,
             "cause_line": self.cause_line,
+            "outcome": self.outcome,
         }
 
 
@@ -69,7 +73,9 @@ def _seconds(ms: Any) -> str:
 
 
 def _present(value: Any) -> bool:
-    return value is not None and not (isinstance(value, float) and pd.isna(value))
+    if value is None or value is pd.NA:
+        return False
+    return not (isinstance(value, float) and pd.isna(value))
 
 
 def _short_reason(reason: Any) -> str:
@@ -132,6 +138,29 @@ def _reason(cause: str | None, executions: pd.DataFrame, job_ids: int) -> str:
             "and was retried"
         )
     return "for a reason the events do not show"
+
+
+#: What the verdict says when no run reported its effect: the outcome cannot be told, and
+#: what would tell it.
+UNKNOWN_OUTCOME = (
+    "no execution reported what became of its effect, so whether it harmed is unknown "
+    "(absorbed or run twice cannot be told from these events). To tell them apart, emit "
+    "`side_effect` where the task runs its effect (one line with dupescope's "
+    "instrumentation: `instrument.current_run().side_effect()`), or log it as a JSON line "
+    "keyed by the task id: {\"event\": \"side_effect\", \"job_id\": TASK_ID, \"ts\": ...}."
+)
+
+
+def outcome_of(executions: pd.DataFrame) -> str:
+    """`harmful`, `absorbed` or `unknown`, by the contract's rule, from a key's executions
+    (queries/key_executions.py): the answer for a key the forensic answer has no row of."""
+    if int(executions["side_effect"].astype(bool).sum()) >= 2:
+        return "harmful"
+    if "effect_reported" in executions:
+        reported = executions["effect_reported"].astype(bool)
+    else:  # a summary without the column: what it says of effects and skips
+        reported = executions["side_effect"].astype(bool) | executions["absorbed_by"].notna()
+    return "absorbed" if reported.any() else "unknown"
 
 
 def _outcome(executions: pd.DataFrame, harmful: bool) -> str:
@@ -210,16 +239,18 @@ def verdict(executions: pd.DataFrame, duplicate: Mapping[str, Any] | None = None
         ran = "ran its side effect" if row["side_effect"] else "ran no side effect"
         return Verdict(f"Ran once and {ran}: not a duplicate.", None, **about)
     cause = about.get("cause")
+    said = duplicate.get("outcome") if duplicate else None
     harmful_value = duplicate.get("harmful") if duplicate else None
-    harmful = (
-        bool(harmful_value)
-        if _present(harmful_value)
-        else int(executions["side_effect"].astype(bool).sum()) >= 2
-    )
+    if _present(said):
+        outcome = str(said)
+    elif _present(harmful_value):  # a row of an answer that names no outcome
+        outcome = "harmful" if bool(harmful_value) else "absorbed"
+    else:
+        outcome = outcome_of(executions)
+    harmful = None if outcome == "unknown" else outcome == "harmful"
     job_ids = executions["job_id"].dropna().nunique()
-    text = f"{_leading(cause, count)} {_reason(cause, executions, job_ids)}; " + _outcome(
-        executions, harmful
-    )
+    told = UNKNOWN_OUTCOME if harmful is None else _outcome(executions, harmful)
+    text = f"{_leading(cause, count)} {_reason(cause, executions, job_ids)}; " + told
     if duplicate is None:
         text += " (Cause not classified: no forensic answer for this key.)"
-    return Verdict(text, harmful, **about)
+    return Verdict(text, harmful, **about, outcome=outcome)

@@ -30,6 +30,12 @@ FAILOVER_LAG_US = 1 * SECOND  # lock writes newer than this are lost when the st
 ExecGen = Generator[int, None, None]
 
 
+#: Events by which a run says what became of its effect: a duplicate none of whose runs
+#: sent one has an unknown outcome (the contract's rule).
+EFFECT_EVIDENCE = frozenset({"side_effect", "idempotency_hit", "lock_contended",
+                             "occ_conflict", "commit"})
+
+
 @dataclass
 class Job:
     job_id: str
@@ -73,6 +79,8 @@ class Execution:
     last_at: int = 0
     end: str | None = None  # ack, nack, fail, crash (silent), lost (settled by the parent)
     side_effect: bool = False
+    #: It sent an event saying what became of its effect (EFFECT_EVIDENCE).
+    effect_reported: bool = False
     grant: Grant | None = None
     extend_visibility: bool = True
     heartbeat: bool = False
@@ -212,6 +220,7 @@ class Model:
                 f["delivery_attempt"] = ex.attempt
             f["worker_id"] = ex.worker_id
             ex.last_at = self.sim.now
+            ex.effect_reported = ex.effect_reported or event in EFFECT_EVIDENCE
         else:
             f["worker_id"] = emitter
         f.update(extra)

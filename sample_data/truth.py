@@ -172,10 +172,18 @@ def build_truth(model: Model, n_events: int) -> dict[str, Any]:
         job_ids = sorted({ex.job.job_id for ex in execs})
         causes = _causes(model, execs, len(set(job_ids_by_key[key])), unobservable)
         side_effects = sum(ex.side_effect for ex in execs)
+        if side_effects >= 2:
+            outcome = "harmful"
+        elif any(ex.effect_reported for ex in execs):
+            outcome = "absorbed"
+        else:
+            outcome = "unknown"
         first, last = min(e.deliver_at for e in execs), max(e.last_at for e in execs)
         duplicates.append({
             "key": key, "job_type": execs[0].job.jt.name, "executions": len(execs),
-            "side_effects": side_effects, "harmful": side_effects >= 2,
+            "side_effects": side_effects,
+            "harmful": None if outcome == "unknown" else outcome == "harmful",
+            "outcome": outcome,
             "cause": causes[0], "causes": causes, "job_ids": job_ids,
             "lock_expired_while_running": any(e.idx in overrun_by for e in execs),
             "overlapped": any(overrun_by.get(e.idx) for e in execs),

@@ -48,7 +48,8 @@ MAX_LAYERS = 8
 #: Generations whose touched units stay answerable (`touched_since`).
 JOURNAL = 256
 MERGE_SHARE = 0.25
-FORMAT = 2
+#: 3: executions and duplicate runs say whether a run reported its effect at all.
+FORMAT = 3
 
 
 @dataclass

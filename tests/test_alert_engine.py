@@ -68,6 +68,13 @@ def test_a_side_effect_run_twice_is_a_harmful_duplicate(store, make_table) -> No
     assert alert.evidence["cause"] == "visibility_timeout"
 
 
+def test_a_duplicate_of_unknown_outcome_fires_no_harmful_duplicate(store, make_table) -> None:
+    # Two runs nobody reported the effect of (a zero-code source): not called harmful.
+    events = run("j1", None, "w1", "00:00", [("00:40", "ack")])
+    events += run("j1", None, "w2", "00:31", [("00:33", "ack")])
+    assert _fired(store, make_table, events).get("harmful_duplicate", []) == []
+
+
 def test_split_brain_is_one_alert_per_pair(store, make_table) -> None:
     events = locked("j1", 1, "w1", "o1", "00:00", 30_000, [("00:10", "ack")])
     events += locked("j2", 1, "w2", "o2", "00:05", 30_000, [("00:08", "ack")])

@@ -50,3 +50,20 @@ def test_a_redelivery_to_the_same_worker_while_the_first_run_goes_on_is_a_visibi
     store.write(rows_to_table(rows))
     [duplicate] = duplicates(store).to_dict("records")
     assert duplicate["cause"] == "visibility_timeout"
+
+
+def test_a_pool_process_killed_under_acks_late_and_reject_on_worker_lost_is_a_crash(
+    store,
+) -> None:
+    """Celery sends task-rejected (requeue) and runs the task again: a worker crash, not
+    a retry after the run's own failure."""
+    mapper = CeleryEventMapper()
+    rows = [mapper.map(received(), 0).row]
+    mapper.map(task("task-started", T + 0.01, 5), 0)
+    rows.append(mapper.map(task("task-rejected", T + 2, 6, requeue=True), 0).row)
+    rows.append(mapper.map(received(at=T + 2.01, clock=7), 0).row)
+    rows.append(mapper.map(task("task-succeeded", T + 2.1, 8, runtime=0.05), 0).row)
+    store.write(rows_to_table(rows))
+    [duplicate] = duplicates(store).to_dict("records")
+    assert (duplicate["cause"], duplicate["causes"]) == ("worker_crash", ["worker_crash"])
+    assert duplicate["outcome"] == "unknown"  # the stream says nothing of effects

@@ -119,6 +119,27 @@ def test_task_rejected_is_a_nack_when_requeued_else_a_fail() -> None:
     assert mapper.map(task("task-rejected", T, 4, requeue=False), 0).row["event"] == "fail"
 
 
+def test_a_requeue_ending_a_run_still_open_is_its_pool_process_lost() -> None:
+    # acks_late + task_reject_on_worker_lost: Celery 5.7 sends task-rejected (requeue)
+    # alone when the pool process running the task dies, no task-failed.
+    mapper = CeleryEventMapper()
+    mapper.map(received(), 0)
+    mapper.map(task("task-started", T + 0.01, 5), 0)
+    row = mapper.map(task("task-rejected", T + 2, 6, requeue=True), 0).row
+    assert row["event"] == "nack"
+    assert attrs(row)["reason"].startswith("WorkerLostError")
+    assert mapper.unsettled() == {}
+
+
+def test_a_requeue_after_the_run_failed_is_no_lost_pool_process() -> None:
+    # A hard time limit: task-failed first (the run ended), then the requeue.
+    mapper = CeleryEventMapper()
+    mapper.map(received(), 0)
+    mapper.map(task("task-failed", T + 2, 6, exception="TimeLimitExceeded(5)"), 0)
+    row = mapper.map(task("task-rejected", T + 2.001, 7, requeue=True), 0).row
+    assert (row["event"], attrs(row)["reason"]) == ("nack", "rejected, requeued")
+
+
 def test_task_revoked_is_a_fail_that_says_how() -> None:
     row = CeleryEventMapper().map(
         task("task-revoked", T, 3, terminated=True, signum=15, expired=False), 0).row

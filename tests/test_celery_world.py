@@ -6,7 +6,7 @@ ran more than once, and why (see tests/celery_world)."""
 from __future__ import annotations
 
 import pytest
-from support.scoring import score
+from support.scoring import harm, score
 
 #: What spans without an idempotency key can tell: their key is the job_id, so a producer
 #: retry (two job_ids) is out of their reach.
@@ -76,8 +76,34 @@ def test_the_worker_logs_name_the_cause_of_each_duplicate(celery_world) -> None:
     assert result.cause_accuracy >= 0.95, explained(celery_world, "logs", result)
 
 
-@pytest.mark.parametrize("source", ["events", "logs"])
-def test_a_source_without_side_effects_calls_no_duplicate_harmful(celery_world, source) -> None:
-    # Neither events nor logs carry a side effect: harmful or absorbed is beyond them.
+#: Each zero-code source, and the truth of its keys (the logs are keyed by task id).
+ZERO_CODE = {"events": "by_key", "logs": "by_job_id"}
+
+
+def _harmful(truth, source: str) -> tuple[dict[str, str], set[str]]:
+    if ZERO_CODE[source] == "by_key":
+        return truth.by_key, truth.harmful_keys
+    return truth.by_job_id, truth.harmful_job_ids
+
+
+@pytest.mark.parametrize("source", sorted(ZERO_CODE))
+def test_a_source_without_effect_events_calls_every_outcome_unknown(celery_world, source) -> None:
+    # Neither events nor logs say whether an effect ran: harmful or absorbed is beyond
+    # them, and saying `absorbed` would close an incident where a customer paid twice.
     rows = celery_world.duplicates(source)
-    assert rows and not any(row["harmful"] for row in rows)
+    assert rows
+    assert {row["outcome"] for row in rows} == {"unknown"}
+    assert all(row["harmful"] is None for row in rows)
+
+
+@pytest.mark.parametrize("source", sorted(ZERO_CODE))
+def test_a_side_effect_line_the_app_logs_makes_the_outcome_known(celery_world, source) -> None:
+    # The app logs one JSON line per effect keyed by the task id; ingested beside the
+    # zero-code source, each line joins the run its task id was delivered to last.
+    merged = f"{source}+effects"
+    celery_world.ingest(merged, celery_world.effects_log, into=source)
+    truth, harmful = _harmful(celery_world.truth, source)
+    rows = celery_world.duplicates(merged)
+    result = harm(rows, truth, harmful)
+    assert result.accuracy >= 0.99, f"{source} on {celery_world.broker}: {result.summary()}"
+    assert score(rows, truth).recall >= 0.99  # the effect lines added no duplicate

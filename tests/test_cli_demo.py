@@ -15,7 +15,7 @@ def test_demo_loads_the_sample_and_summarises_it_as_the_truth_says(tmp_path) -> 
     assert result.exit_code == 0, result.output
     truth = json.loads(sample_data.SAMPLE_TRUTH_PATH.read_text())
     by_cause = Counter(d["cause"] for d in truth["duplicates"])
-    harmful = Counter(d["cause"] for d in truth["duplicates"] if d["harmful"])
+    harmful = Counter(d["cause"] for d in truth["duplicates"] if d["outcome"] == "harmful")
     lines = {
         line.split()[0]: line.split()[1:]
         for line in result.stdout.splitlines()

@@ -45,6 +45,7 @@ def test_duplicates_json_rows_hold_the_contract_fields(tmp_path, make_table) -> 
             "executions": 2,
             "side_effects": 2,
             "harmful": True,
+            "outcome": "harmful",
             "cause": "visibility_timeout",
             "causes": ["visibility_timeout"],
             "job_ids": ["j1"],
@@ -143,6 +144,7 @@ HARMFUL_VERDICT = {
     "causes": ["worker_crash"],
     "job_type": "billing.charge",
     "cause_line": "billing.charge · cause worker_crash (all that apply: worker_crash)",
+    "outcome": "harmful",
 }
 
 
@@ -179,6 +181,7 @@ def test_timeline_json_of_a_clean_key_says_it_is_no_duplicate(tmp_path, make_tab
         "causes": [],
         "job_type": None,
         "cause_line": None,
+        "outcome": None,
     }
 
 
@@ -227,3 +230,11 @@ def test_duplicates_json_prints_each_row_as_the_frame_holds_it(tmp_path, make_ta
     expected = records(duplicates(EmbeddedStore(folder)))
     assert len(expected) > 10
     assert _json(["duplicates", "--store", folder, "--format", "json"]) == expected
+
+
+def test_duplicates_json_says_an_outcome_no_run_reported_is_unknown(tmp_path, make_table) -> None:
+    events = run("j1", None, "w1", "00:00", [("00:40", "ack")])
+    events += run("j1", None, "w2", "00:31", [("00:33", "ack")])
+    rows = _json(["duplicates", "--store", _store_with(tmp_path, make_table, events),
+                  "--format", "json"])
+    assert [(r["key"], r["harmful"], r["outcome"]) for r in rows] == [("j1", None, "unknown")]

@@ -140,7 +140,7 @@ def test_the_swimlane_escapes_worker_ids_lock_owners_and_reasons(embedded, make_
 def test_charts_escape_job_types_and_workers() -> None:
     duplicates = pd.DataFrame(
         {"key": [HOSTILE_KEY], "job_type": [HOSTILE_LANE], "cause": ["worker_crash"],
-         "harmful": [True], "executions": [2]}
+         "harmful": [True], "outcome": ["harmful"], "executions": [2]}
     )
     figures = [
         charts.causes_figure(duplicates),

@@ -73,6 +73,13 @@ def read_now(store: EmbeddedStore) -> dict[str, int]:
     return kept.read
 
 
+def read_state(store: EmbeddedStore) -> derived_state.State:
+    derived.ensure(store)
+    kept = derived_state.load(store)
+    assert kept is not None
+    return kept
+
+
 def from_nothing(store: EmbeddedStore, into: Path) -> dict:
     shutil.copytree(store.root, into, ignore=shutil.ignore_patterns("derived"))
     fresh = EmbeddedStore(into)
@@ -162,6 +169,33 @@ def test_a_late_redelivery_of_an_old_key_makes_it_a_duplicate(embedded, make_tab
     embedded.write(make_table(late))
     row = duplicates(embedded).iloc[0]
     assert (row["key"], row["executions"], row["harmful"]) == ("inv-1", 2, True)
+
+
+def silent_twice(job: str) -> list[dict]:
+    """Job `job` run twice and acked, nothing said of its effect (what Celery's event
+    stream or worker logs give): a duplicate of unknown outcome."""
+    return (run(job, None, "w1", "00:00", [("00:40", "ack")])
+            + run(job, None, "w2", "00:31", [("00:33", "ack")]))
+
+
+def effect_lines(job: str, *at: str) -> list[dict]:
+    """The app's own `side_effect` lines for job `job`, keyed by the job id alone."""
+    return [{"ts": f"2025-11-30T12:{ts}Z", "event": "side_effect", "job_id": job} for ts in at]
+
+
+def test_effect_lines_a_later_batch_brings_make_a_key_s_outcome_known_by_its_layer(
+    embedded, make_table, tmp_path
+) -> None:
+    embedded.write(make_table(silent_twice("j1") + silent_twice("j2")))
+    assert set(duplicates(embedded)["outcome"]) == {"unknown"}
+    first = read_state(embedded)
+    embedded.write(make_table(effect_lines("j1", "00:01", "00:32")))
+    found = duplicates(embedded).set_index("key")
+    assert (found.loc["j1", "outcome"], found.loc["j2", "outcome"]) == ("harmful", "unknown")
+    then = read_state(embedded)
+    assert len(then.layers) == len(first.layers) + 1
+    assert then.sizes["derived_executions"][-1] == 2  # j1's two runs, not j2's
+    assert state(embedded) == from_nothing(embedded, tmp_path / "fresh")
 
 
 def test_a_job_whose_key_changes_leaves_its_old_key(embedded, make_table, tmp_path) -> None:

@@ -6,7 +6,9 @@ persisted, reattached by the next process, replaced when the content changes. Wh
 order the workload model's events arrive in (late ones among them), resent, compacted
 or cut by retention in between, every derived table and kept answer must equal a build
 from nothing over the same events after every batch, and at the end the duplicates must
-be the model's truth.
+be the model's truth. Some duplicates arrive as a zero-code source sees them (nothing said
+of their effect: outcome unknown), and for some of those the app's own effect lines,
+keyed by the job id alone, arrive batches later and make their outcome known.
 """
 
 from __future__ import annotations
@@ -33,7 +35,12 @@ from store.base import Store
 from store.clickhouse import ChdbStore
 from store.embedded import EmbeddedStore
 
-DUPLICATE_FIELDS = ("key", "executions", "side_effects", "harmful", "cause", "causes")
+DUPLICATE_FIELDS = ("key", "executions", "side_effects", "harmful", "outcome", "cause",
+                    "causes")
+#: Events by which a run says what became of its effect.
+EFFECT_EVIDENCE = {"side_effect", "idempotency_hit", "lock_contended", "occ_conflict", "commit"}
+#: The prefix of the keys copied as a source without effect events sees them.
+SILENT = "silent-"
 #: A day long before the model's, whose events retention drops.
 OLD_DAY = "2026-10-01"
 
@@ -45,6 +52,8 @@ def _plain(value: object) -> object:
         return sorted(_plain(v) for v in value)
     if isinstance(value, float):
         return f"{value:.10g}"
+    if value is pd.NA:
+        return None
     return value
 
 
@@ -79,6 +88,28 @@ def old_day_lines(lines: list[bytes]) -> list[bytes]:
     return old
 
 
+def silent_lines(lines: list[bytes], truth: dict) -> tuple[list[bytes], list[bytes]]:
+    """Six of the model's duplicates again under keys of their own (SILENT), without the
+    events that say what became of their effect; and, apart, the side effects of the
+    first three as an app logs them beside such a source: keyed by the job id alone."""
+    chosen = sorted(d["key"] for d in truth["duplicates"])[:6]
+    logged = set(chosen[:3])
+    silent, effects = [], []
+    for line in lines:
+        record = orjson.loads(line)
+        key = record.get("idempotency_key") or record.get("job_id")
+        if key not in chosen:
+            continue
+        for field in ("job_id", "idempotency_key"):
+            if record.get(field):
+                record[field] = SILENT + record[field]
+        if record["event"] not in EFFECT_EVIDENCE:
+            silent.append(orjson.dumps(record))
+        elif record["event"] == "side_effect" and key in logged:
+            effects.append(orjson.dumps({k: record[k] for k in ("ts", "event", "job_id")}))
+    return silent, effects
+
+
 Step = tuple[str, list[bytes]]
 
 
@@ -86,8 +117,9 @@ def deliveries(seed: int, *, retention: bool) -> tuple[list[Step], dict]:
     """The model's lines in random batches and order, some batches sent twice, with
     compaction and (`retention`) an old day that retention drops in between."""
     lines, truth = model_lines(seed)
+    silent, effects = silent_lines(lines, truth)
     rng = random.Random(seed)
-    shuffled = lines[:]
+    shuffled = lines + silent
     rng.shuffle(shuffled)  # every batch holds events older than the last one's
     cuts = sorted(rng.sample(range(1, len(shuffled)), 4))
     batches = [shuffled[a:b] for a, b in zip([0, *cuts], [*cuts, len(shuffled)], strict=True)]
@@ -100,6 +132,8 @@ def deliveries(seed: int, *, retention: bool) -> tuple[list[Step], dict]:
             steps.append(("compact", []))
         if n == 1 and retention:
             steps.append(("retention", []))
+        if n == 2:
+            steps.append(("batch", effects))  # the app's effect lines, batches later
     return steps, truth
 
 
@@ -109,13 +143,27 @@ def _write(store: Store, lines: list[bytes], folder: Path, n: int) -> None:
     ingest_files([str(path)], store, Normaliser())
 
 
-def _duplicates_are_the_truth(store: Store, truth: dict) -> None:
+def _duplicates_are_the_truth(store: Store, truth: dict, silent_copies: bool = True) -> None:
     found = duplicates(store).to_dict(orient="records")
-    rows = sorted(repr(tuple(_plain(r[f]) for f in DUPLICATE_FIELDS)) for r in found)
+    modelled = [r for r in found if not str(r["key"]).startswith(SILENT)]
+    rows = sorted(repr(tuple(_plain(r[f]) for f in DUPLICATE_FIELDS)) for r in modelled)
     expected = sorted(
         repr(tuple(_plain(d[f]) for f in DUPLICATE_FIELDS)) for d in truth["duplicates"]
     )
     assert rows == expected
+    if not silent_copies:
+        return
+    # The copies without effect events: unknown, but where the effect lines came.
+    chosen = sorted(d["key"] for d in truth["duplicates"])[:6]
+    silent = {str(r["key"]).removeprefix(SILENT): r for r in found if r not in modelled}
+    assert sorted(silent) == chosen
+    for key in chosen[3:]:
+        assert (silent[key]["outcome"], silent[key]["side_effects"]) == ("unknown", 0)
+    for key in chosen[:3]:
+        said = next(d for d in truth["duplicates"] if d["key"] == key)
+        assert silent[key]["side_effects"] == said["side_effects"], key
+        known = {0: "unknown", 1: "absorbed"}.get(said["side_effects"], "harmful")
+        assert silent[key]["outcome"] == known, key
 
 
 def _same_duplicates(live: Store, fresh: Store) -> None:
@@ -228,7 +276,7 @@ def test_rebuild_repairs_a_damaged_kept_build(tmp_path: Path, batch_folder: Path
             state(damaged)
         derived.rebuild(damaged)
         assert state(damaged) == kept
-        _duplicates_are_the_truth(damaged, truth)
+        _duplicates_are_the_truth(damaged, truth, silent_copies=False)
     finally:
         damaged.close()
 

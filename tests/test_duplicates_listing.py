@@ -81,6 +81,24 @@ def test_a_batch_s_keys_take_their_places_and_replace_their_old_rows(store, make
     assert rows[2]["executions"] == 3
 
 
+def test_a_key_of_unknown_outcome_is_listed_so_and_known_once_its_effects_arrive(
+    store, make_table
+) -> None:
+    silent = (run("j9", None, "w1", "04:00", [("04:40", "ack")])
+              + run("j9", None, "w2", "04:31", [("04:33", "ack")]))
+    store.write(make_table(silent))
+    printed = listed(store)
+    assert printed == rendered(store)
+    row = orjson.loads(printed)[-1]
+    assert (row["key"], row["harmful"], row["outcome"]) == ("j9", None, "unknown")
+    store.write(make_table([{"ts": f"2025-11-30T12:{ts}Z", "event": "side_effect",
+                             "job_id": "j9"} for ts in ("04:01", "04:32")]))
+    printed = listed(store)
+    assert printed == rendered(store)
+    row = orjson.loads(printed)[-1]
+    assert (row["key"], row["harmful"], row["outcome"]) == ("j9", True, "harmful")
+
+
 def test_the_listing_follows_folded_and_merged_layers(store, make_table) -> None:
     for minute in range(10, 40):  # past MAX_LAYERS (folds) and a quarter of the base (merge)
         store.write(make_table(twice(f"inv-{minute}", minute)))

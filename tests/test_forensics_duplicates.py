@@ -7,6 +7,7 @@ import orjson
 import pandas as pd
 import polars as pl
 import pyarrow as pa
+import pytest
 from forensics_cases import ev, run
 
 import sample_data
@@ -119,6 +120,51 @@ def test_extras_that_skipped_the_effect_are_absorbed(store, make_table) -> None:
     store.write(make_table(events))
     row = only(duplicates(store))
     assert (row["harmful"], row["side_effects"], row["executions"]) == (False, 1, 2)
+
+
+def test_a_duplicate_whose_runs_said_nothing_of_the_effect_has_an_unknown_outcome(
+    store, make_table
+) -> None:
+    # What a source without effect events (Celery's event stream, its worker logs) sees.
+    events = run("j1", None, "w1", "00:00", [("00:40", "ack")], **KEY)
+    events += run("j1", None, "w2", "00:31", [("00:33", "ack")], **KEY)
+    store.write(make_table(events))
+    row = only(duplicates(store))
+    assert (row["outcome"], row["side_effects"]) == ("unknown", 0)
+    assert row["harmful"] is pd.NA
+
+
+@pytest.mark.parametrize("evidence", ["side_effect", "idempotency_hit", "lock_contended",
+                                      "occ_conflict", "commit"])
+def test_one_run_that_reported_its_effect_makes_the_outcome_known(
+    store, make_table, evidence
+) -> None:
+    events = run("j1", 1, "w1", "00:00", [("00:40", "ack")], **KEY)
+    events += run("j1", 2, "w2", "00:31", [("00:32", evidence), ("00:33", "ack")], **KEY)
+    store.write(make_table(events))
+    row = only(duplicates(store))
+    assert (row["outcome"], bool(row["harmful"])) == ("absorbed", False)
+
+
+def test_two_runs_that_ran_the_effect_are_harmful_whatever_else_they_said(
+    store, make_table
+) -> None:
+    events = run("j1", 1, "w1", "00:00", [("00:02", "side_effect"), ("00:40", "ack")], **KEY)
+    events += run("j1", 2, "w2", "00:31", [("00:32", "side_effect"), ("00:33", "ack")], **KEY)
+    store.write(make_table(events))
+    row = only(duplicates(store))
+    assert (row["outcome"], bool(row["harmful"])) == ("harmful", True)
+
+
+def test_the_outcome_is_printed_beside_harmful_null_when_unknown(store, make_table) -> None:
+    events = run("j1", None, "w1", "00:00", [("00:40", "ack")])
+    events += run("j1", None, "w2", "00:31", [("00:33", "ack")])
+    events += run("j2", 1, "w1", "00:00", [("00:01", "side_effect"), ("00:02", "ack")])
+    events += run("j2", 2, "w1", "00:10", [("00:11", "idempotency_hit"), ("00:12", "ack")])
+    store.write(make_table(events))
+    table = duplicates_arrow(store)
+    rows = {r["key"]: (r["harmful"], r["outcome"]) for r in table.to_pylist()}
+    assert rows == {"j1": (None, "unknown"), "j2": (False, "absorbed")}
 
 
 def test_the_idempotency_key_on_one_event_names_the_whole_job(store, make_table) -> None:

@@ -19,6 +19,7 @@ DUPLICATE_FIELDS = (
     "executions",
     "side_effects",
     "harmful",
+    "outcome",
     "cause",
     "causes",
     "job_ids",

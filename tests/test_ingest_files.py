@@ -165,6 +165,26 @@ def test_cli_ingest_reports_bad_lines_and_exit_codes(tmp_path) -> None:
     assert strict.exit_code == 2
 
 
+def test_cli_ingest_of_a_file_stored_before_says_none_of_its_events_were_new(tmp_path) -> None:
+    path = write_jsonl(tmp_path / "w.jsonl", LINES)
+    store = str(tmp_path / "store")
+    first = CliRunner().invoke(main, ["ingest", "--store", store, str(path)])
+    assert "3 new, 0 already stored" in first.output
+    again = CliRunner().invoke(main, ["ingest", "--store", store, str(path)])
+    assert again.exit_code == 0
+    assert "0 new, 3 already stored" in again.output
+
+
+def test_an_ingest_counts_as_new_only_the_lines_the_store_did_not_hold(
+    tmp_path, store
+) -> None:
+    first = write_jsonl(tmp_path / "first.jsonl", LINES[:2])
+    both = write_jsonl(tmp_path / "both.jsonl", LINES)
+    assert ingest_files([str(first)], store).already_stored == 0
+    report = ingest_files([str(both)], store)
+    assert (report.rows, report.already_stored) == (3, 2)
+
+
 def test_cli_ingest_fails_when_nothing_could_be_read(tmp_path) -> None:
     path = tmp_path / "garbage.log"
     path.write_text("hello\nworld\n")

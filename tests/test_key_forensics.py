@@ -20,6 +20,12 @@ ABSORBED = run("j1", 1, "w1", "00:00", [("00:02", "side_effect"), ("00:40", "ack
     "j1", 2, "w2", "00:31", [("00:32", "idempotency_hit"), ("00:33", "ack")], **KEY
 )
 
+#: Two runs of one task, as Celery's event stream or worker logs see them: delivered and
+#: acked, nothing said of the effect.
+SILENT_ON_EFFECT = run("j1", None, "w1", "00:00", [("00:40", "ack")]) + run(
+    "j1", None, "w2", "00:31", [("00:33", "ack")]
+)
+
 
 def test_a_clean_key_ran_once_and_is_no_duplicate(store, make_table) -> None:
     store.write(make_table(CLEAN))
@@ -84,3 +90,26 @@ def test_an_unknown_key_has_no_events_and_no_verdict_on_executions(embedded, mak
     found = key_forensics(embedded, "nope")
     assert found.timeline.empty and found.executions.empty and found.duplicate is None
     assert found.verdict.text == "No execution recorded: the job was never delivered to a worker."
+
+
+def test_a_duplicate_no_run_reported_the_effect_of_says_so_and_what_would_tell(
+    store, make_table
+) -> None:
+    store.write(make_table(SILENT_ON_EFFECT))
+    said = key_forensics(store, "j1").verdict
+    assert (said.harmful, said.outcome) == (None, "unknown")
+    assert "absorbed." not in said.text and "harmful." not in said.text
+    assert "whether it harmed is unknown" in said.text
+    assert "side_effect" in said.text and "task id" in said.text
+    assert said.as_dict()["outcome"] == "unknown"
+
+
+def test_an_effect_line_logged_apart_makes_the_outcome_known(store, make_table) -> None:
+    # The app logs its effect keyed by the task id alone (no worker): it joins the run
+    # delivered last before it, whichever source saw the deliver.
+    effects = [{"ts": "2025-11-30T12:00:01Z", "event": "side_effect", "job_id": "j1"},
+               {"ts": "2025-11-30T12:00:32Z", "event": "side_effect", "job_id": "j1"}]
+    store.write(make_table(SILENT_ON_EFFECT + effects))
+    said = key_forensics(store, "j1").verdict
+    assert (said.harmful, said.outcome) == (True, "harmful")
+    assert said.text.endswith("the second execution ran the effect again: harmful.")

@@ -17,7 +17,19 @@ def workload() -> sample_data.Workload:
 
 def test_harmful_iff_two_side_effects(workload: sample_data.Workload) -> None:
     for d in workload.truth["duplicates"]:
-        assert d["harmful"] == (d["side_effects"] >= 2)
+        assert (d["outcome"] == "harmful") == (d["side_effects"] >= 2)
+        if d["outcome"] != "unknown":
+            assert d["harmful"] == (d["side_effects"] >= 2)
+
+
+def test_an_outcome_is_unknown_only_where_no_run_reported_its_effect(
+    workload: sample_data.Workload,
+) -> None:
+    for d in workload.truth["duplicates"]:
+        assert d["outcome"] in ("harmful", "absorbed", "unknown")
+        assert (d["harmful"] is None) == (d["outcome"] == "unknown")
+        if d["side_effects"]:
+            assert d["outcome"] != "unknown"  # a side effect is evidence
 
 
 def test_duplicates_have_two_executions(workload: sample_data.Workload) -> None:

@@ -51,6 +51,12 @@ CASES: dict[str, list[dict]] = {
         ev("00:02", "deliver", job_id="j1", worker_id="w1"),
         ev("00:03", "ack", job_id="j1"),
     ],
+    "effects logged apart, by the job id alone": [
+        *[_without(r, "delivery_attempt") for r in REDELIVERED if r["event"] != "side_effect"],
+        _without(ev("00:02", "side_effect", job_id="j1"), "idempotency_key"),
+        _without(ev("00:32.5", "side_effect", job_id="j1"), "idempotency_key"),
+        ev("00:00.5", "commit", job_id="j1"),  # before any deliver: in no execution
+    ],
     "an event at the deliver's instant": [
         ev("00:01", "deliver", job_id="j1", delivery_attempt=1, worker_id="w1"),
         ev("00:01", "lock_acquire", job_id="j1", delivery_attempt=1, worker_id="w1"),

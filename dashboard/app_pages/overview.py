@@ -15,13 +15,18 @@ from dashboard.filters import Filters
 
 
 def show_totals(found: pd.DataFrame) -> None:
-    harmful = int(found["harmful"].sum())
+    outcomes = found["outcome"].value_counts()
     extra = int(found["executions"].sum() - len(found))
-    columns = st.columns(4)
+    columns = st.columns(5)
     columns[0].metric("Duplicate keys", f"{len(found):,}")
-    columns[1].metric("Harmful (effect ran twice)", f"{harmful:,}")
-    columns[2].metric("Absorbed", f"{len(found) - harmful:,}")
-    columns[3].metric("Extra executions", f"{extra:,}")
+    columns[1].metric("Harmful (effect ran twice)", f"{int(outcomes.get('harmful', 0)):,}")
+    columns[2].metric("Absorbed", f"{int(outcomes.get('absorbed', 0)):,}")
+    columns[3].metric(
+        "Unknown outcome", f"{int(outcomes.get('unknown', 0)):,}",
+        help="No run of the key reported its effect (side_effect, idempotency_hit, "
+        "lock_contended, occ_conflict, commit): harmful or absorbed cannot be told.",
+    )
+    columns[4].metric("Extra executions", f"{extra:,}")
 
 
 def show_over_time(url: str, snap: str, chosen: Filters, found: pd.DataFrame) -> None:
@@ -57,7 +62,7 @@ def show_worst_keys(found: pd.DataFrame) -> None:
     worst = charts.worst_keys(found).reset_index(drop=True)
     st.dataframe(
         worst.assign(timeline=[ui.timeline_link(k) for k in worst["key"]])[
-            ["timeline", "job_type", "queue", "executions", "side_effects", "harmful", "cause",
+            ["timeline", "job_type", "queue", "executions", "side_effects", "outcome", "cause",
              "causes", "job_ids", "first_ts", "last_ts"]
         ],
         hide_index=True,
@@ -68,7 +73,8 @@ def show_worst_keys(found: pd.DataFrame) -> None:
             "timeline": st.column_config.LinkColumn(
                 "key", display_text=r"key=(.*)$", help="Opens the key's timeline"
             ),
-            "harmful": st.column_config.CheckboxColumn("harmful"),
+            "outcome": st.column_config.TextColumn(
+                "outcome", help="harmful, absorbed, or unknown: no run reported its effect"),
         },
     )
     st.caption("Select a row (or click its key) to open the key's timeline.")

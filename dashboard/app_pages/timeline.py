@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard import links, loaders, ui
+from dashboard import charts, links, loaders, ui
 from dashboard.escape import md, shorten
 from dashboard.source import snapshot, store_url
 from dashboard.swimlane import swimlane_figure
@@ -59,11 +59,11 @@ def show_worst_keys(url: str, snap: str) -> None:
     worst = loaders.forensic(url, snap, "duplicates", {})
     if worst is None or worst.empty:
         return
-    worst = worst.sort_values(["harmful", "executions"], ascending=False).head(10)
+    worst = charts.worst_keys(worst, limit=10)
     st.caption("Or start from the worst duplicates:")
     st.dataframe(
         worst.assign(timeline=[ui.timeline_link(k) for k in worst["key"]])[
-            ["timeline", "job_type", "executions", "harmful", "cause"]
+            ["timeline", "job_type", "executions", "outcome", "cause"]
         ],
         hide_index=True,
         column_config={
@@ -76,6 +76,8 @@ def show_verdict(said: Verdict) -> None:
     text = md(said.text)  # it quotes worker ids and error reasons from the events
     if said.harmful:
         st.error(text, icon=":material/warning:")
+    elif said.outcome == "unknown":
+        st.warning(text, icon=":material/help:")
     elif said.harmful is False:
         st.warning(text, icon=":material/shield:")
     else:

@@ -19,6 +19,7 @@ SELECT
     e.start_us AS start_us,
     e.end_us AS end_us,
     e.had_side_effect AS had_side_effect,
+    e.had_effect_evidence AS had_effect_evidence,
     e.missing_attempts_before AS missing_attempts_before,
     e.key_enqueued_jobs AS key_enqueued_jobs,
     e.cause_visibility_timeout AS cause_visibility_timeout,

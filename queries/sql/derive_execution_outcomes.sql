@@ -36,6 +36,10 @@ WITH per_execution AS (
             OR coalesce(settled_by, coalesce(worker_id, '')) <> coalesce(worker_id, '')
         )) AS lost_worker_settlements,
         countIf(event = 'side_effect') AS side_effect_events,
+        -- Whether the run said anything of its effect: without such evidence on any run of
+        -- a key, harmful or absorbed cannot be told (outcome `unknown`).
+        countIf(event IN ('side_effect', 'idempotency_hit', 'lock_contended', 'occ_conflict',
+                          'commit')) AS effect_evidence_events,
         max(ts_us) FILTER (WHERE event = 'side_effect') AS last_side_effect_us,
         max(ts_us) FILTER (WHERE event = 'commit') AS last_commit_us,
         countIf(event = 'idempotency_hit') AS idempotency_hits,

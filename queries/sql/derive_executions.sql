@@ -56,6 +56,7 @@ SELECT
     o.lost_worker_settlements > 0 AS lost_worker,
     o.side_effect_events AS side_effect_events,
     o.side_effect_events > 0 AS had_side_effect,
+    o.effect_evidence_events > 0 AS had_effect_evidence,
     o.idempotency_hits > 0 AS idempotency_hit,
     o.lock_contentions > 0 AS lock_contended,
     o.lock_wait_ms AS lock_wait_ms,

@@ -1,6 +1,8 @@
 -- Which keys (idempotency key, else job_id) ran more than once, how many times, whether
--- two or more runs emitted side effects (harmful) or the extras were absorbed, and which
--- causes apply (flags, in the contract's priority order; the caller names the first).
+-- two or more runs emitted side effects (harmful), the extras were absorbed (some run said
+-- what became of its effect: side_effect, idempotency_hit, lock_contended, occ_conflict,
+-- commit), or no run said anything of it (unknown: `harmful` NULL), and which causes
+-- apply (flags, in the contract's priority order; the caller names the first).
 -- Filters select executions; a key is a duplicate when it has more than one selected run.
 -- An attempt number that arrives with earlier attempts missing counts them as runs too.
 -- Reads `derived_duplicate_runs` (the runs of keys that are duplicates unfiltered) and the
@@ -31,7 +33,15 @@ SELECT
     max(d.queue) AS queue,
     count(*) + sum(d.missing_attempts_before) AS executions,
     countIf(d.had_side_effect) AS side_effects,
-    countIf(d.had_side_effect) >= 2 AS harmful,
+    CASE
+        WHEN countIf(d.had_side_effect) >= 2 THEN true
+        WHEN countIf(d.had_effect_evidence) > 0 THEN false
+    END AS harmful,
+    CASE
+        WHEN countIf(d.had_side_effect) >= 2 THEN 'harmful'
+        WHEN countIf(d.had_effect_evidence) > 0 THEN 'absorbed'
+        ELSE 'unknown'
+    END AS outcome,
     array_agg(DISTINCT d.job_id) AS job_ids,
     min(d.start_us) AS first_us,
     max(d.end_us) AS last_us,

@@ -6,7 +6,9 @@
 -- An execution starts at a `deliver`; a later worker event of the same job_id on the same
 -- worker (and delivery_attempt, where there is one) belongs to the latest such deliver at or
 -- before it, so a redelivery with no attempt number still starts a new execution. Spans
--- name their execution themselves (execution_id).
+-- name their execution themselves (execution_id). A step that names neither worker nor
+-- attempt (an effect the app logs apart, keyed by the task id alone, beside a source that
+-- saw the deliver) belongs to the job's latest deliver at or before it, on any worker.
 -- Nearly every (job_id, worker, attempt) has one deliver, which a hash join finds; only
 -- the groups with several (a transport that keeps no attempt count) need the ASOF join.
 WITH job_keys AS (
@@ -41,7 +43,9 @@ keyed AS (
         u.*,
         coalesce(k.job_key, u.job_id) AS key,
         coalesce(u.worker_id, '') AS m_worker,
-        coalesce(u.delivery_attempt, -1) AS m_attempt
+        coalesce(u.delivery_attempt, -1) AS m_attempt,
+        -- include: loose_step
+        AS loose
     FROM unique_events AS u
     LEFT JOIN job_keys AS k ON k.job_id = u.job_id
 ),
@@ -52,7 +56,7 @@ single AS (
     FROM keyed AS e
     LEFT JOIN deliver_groups AS g
         ON e.job_id = g.d_job AND e.m_worker = g.d_worker AND e.m_attempt = g.d_attempt
-    WHERE coalesce(g.delivers, 1) = 1
+    WHERE coalesce(g.delivers, 1) = 1 AND NOT e.loose
 ),
 several AS (
     SELECT e.*, d.d_execution AS d_execution
@@ -61,6 +65,7 @@ several AS (
         FROM keyed AS e
         SEMI JOIN (SELECT * FROM deliver_groups WHERE delivers > 1) AS g
             ON e.job_id = g.d_job AND e.m_worker = g.d_worker AND e.m_attempt = g.d_attempt
+        WHERE NOT e.loose
     ) AS e
     ASOF LEFT JOIN delivers AS d
         ON e.job_id = d.d_job
@@ -68,10 +73,17 @@ several AS (
         AND e.m_attempt = d.d_attempt
         AND e.ts >= d.d_ts
 ),
+loose AS (
+    SELECT e.*, d.d_execution AS d_execution
+    FROM (SELECT * FROM keyed WHERE loose) AS e
+    ASOF LEFT JOIN delivers AS d ON e.job_id = d.d_job AND e.ts >= d.d_ts
+),
 assigned AS (
     SELECT * FROM single
     UNION ALL
     SELECT * FROM several
+    UNION ALL
+    SELECT * FROM loose
 )
 SELECT
     e.event_uid AS event_uid,

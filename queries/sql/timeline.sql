@@ -2,7 +2,9 @@
 -- order, each labelled with the execution it belongs to.
 -- An execution starts at a `deliver`; a later event of the same job_id on the same worker
 -- (and the same delivery_attempt, where there is one) belongs to the latest such deliver
--- at or before it. Spans name their execution themselves (execution_id).
+-- at or before it. Spans name their execution themselves (execution_id). A step that
+-- names neither worker nor attempt (an effect logged apart, keyed by the task id alone)
+-- belongs to its job's latest deliver at or before it, on any worker.
 -- param key: String
 -- Two steps, each a plain filter the store can prune by its sort order: the job_ids of the
 -- key first, then the key's own rows plus the other rows of those jobs.
@@ -35,11 +37,26 @@ delivers AS (
 ),
 placed AS (
     SELECT
-        m.*,
-        coalesce(m.job_id, '') AS m_job,
-        coalesce(m.worker_id, '') AS m_worker,
-        coalesce(m.delivery_attempt, -1) AS m_attempt
-    FROM matched AS m
+        u.*,
+        coalesce(u.job_id, '') AS m_job,
+        coalesce(u.worker_id, '') AS m_worker,
+        coalesce(u.delivery_attempt, -1) AS m_attempt,
+        -- include: loose_step
+        AS loose
+    FROM matched AS u
+),
+assigned AS (
+    SELECT p.*, d.d_execution AS d_execution
+    FROM (SELECT * FROM placed WHERE NOT loose) AS p
+    ASOF LEFT JOIN delivers AS d
+        ON p.m_job = d.d_job
+        AND p.m_worker = d.d_worker
+        AND p.m_attempt = d.d_attempt
+        AND p.ts >= d.d_ts
+    UNION ALL
+    SELECT p.*, d.d_execution AS d_execution
+    FROM (SELECT * FROM placed WHERE loose) AS p
+    ASOF LEFT JOIN delivers AS d ON p.m_job = d.d_job AND p.ts >= d.d_ts
 )
 SELECT
     p.ts AS ts,
@@ -48,7 +65,7 @@ SELECT
         WHEN p.event IN ('outbox_write', 'enqueue', 'enqueue_deduped') THEN NULL
         WHEN p.execution_id IS NOT NULL THEN p.execution_id
         WHEN p.event = 'deliver' THEN p.event_uid
-        ELSE d.d_execution
+        ELSE p.d_execution
     END AS execution_uid,
     p.job_id AS job_id,
     p.delivery_attempt AS delivery_attempt,
@@ -66,10 +83,5 @@ SELECT
     p.span_id AS span_id,
     p.attrs AS attrs,
     p.event_uid AS event_uid
-FROM placed AS p
-ASOF LEFT JOIN delivers AS d
-    ON p.m_job = d.d_job
-    AND p.m_worker = d.d_worker
-    AND p.m_attempt = d.d_attempt
-    AND p.ts >= d.d_ts
+FROM assigned AS p
 ORDER BY ts, event_uid

@@ -8,6 +8,10 @@
     WORLD_VISIBILITY_S     the Redis transport's visibility timeout
     WORLD_DUPESCOPE_URL    optional: dupescope's own instrumentation exports OTLP/HTTP here
     WORLD_OTEL_URL         optional: CeleryInstrumentor exports OTLP/HTTP here
+    WORLD_EFFECTS_LOG      optional: the app logs a JSON line per side effect here, keyed
+                           by the task id (what a zero-code source lacks to tell harm)
+    WORLD_REJECT_ON_WORKER_LOST  "1": task_reject_on_worker_lost (a task whose pool
+                           process died is requeued, and runs again)
 
 The two instrumentations export to two collectors through two tracer providers, so each
 source is scored alone from the same run. Everything is set up at import, in the worker's
@@ -21,7 +25,9 @@ import logging
 import os
 import time
 import uuid
+from datetime import UTC, datetime
 
+import orjson
 from celery import Celery, signals
 
 from celery_world import ledger
@@ -50,7 +56,9 @@ app.conf.update(
     worker_enable_remote_control=False,
     result_expires=600,
     broker_connection_retry_on_startup=True,
+    task_reject_on_worker_lost=os.environ.get("WORLD_REJECT_ON_WORKER_LOST") == "1",
 )
+EFFECTS_LOG = os.environ.get("WORLD_EFFECTS_LOG")
 if BROKER_URL.startswith("redis"):
     app.conf.broker_transport_options = {
         "visibility_timeout": VISIBILITY_S,
@@ -114,6 +122,20 @@ def _runs_of(key: str, task_id: str | None = None) -> list[ledger.Entry]:
     ]
 
 
+def log_side_effect(path: str, task_id: str, task_name: str) -> None:
+    """The line an app adds to its own log where the effect runs: the contract's
+    `side_effect`, keyed by the task id alone (no worker id, no attempt)."""
+    line = orjson.dumps({
+        "ts": datetime.now(UTC).isoformat(), "event": "side_effect", "job_id": task_id,
+        "job_type": task_name,
+    }) + b"\n"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
 @app.task(bind=True, name="world.effect")
 def effect(self, idempotency_key: str, behaviour: str = "normal") -> str:
     """Run the business effect once; `behaviour` says what fault this run walks into.
@@ -130,6 +152,8 @@ def effect(self, idempotency_key: str, behaviour: str = "normal") -> str:
         "effect", idempotency_key, request.id, run, request.hostname or ""))
     if os.environ.get("WORLD_DUPESCOPE_URL"):
         instrument.current_run().side_effect(behaviour=behaviour)
+    if EFFECTS_LOG:
+        log_side_effect(EFFECTS_LOG, request.id, self.name)
     if behaviour == "slow":
         time.sleep(1.0)
     elif first and behaviour == "crash":

@@ -29,6 +29,7 @@ needs:
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -64,6 +65,10 @@ NORMAL_TASKS = 60
 RESENT_KEYS = 3
 CRASH_KEYS = 2
 OUTLIVE_KEYS = 2
+#: Tasks whose pool process is SIGKILLed mid-run in `run_pool_kills` (the worker's main
+#: process lives on and settles them), and the normal tasks around them.
+POOL_KILL_KEYS = 2
+POOL_NORMAL_TASKS = 6
 #: How long the scenario may go without any progress (no run of a task began or ended, no
 #: worker logged a line) before it counts as stalled. A step waits as long as progress
 #: goes on: on a machine busy with other work the same step takes several times longer,
@@ -205,9 +210,12 @@ class CeleryWorld:
     """
 
     def __init__(
-        self, broker: str, folder: Path, sources: tuple[str, ...] = ("dupescope", "otel")
+        self, broker: str, folder: Path, sources: tuple[str, ...] = ("dupescope", "otel"),
+        reject_on_worker_lost: bool = False,
     ) -> None:
         self.broker = broker
+        #: Celery's task_reject_on_worker_lost in the workers (with acks_late, always on).
+        self.reject_on_worker_lost = reject_on_worker_lost
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
         self.run_id = uuid.uuid4().hex[:8]
@@ -224,6 +232,8 @@ class CeleryWorld:
         else:
             raise ValueError(f"unknown broker {broker!r}: redis or rabbitmq")
         self.ledger = folder / "ledger.jsonl"
+        #: The app's own log of its side effects, a JSON line each keyed by the task id.
+        self.effects_log = folder / "effects.jsonl"
         self.sources = sources
         self.stores: dict[str, Path] = {name: folder / f"store-{name}" for name in sources}
         self._collector_args: dict[str, tuple[str, ...]] = {name: () for name in sources}
@@ -240,6 +250,8 @@ class CeleryWorld:
         self.collector_health: dict[str, dict] = {}
         #: Seconds each step of the run took, in order.
         self.phases: dict[str, float] = {}
+        #: The pids of the pool processes `run_pool_kills` SIGKILLed.
+        self.killed_pool_processes: list[int] = []
 
     # What other sources' tests use.
     def add_collector(self, name: str, *args: str) -> Path:
@@ -263,6 +275,19 @@ class CeleryWorld:
         assert result.exit_code == 0, result.output
         return store
 
+    def ingest(self, name: str, *paths: Path, into: str | None = None) -> Path:
+        """`dupescope ingest PATHS` into store `name`, a copy of store `into` first if
+        given (that store itself stays as it was); the store."""
+        import shutil
+
+        store = self.stores[name] = self.folder / f"store-{name}"
+        if into is not None:
+            shutil.copytree(self.stores[into], store)
+        result = CliRunner().invoke(
+            dupescope_cli, ["--store", str(store), "ingest", *map(str, paths)])
+        assert result.exit_code == 0, result.output
+        return store
+
     def duplicates(self, source: str) -> list[dict]:
         """`dupescope duplicates --format json` on that source's store."""
         result = CliRunner().invoke(
@@ -282,6 +307,8 @@ class CeleryWorld:
             "WORLD_EVENT_EXCHANGE": self.event_exchange,
             "WORLD_LEDGER": str(self.ledger),
             "WORLD_VISIBILITY_S": str(VISIBILITY_S),
+            "WORLD_EFFECTS_LOG": str(self.effects_log),
+            "WORLD_REJECT_ON_WORKER_LOST": "1" if self.reject_on_worker_lost else "0",
         }
         for name, variable in (("dupescope", "WORLD_DUPESCOPE_URL"), ("otel", "WORLD_OTEL_URL")):
             if name in self._collectors:
@@ -292,14 +319,7 @@ class CeleryWorld:
         started = time.monotonic()
         try:
             with self._phase("collectors, workers and producer"):
-                for name, args in self._collector_args.items():
-                    log = self.folder / f"collector-{name}.stderr"
-                    self._collectors[name] = Collector(self.stores[name], log, *args)
-                self._producer = subprocess.Popen(
-                    [sys.executable, "-m", "celery_world.produce"], cwd=ROOT, env=self.env(),
-                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                    stderr=open(self.folder / "producer.stderr", "wb"),
-                )
+                self._start_collectors_and_producer()
                 self._start_workers(2)
                 wait_until(lambda: all(c.ready() for c in self._collectors.values()),
                            "collectors starting", STARTUP_S)
@@ -323,25 +343,88 @@ class CeleryWorld:
             with self._phase("last settle"):
                 self._settle()
         finally:
-            with self._phase("stop"):
-                for worker in self.workers:
-                    worker.terminate()
-                for worker in self.workers:
-                    worker.stop()
-                if self._producer is not None:
-                    self._producer.stdin.close()  # its spans are flushed as it leaves
-                    self._producer.wait(20)
-                for name, collector in self._collectors.items():
-                    self.collector_metrics[name] = _metrics(collector.url)
-                    self.collector_health[name] = _health(collector.url)
-                    collector.process.terminate()
-                for collector in self._collectors.values():
-                    collector.stop()
-            self._clean_broker()
+            self._stop()
+        return self._finish(started)
+
+    def run_pool_kills(self, count: int = POOL_KILL_KEYS) -> Truth:
+        """The pool-process scenario: one worker; normal tasks, then `count` tasks whose
+        pool process is SIGKILLed after the effect, the worker's main process alive. With
+        `reject_on_worker_lost` Celery requeues them and they run again; without, they do
+        not."""
+        started = time.monotonic()
+        try:
+            with self._phase("collectors, worker and producer"):
+                self._start_collectors_and_producer()
+                self._start_workers(1)
+                wait_until(lambda: all(c.ready() for c in self._collectors.values()),
+                           "collectors starting", STARTUP_S)
+            with self._phase("normal tasks"):
+                plan = [{"key": self._key("normal", i), "behaviour": "normal"}
+                        for i in range(POOL_NORMAL_TASKS)]
+                keys = {s["key"] for s in self._produce(plan)}
+                self._wait_for_runs("done", keys, "normal tasks",
+                                    lambda done: len(done) >= len(keys))
+            with self._phase("pool process kills"):
+                self._pool_process_kills(count)
+            with self._phase("last settle"):
+                self._settle()
+        finally:
+            self._stop()
+        return self._finish(started)
+
+    def _start_collectors_and_producer(self) -> None:
+        for name, args in self._collector_args.items():
+            log = self.folder / f"collector-{name}.stderr"
+            self._collectors[name] = Collector(self.stores[name], log, *args)
+        self._producer = subprocess.Popen(
+            [sys.executable, "-m", "celery_world.produce"], cwd=ROOT, env=self.env(),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=open(self.folder / "producer.stderr", "wb"),
+        )
+
+    def _stop(self) -> None:
+        with self._phase("stop"):
+            for worker in self.workers:
+                worker.terminate()
+            for worker in self.workers:
+                worker.stop()
+            if self._producer is not None:
+                self._producer.stdin.close()  # its spans are flushed as it leaves
+                self._producer.wait(20)
+            for name, collector in self._collectors.items():
+                self.collector_metrics[name] = _metrics(collector.url)
+                self.collector_health[name] = _health(collector.url)
+                collector.process.terminate()
+            for collector in self._collectors.values():
+                collector.stop()
+        self._clean_broker()
+
+    def _finish(self, started: float) -> Truth:
         killed = [w.nodename for w in self.workers if w.record.killed]
         self.truth = build(ledger.read(self.ledger), self.sent, killed)
         self.seconds = time.monotonic() - started
         return self.truth
+
+    def _pool_process_kills(self, count: int) -> None:
+        """SIGKILL the pool process of each of `count` crash tasks once it ran its effect
+        (its pid is in the ledger); then wait for the main process to settle each (its
+        log says WorkerLostError) and, where Celery requeues, for the second run."""
+        plan = [{"key": self._key("poolkill", i), "behaviour": "crash"} for i in range(count)]
+        keys = {s["key"] for s in self._produce(plan)}
+        self._wait_for_runs("effect", keys, "pool-kill tasks",
+                            lambda runs: len(runs) >= len(keys))
+        for entry in self._entries("effect", keys):
+            os.kill(entry.pid, signal.SIGKILL)
+            self.killed_pool_processes.append(entry.pid)
+        if self.reject_on_worker_lost:
+            self._wait_for_runs("done", keys, "requeued runs",
+                                lambda done: {e.key for e in done} == keys, STARTUP_S)
+        else:
+            logs = [w.log for w in self.workers]
+            wait_until(lambda: sum(f.read_text(errors="replace").count("WorkerLostError")
+                                   for f in logs if f.exists()) >= count,
+                       "the main process settling its lost pool processes",
+                       progress=self._progress)
 
     @contextmanager
     def _phase(self, name: str) -> Iterator[None]:

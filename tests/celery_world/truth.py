@@ -66,6 +66,16 @@ class Truth:
         }
 
     @property
+    def harmful_keys(self) -> set[str]:
+        """Keys whose effect ran two or more times (every run in this app runs it)."""
+        return {k for k in self.by_key if sum(r.key == k for r in self.runs) >= 2}
+
+    @property
+    def harmful_job_ids(self) -> set[str]:
+        """Task ids whose effect ran two or more times."""
+        return {j for j in self.by_job_id if sum(r.task_id == j for r in self.runs) >= 2}
+
+    @property
     def unlinkable(self) -> set[str]:
         """Keys duplicated only by producer retries: invisible where the key is the job_id."""
         return {k for k, cause in self.by_key.items() if cause == "producer_retry"}

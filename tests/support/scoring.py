@@ -4,6 +4,9 @@ precision: reported keys that truly ran more than once / reported keys.
 recall: true duplicates reported / true duplicates.
 cause accuracy: of the true duplicates reported whose true cause the source can carry
 (`evidence`), the share whose reported `cause` is the true one.
+harm accuracy (`harm`): of the true duplicates reported, the share whose `outcome` is the
+true one (`harmful` when the effect ran twice, else `absorbed`); an `unknown` is never
+right, and `unknowns` counts them.
 An empty report has precision 1.0 (it said nothing wrong): its recall tells.
 """
 
@@ -69,3 +72,30 @@ def score(
         missed=sorted(k for k in truth if k not in said),
         wrong_causes=wrong,
     )
+
+
+@dataclass(frozen=True)
+class Harm:
+    judged: int
+    right: int
+    unknowns: int
+    wrong: dict[str, tuple[str, str]] = field(default_factory=dict)  # key: (said, true)
+
+    @property
+    def accuracy(self) -> float:
+        return self.right / self.judged if self.judged else 1.0
+
+    def summary(self) -> str:
+        return (f"harm {self.accuracy:.3f} ({self.right}/{self.judged}), "
+                f"unknown {self.unknowns}, wrong {dict(list(self.wrong.items())[:5])}")
+
+
+def harm(rows: Iterable[Mapping], truth: Mapping[str, str], harmful: set[str]) -> Harm:
+    """Score the `outcome` of the true duplicates among `rows` (`truth`: key -> cause, as
+    for `score`) against `harmful`, the keys whose effect truly ran twice."""
+    said = {str(row["key"]): row.get("outcome") for row in rows}
+    found = [k for k in said if k in truth]
+    expected = {k: "harmful" if k in harmful else "absorbed" for k in found}
+    wrong = {k: (str(said[k]), expected[k]) for k in found if said[k] != expected[k]}
+    return Harm(judged=len(found), right=len(found) - len(wrong),
+                unknowns=sum(said[k] == "unknown" for k in found), wrong=wrong)

@@ -3,6 +3,8 @@
 -- the attrs the contract names (reason, settled_by, released, wait_ms, span.end_us).
 -- ClickHouse spelling of queries/sql/event_facts.sql: FINAL collapses repeats of an
 -- event_uid, JSONExtract* reads attrs, and an unmatched ASOF row carries '' not NULL.
+-- A step that names neither worker nor attempt joins its job's latest deliver on any
+-- worker (`loose`: found apart, so the join of every event stays one ASOF join).
 WITH unique_events AS (
     SELECT *
     FROM events FINAL
@@ -29,9 +31,20 @@ keyed AS (
         coalesce(nullIf(k.job_key, ''), u.job_id) AS key,
         coalesce(u.job_id, '') AS m_job,
         coalesce(u.worker_id, '') AS m_worker,
-        coalesce(u.delivery_attempt, -1) AS m_attempt
+        coalesce(u.delivery_attempt, -1) AS m_attempt,
+        -- include: loose_step
+        AS loose
     FROM unique_events AS u
     LEFT JOIN job_keys AS k ON k.job_id = u.job_id
+),
+loose AS (
+    SELECT l.event_uid AS l_uid, d.d_execution AS l_execution
+    FROM (SELECT event_uid, assumeNotNull(job_id) AS l_job, ts
+          FROM unique_events AS u
+          WHERE
+              -- include: loose_step
+         ) AS l
+    ASOF LEFT JOIN delivers AS d ON l.l_job = d.d_job AND l.ts >= d.d_ts
 )
 SELECT
     e.event_uid AS event_uid,
@@ -43,6 +56,7 @@ SELECT
                          'worker_start', 'worker_stop') THEN NULL
         WHEN e.execution_id IS NOT NULL THEN e.execution_id
         WHEN e.event = 'deliver' THEN e.event_uid
+        WHEN e.loose THEN nullIf(l.l_execution, '')
         ELSE nullIf(d.d_execution, '')
     END AS execution_uid,
     if(e.event IN ('nack', 'fail'),
@@ -64,3 +78,4 @@ ASOF LEFT JOIN delivers AS d
     AND e.m_worker = d.d_worker
     AND e.m_attempt = d.d_attempt
     AND e.ts >= d.d_ts
+LEFT JOIN loose AS l ON l.l_uid = e.event_uid
