@@ -41,6 +41,11 @@ from collectors.decoders.celery_log import CeleryLogText
 from collectors.jsonlines import Rejected
 from collectors.mapping import FieldMapping
 from collectors.normalise import Normaliser
+from collectors.queue_log import QueueLogReader
+from collectors.time_of_day import DayBasis
+from collectors.time_only_logs import TIME_ONLY_FORMATS, basis_for
+from collectors.time_only_logs import reader as time_only_reader
+from collectors.time_only_logs import sniff as sniff_time_only
 from store.base import Store
 from store.schema import empty_table
 
@@ -55,7 +60,7 @@ CELERY_BLOCK_BYTES = 8 << 20
 SNIFF_BYTES = 64 << 10
 #: The input formats: `auto` tells them apart from content; `json-lines` is JSON lines and
 #: OTLP JSON Lines, told apart line by line.
-FORMATS = ("auto", "json-lines", CELERY_LOG)
+FORMATS = ("auto", "json-lines", CELERY_LOG, *TIME_ONLY_FORMATS)
 
 
 @dataclass
@@ -277,10 +282,13 @@ def ingest_files(
     fmt: str = "auto",
     celery: CeleryLogOptions | None = None,
     fork_workers: bool = False,
+    day: DayBasis | None = None,
 ) -> IngestReport:
     """Read every file, write rows in bulk; `on_progress` receives bytes consumed.
 
-    `fmt` is one of FORMATS; `celery` says what Celery logs do not (see celery_log.py).
+    `fmt` is one of FORMATS; `celery` says what Celery logs do not (see celery_log.py),
+    `day` the date of RQ's and arq's time-only lines (`--date`; else each file's
+    modification time, see time_of_day.py).
     A Celery log is read in order, block by block, by one reader that keeps what later
     lines need (which run a line ends).
 
@@ -314,7 +322,9 @@ def ingest_files(
             started.submit(os.getpid).result()  # every worker is forked now, before any decode
         return started, _spool_dir(_workers())
 
-    wanted = fmt != CELERY_LOG and ingest_pool.wanted(paths, block_bytes=BLOCK_BYTES)
+    wanted = fmt not in (CELERY_LOG, *TIME_ONLY_FORMATS) and ingest_pool.wanted(
+        paths, block_bytes=BLOCK_BYTES
+    )
     if fork_workers and wanted and _workers() > 1:
         pool, spool = start_pool(fork=True)
 
@@ -331,6 +341,14 @@ def ingest_files(
             plain = isinstance(stream, io.BufferedReader) and path != "-"
             large = ingest_pool.large(size or 0, compressed=not plain, block_bytes=BLOCK_BYTES)
             try:
+                told = fmt if fmt in TIME_ONLY_FORMATS else (
+                    sniff_time_only(_head(stream)) if fmt == "auto" else None
+                )
+                if told is not None:
+                    dated = basis_for(path, day) if path != "-" else day or DayBasis()
+                    timed = time_only_reader(told, normaliser, dated, source)
+                    _read_celery_log(stream, timed, source, path, record)
+                    continue
                 sniffed = fmt == "auto" and looks_like_celery_log(_head(stream), celery)
                 if fmt == CELERY_LOG or sniffed:
                     reader = celery_log_reader(normaliser, celery, source)
@@ -371,7 +389,7 @@ def _head(stream: BinaryIO) -> bytes:
 
 def _read_celery_log(
     stream: BinaryIO,
-    reader: CeleryLogReader,
+    reader: CeleryLogReader | QueueLogReader,
     source: str,
     path: str,
     record: Callable[[BlockResult, int], None],

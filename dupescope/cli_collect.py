@@ -13,6 +13,8 @@ from dupescope.options import (
     celery_log_settings,
     field_mapping_or_exit,
     input_format_option,
+    log_date_option,
+    log_date_settings,
     mapping_option,
     open_store_or_exit,
     store_option,
@@ -45,6 +47,7 @@ from dupescope.options import (
 )
 @input_format_option
 @celery_log_options
+@log_date_option
 @click.option(
     "--celery-broker",
     "celery_brokers",
@@ -162,6 +165,7 @@ def collect(
     celery_hostname: str | None,
     celery_timezone: str | None,
     celery_log_format: str | None,
+    log_date: str | None,
     celery_brokers: tuple[str, ...],
     celery_exchange: str,
     celery_keys: tuple[str, ...],
@@ -201,6 +205,7 @@ def collect(
             raise click.ClickException(str(exc)) from exc
     field_mapping = field_mapping_or_exit(mapping)
     celery = celery_log_settings(celery_hostname, celery_timezone, celery_log_format)
+    day = log_date_settings(log_date)
     store = open_store_or_exit(store_url, writable=True)
     config = CollectConfig(
         host=host,
@@ -209,6 +214,7 @@ def collect(
         tail=list(tail),
         tail_format=input_format,
         celery=celery,
+        day=day,
         celery_brokers=list(celery_brokers),
         celery_exchange=celery_exchange,
         celery_key_kwargs=tuple(celery_keys),

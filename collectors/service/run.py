@@ -41,6 +41,7 @@ from collectors.service.pipeline import RECENT_UIDS
 from collectors.service.tail import Tailer
 from collectors.service.tls import TlsFiles
 from collectors.service.trim import MemoryTrimmer
+from collectors.time_of_day import DayBasis
 from store.base import Store
 
 if TYPE_CHECKING:
@@ -59,6 +60,7 @@ class CollectConfig:
     tail: list[str] = field(default_factory=list)
     tail_format: str = "auto"  # auto, json-lines or celery-log
     celery: CeleryLogOptions | None = None  # what Celery logs do not say
+    day: DayBasis | None = None  # the date of RQ's and arq's time-only lines (--date)
     #: Brokers whose Celery event stream to consume (redis://, amqp://).
     celery_brokers: list[str] = field(default_factory=list)
     celery_exchange: str = "celeryev"
@@ -156,7 +158,8 @@ class RunningCollector:
         if config.tail:
             state = config.state or default_state_path(store, store_url)
             self.tailer = Tailer(
-                self.collector, config.tail, state, fmt=config.tail_format, celery=config.celery
+                self.collector, config.tail, state, fmt=config.tail_format, celery=config.celery,
+                day=config.day,
             ).start()
         self.celery: list[CeleryEventSource] = []
         if config.celery_brokers:

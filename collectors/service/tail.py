@@ -49,10 +49,15 @@ from typing import BinaryIO
 import orjson
 
 from collectors.celery_log import CELERY_LOG, CeleryLogOptions, CeleryLogReader, sniff_format
+from collectors.queue_log import QueueLogReader
 from collectors.service.bodies import DecodeResult, from_decoded
 from collectors.service.collector import Collector
 from collectors.service.log_limit import SummarisedLog
 from collectors.service.pipeline import QueueFull, WriteFailed
+from collectors.time_of_day import DayBasis
+from collectors.time_only_logs import TIME_ONLY_FORMATS
+from collectors.time_only_logs import reader as time_only_reader
+from collectors.time_only_logs import sniff as sniff_time_only
 
 log = logging.getLogger("dupescope.collect")
 
@@ -151,13 +156,17 @@ class Tailer:
         read_chunk: int = READ_CHUNK,
         fmt: str = "auto",
         celery: CeleryLogOptions | None = None,
+        day: DayBasis | None = None,
     ) -> None:
-        """`fmt`: auto, json-lines or celery-log (see the module's docstring)."""
+        """`fmt`: auto, json-lines, celery-log, rq-log or arq-log (see the module's
+        docstring); `day`: the date of RQ's and arq's time-only lines (`--date`; else the
+        time they are read)."""
         self.collector = collector
         self.fmt = fmt
         self.celery = celery
+        self.day = day or DayBasis()
         self.formats: dict[str, str] = {}  # path -> format, once told
-        self.celery_readers: dict[str, CeleryLogReader] = {}
+        self.celery_readers: dict[str, CeleryLogReader | QueueLogReader] = {}
         self.read_chunk = read_chunk
         self.paths: list[str] = []
         # (pattern, the file it would name taken literally): a pattern is one as given, its
@@ -304,7 +313,9 @@ class Tailer:
         if self.fmt != "auto":
             return self.fmt
         if name not in self.formats:
-            told = sniff_format(chunk[: 64 << 10], self.celery)
+            told = sniff_time_only(chunk[: 64 << 10]) or sniff_format(
+                chunk[: 64 << 10], self.celery
+            )
             if told is None:
                 return "json-lines"  # not yet told: as before, each line on its own
             self.formats[name] = told
@@ -318,11 +329,16 @@ class Tailer:
         those a Celery log's reader waits to read with the lines that follow them, in a
         file still `growing`)."""
         source = f"tail:{name}"
-        if self._format(name, lines) != CELERY_LOG:
+        fmt = self._format(name, lines)
+        if fmt not in (CELERY_LOG, *TIME_ONLY_FORMATS):
             return self.collector.jsonlines(lines, source).accepted, len(lines)
         reader = self.celery_readers.get(name)
         if reader is None:
-            reader = CeleryLogReader(self.collector.decoder.normaliser, self.celery, name=name)
+            normaliser = self.collector.decoder.normaliser
+            reader = (
+                CeleryLogReader(normaliser, self.celery, name=name) if fmt == CELERY_LOG
+                else time_only_reader(fmt, normaliser, self.day, name)
+            )
             if offset > 0:  # resumed: what the lines before the offset said, read again
                 handle.seek(max(0, offset - PRIME_BYTES))
                 before = handle.read(offset - handle.tell())
@@ -335,7 +351,7 @@ class Tailer:
 
         def decode() -> DecodeResult:
             nonlocal read
-            if growing:
+            if growing and isinstance(reader, CeleryLogReader):
                 decoded, read = reader.decode_growing(lines, 1, source)
             else:
                 decoded = reader.decode(lines, 1, source)
