@@ -72,6 +72,22 @@ from dupescope.options import (
     "present wins), read from the events' kwargs.",
 )
 @click.option(
+    "--rq-redis",
+    "rq_redis",
+    multiple=True,
+    metavar="URL",
+    help="Poll RQ's state in this Redis database (redis://host:6379/0; repeatable), "
+    "read-only: its started registries, job hashes and results streams. Needs "
+    "`pip install 'dupescope[rq]'`. See docs/queues-rq-arq.md.",
+)
+@click.option(
+    "--rq-interval",
+    type=click.FloatRange(min=0.01),
+    default=0.1,
+    show_default=True,
+    help="Seconds between two looks at RQ's state (--rq-redis).",
+)
+@click.option(
     "--state",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
@@ -169,6 +185,8 @@ def collect(
     celery_brokers: tuple[str, ...],
     celery_exchange: str,
     celery_keys: tuple[str, ...],
+    rq_redis: tuple[str, ...],
+    rq_interval: float,
     state: Path | None,
     token: str | None,
     max_body_bytes: int,
@@ -203,6 +221,15 @@ def collect(
                 check_broker_url(url)
         except (CeleryMissing, BrokerUrlError) as exc:
             raise click.ClickException(str(exc)) from exc
+    if rq_redis:
+        from collectors.service.rq_source import RedisMissing, check_redis_url, require_redis
+
+        try:
+            require_redis()
+            for url in rq_redis:
+                check_redis_url(url)
+        except (RedisMissing, ValueError) as exc:
+            raise click.ClickException(str(exc)) from exc
     field_mapping = field_mapping_or_exit(mapping)
     celery = celery_log_settings(celery_hostname, celery_timezone, celery_log_format)
     day = log_date_settings(log_date)
@@ -218,6 +245,8 @@ def collect(
         celery_brokers=list(celery_brokers),
         celery_exchange=celery_exchange,
         celery_key_kwargs=tuple(celery_keys),
+        rq_redis=list(rq_redis),
+        rq_interval=rq_interval,
         state=state,
         token=token,
         max_body_bytes=max_body_bytes,

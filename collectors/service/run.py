@@ -46,6 +46,7 @@ from store.base import Store
 
 if TYPE_CHECKING:
     from collectors.service.celery_source import CeleryEventSource
+    from collectors.service.rq_source import RqRedisSource
 
 log = logging.getLogger("dupescope.collect")
 
@@ -66,6 +67,9 @@ class CollectConfig:
     celery_exchange: str = "celeryev"
     #: Keyword arguments of a task that hold its idempotency key, the first present wins.
     celery_key_kwargs: tuple[str, ...] = ()
+    #: Redis databases whose RQ state to poll (redis://...), and how often (seconds).
+    rq_redis: list[str] = field(default_factory=list)
+    rq_interval: float = 0.1
     state: Path | None = None
     token: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY
@@ -171,6 +175,17 @@ class RunningCollector:
                 for url in config.celery_brokers
             ]
             self.collector.reports["celery"] = lambda: [s.health() for s in self.celery]
+        self.rq: list[RqRedisSource] = []
+        if config.rq_redis:
+            from collectors.service.rq_source import RqRedisSource, rq_state_path
+
+            folder = (config.state or default_state_path(store, store_url)).parent
+            self.rq = [
+                RqRedisSource(self.collector, url, rq_state_path(folder, url),
+                              interval=config.rq_interval).start()
+                for url in config.rq_redis
+            ]
+            self.collector.reports["rq"] = lambda: [s.health() for s in self.rq]
 
     def describe(self) -> str:
         parts = []
@@ -185,6 +200,7 @@ class RunningCollector:
         if self.tailer and self.tailer.patterns:
             parts.append(f"tail-patterns={len(self.tailer.patterns)}")
         parts.extend(source.describe() for source in self.celery)
+        parts.extend(rq_source.describe() for rq_source in self.rq)
         parts.append(f"store={self.collector.store.describe()}")
         return " ".join(parts)
 
@@ -197,6 +213,8 @@ class RunningCollector:
             self.tailer.stop()
         for source in self.celery:
             source.stop()
+        for rq_source in self.rq:
+            rq_source.stop()
         self.collector.close()
         if self.compactor:
             self.compactor.stop()
