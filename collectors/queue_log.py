@@ -25,7 +25,14 @@ from typing import Any
 
 from collectors.jsonlines import Decoded, Rejected
 from collectors.normalise import Normaliser, RecordError, Row
-from collectors.time_of_day import TIME_PATTERN, DayBasis, LineClock
+from collectors.time_of_day import (
+    END_SLOT,
+    SHORT_SLOT,
+    START_SLOT,
+    TIME_PATTERN,
+    DayBasis,
+    LineClock,
+)
 
 #: The most of a traceback kept in a failure's attrs.
 MAX_TRACEBACK = 8_192
@@ -39,7 +46,7 @@ class Event:
 
     number: int
     line: bytes
-    ts: int
+    ts: int  # the second's µs (placed within it by `decode`), or the line's own
     kind: str  # deliver, ack, nack, fail
     job_id: str
     attrs: dict[str, Any] = field(default_factory=dict)
@@ -48,6 +55,7 @@ class Event:
     worker: str | None = None  # where the line names it
     attempt: int | None = None
     traceback: list[str] | None = None
+    exact: bool = False  # the time had a fraction: no placing
 
 
 @dataclass
@@ -68,6 +76,8 @@ class ReaderState:
     clock: LineClock
     worker: str | None = None  # the worker writing now, where the log names it
     starts: int = 0  # how many times a worker started in this log
+    second: int = -1  # the second of the last event, and how many events it has had
+    ordinal: int = 0
     runs: dict[tuple[str, str], list[Run]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -110,12 +120,47 @@ class QueueLogReader:
 
         out = Decoded()
         events = list(self._parse(block, first_line, source, out))
-        keyed = [event.line + b"\x00" + str(event.ts).encode() for event in events]
+        # The uid: the line, its second, and how many lines of that second came before
+        # it: the same wherever the file is cut into blocks.
+        keyed = [event.line + b"\x00" + str(event.ts).encode() + b"\x00"
+                 + str(ordinal).encode() for event, ordinal in self._ordinals(events)]
+        self._place(events)
         for event, uid in zip(events, line_uids(keyed), strict=True):
             row = self._row(event, uid, source, out)
             if row is not None:
                 out.rows.append(row)
         return out
+
+    def _ordinals(self, events: list[Event]) -> list[tuple[Event, int]]:
+        state = self.state
+        numbered = []
+        for event in events:
+            if event.ts != state.second:
+                state.second, state.ordinal = event.ts, 0
+            numbered.append((event, state.ordinal))
+            state.ordinal += 1
+        return numbered
+
+    def _place(self, events: list[Event]) -> None:
+        """Each event's microsecond within its second (collectors/time_of_day.py): a run
+        that starts and ends within one second in this block is short."""
+        short: set[int] = set()
+        open_at: dict[tuple[str | None, str], int] = {}
+        for index, event in enumerate(events):
+            run = (event.worker, event.job_id)
+            if event.kind == "deliver":
+                open_at[run] = index
+            elif run in open_at:
+                start = open_at.pop(run)
+                if events[start].ts == event.ts:
+                    short.update((start, index))
+        for index, event in enumerate(events):
+            if event.exact:
+                continue
+            slot = SHORT_SLOT if index in short else (
+                START_SLOT if event.kind == "deliver" else END_SLOT
+            )
+            event.ts = self.state.clock.place(event.ts, slot)
 
     # -- what subclasses say -------------------------------------------------------------
 
@@ -166,11 +211,12 @@ class QueueLogReader:
                     self._started(fields)
                 continue
             try:
-                ts = self.state.clock.micros(header["ts"], start=kind == "deliver")
+                ts, exact = self.state.clock.second(header["ts"])
             except ValueError as exc:
                 out.rejected.append(Rejected(f"{source}:{number}", str(exc)))
                 continue
-            event = Event(number, raw.strip(), ts, kind, **fields)
+            event = Event(number, raw.strip(), ts, kind, **fields, exact=exact)
+            event.worker = event.worker or self.worker_id()
             if kind == "fail":
                 event.traceback = []
                 record = event

@@ -16,17 +16,23 @@ A line whose time carries its own date (a `--date-format` such as `%Y-%m-%d %H:%
 takes that date and no basis.
 
 **Order within one second.** A second holds many lines, and lines of different workers'
-files within one second cannot be ordered by their time. `LineClock` places each line of
-a second at a microsecond of its own: the ends of runs (ack, nack, fail) from .000000 on,
-the starts from .500000 on, each one microsecond after the line of its kind above it in
-its own file. So within one second every end comes before every start, in every file: a
-job's next run is placed after its previous run's end, as it is when that end is what
-made it run again (a retry after a failure, a job run again after its work-horse was
-killed), whichever workers logged them. The costs: a run that starts and ends within one
-second shows its end before its start (its duration reads as 0); a real overlap whose
-first run ends in the very second the second run starts (a visibility timeout) reads as
-a retry or a redelivery; and two starts, or two ends, of different workers within one
-second are in no particular order.
+files within one second cannot be ordered by their time. Each line of a second is placed
+at a microsecond of its own, in one of three slots, each line one microsecond after the
+line of its slot above it in its own file:
+
+- from .000000: the ends (ack, nack, fail) of runs that started in an earlier second;
+- from .250000: the runs that start and end within this second, start and end;
+- from .500000: the starts of runs that go on past this second.
+
+So within one second a job's run is placed after the end of a run that began earlier, and
+a run going on past the second after a run over within it, in every file: a job's next
+run comes after its previous run's end, as it does when that end is what made it run
+again (a retry after a failure, a job run again after its work-horse was killed),
+whichever workers logged them. The costs: two runs of one job that both start and end
+within one second, in different workers' files, are in no particular order (a retry of a
+fast job on another worker may then read as an overlap); a real overlap whose first run
+ends in the very second the second run starts reads as a retry or a redelivery; and two
+starts of different workers within one second are in no particular order.
 """
 
 from __future__ import annotations
@@ -43,8 +49,8 @@ _TIME = re.compile(
     r"(?:(?P<date>\d{4}-\d{2}-\d{2})[ T])?(?P<h>\d{2}):(?P<m>\d{2}):(?P<s>\d{2})"
     r"(?:[.,](?P<frac>\d{1,6}))?"
 )
-#: Where a start is placed within its second (see the module's docstring).
-START_OFFSET_US = 500_000
+#: Where each kind of line is placed within its second (see the module's docstring).
+END_SLOT, SHORT_SLOT, START_SLOT = 0, 250_000, 500_000
 #: A time of day this far before the line above it has crossed midnight (`--date`).
 MIDNIGHT_STEP = timedelta(hours=1)
 #: How far after the reference a line may be (a clock a little ahead of the file's).
@@ -80,12 +86,12 @@ class LineClock:
         self.basis = basis
         self.day: date | None = basis.date
         self.last_of_day: time | None = None
-        self.second = -1  # the second the last line was placed in
-        self.placed: dict[str, int] = {}  # where its last end and its last start went
+        self.placed_second = -1  # the second the last line was placed in
+        self.placed: dict[int, int] = {}  # by slot: the microsecond of its last line
 
-    def micros(self, text: str, *, start: bool) -> int:
-        """The microseconds since the epoch of a line's time `text`; ValueError for a time
-        that is none."""
+    def second(self, text: str) -> tuple[int, bool]:
+        """A line's time `text` -> (µs since the epoch of its second, or of the line where
+        the time has a fraction; whether it had one). ValueError for a time that is none."""
         found = _TIME.fullmatch(text)
         if found is None:
             raise ValueError(f"time {text!r} is not HH:MM:SS")
@@ -93,8 +99,6 @@ class LineClock:
             of_day = time(int(found["h"]), int(found["m"]), int(found["s"]))
         except ValueError as exc:
             raise ValueError(f"time {text!r} is no time of day: {exc}") from exc
-        frac = found["frac"]
-        micros_in = int(frac.ljust(6, "0")) if frac else None
         if found["date"]:
             try:
                 day = date.fromisoformat(found["date"])
@@ -103,17 +107,21 @@ class LineClock:
         else:
             day = self._day(of_day)
         moment = datetime.combine(day, of_day, tzinfo=self.basis.zone)
-        second = round(moment.timestamp()) * 1_000_000
-        if micros_in is not None:
-            us = second + micros_in
-        else:
-            if second != self.second:
-                self.second, self.placed = second, {}
-            kind = "start" if start else "end"
-            us = self.placed.get(kind, second + (START_OFFSET_US if start else 0) - 1) + 1
-            self.placed[kind] = us
-        if not MICROS_RANGE[0] <= us <= MICROS_RANGE[1]:
+        us = round(moment.timestamp()) * 1_000_000
+        frac = found["frac"]
+        if frac:
+            us += int(frac.ljust(6, "0"))
+        if not MICROS_RANGE[0] <= us <= MICROS_RANGE[1] - 1_000_000:
             raise ValueError(f"time {text!r} out of range")
+        return us, bool(frac)
+
+    def place(self, second: int, slot: int) -> int:
+        """The next free microsecond of `slot` (an offset: END_SLOT, SHORT_SLOT,
+        START_SLOT) within `second`, after the last line placed there."""
+        if second != self.placed_second:
+            self.placed_second, self.placed = second, {}
+        us = self.placed.get(slot, second + slot - 1) + 1
+        self.placed[slot] = us
         return us
 
     def _day(self, of_day: time) -> date:
