@@ -56,6 +56,7 @@ class Event:
     attempt: int | None = None
     traceback: list[str] | None = None
     exact: bool = False  # the time had a fraction: no placing
+    if_open: bool = False  # an end that counts only where its run is still open
 
 
 @dataclass
@@ -250,6 +251,9 @@ class QueueLogReader:
             execution = uid
         else:
             run = self.open_run(worker, event.job_id)
+            if run is None and event.if_open:
+                out.ignored += 1  # its run was ended by a line before it
+                return None
             execution = run.uid if run is not None else None
             if run is not None:
                 runs = self.state.runs[(worker, event.job_id)]

@@ -126,12 +126,11 @@ class RqLogReader(QueueLogReader):
         return "deliver", fields
 
     def _horse_killed(self, found: re.Match[str]) -> tuple[str, dict[str, Any]] | None:
-        """RQ 3 logs `job ID failed (Work-horse ...)` first; older releases only this."""
+        """RQ 3 logs `job ID failed (Work-horse ...)` first, which ends the run; older
+        releases only this."""
         worker = self.worker_id()
-        if self.open_run(worker, found["id"]) is None:
-            return "note", {}
         return "nack", {
-            "job_id": found["id"],
+            "job_id": found["id"], "if_open": True,
             "attrs": {"reason": f"Work horse killed (ret_val={found['ret']})",
                       "settled_by": f"{worker} main process",
                       "rq.horse_pid": int(found["pid"])},
