@@ -80,6 +80,7 @@ class OpenRun:
     worker: str
     started_us: int
     abandoned: bool = False
+    seen_us: int = 0  # the last poll that saw it in progress
 
 
 @dataclass
@@ -146,6 +147,8 @@ class RqRedisReader:
 
     def _started(self, member: str, score: float, queue: str, now: float, out: Poll) -> None:
         run = self.state.open.get(member)
+        if run is not None:
+            run.seen_us = round(now * 1e6)
         if run is None:
             job_id, _, execution = member.rpartition(":")
             if not job_id:
@@ -155,7 +158,8 @@ class RqRedisReader:
             worker = hash_.get("worker_name") or self._job(job_id).get("worker_name") or ""
             if started is None:
                 started = now
-            run = OpenRun(job_id, execution, queue, worker, round(started * 1e6))
+            run = OpenRun(job_id, execution, queue, worker, round(started * 1e6),
+                          seen_us=round(now * 1e6))
             self.state.open[member] = run
             self._enqueued(job_id, out)
             self._emit(out, "deliver", run, run.started_us)
@@ -175,10 +179,27 @@ class RqRedisReader:
             return
         if run.abandoned:
             return  # settled on its behalf already
+        self._emit(out, "nack", run, self._left_at(run), reason="ended without a result of "
+                   "its own: failed (an exception, or its work-horse killed) and requeued for "
+                   "a retry")
+
+    def _left_at(self, run: OpenRun) -> int:
+        """When a run that left no result ended: the job's `ended_at` where that is this
+        run's (after it was last seen, before the job's next run started), else just
+        before the next run, else when it was last seen."""
+        nexts = [other.started_us for other in self.state.open.values()
+                 if other.job_id == run.job_id and other.started_us > run.started_us]
+        for _, result in self._results(run.job_id):
+            started = _float(result.get("execution_started_at"))
+            if started is not None and round(started * 1e6) > run.started_us:
+                nexts.append(round(started * 1e6))
+        bound = min(nexts) - 1 if nexts else None
         ended = _iso_us(self._job(run.job_id).get("ended_at"))
-        ts = ended if ended is not None and ended >= run.started_us else run.started_us
-        self._emit(out, "nack", run, ts, reason="ended without a result of its own: failed "
-                   "(an exception, or its work-horse killed) and requeued for a retry")
+        if ended is not None and ended >= run.seen_us and (bound is None or ended <= bound):
+            return ended
+        if bound is not None:
+            return max(bound, run.started_us)
+        return max(run.seen_us, run.started_us)
 
     # -- finished and failed registries ---------------------------------------------------
 

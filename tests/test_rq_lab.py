@@ -46,6 +46,7 @@ class Lab:
     truth: dict[str, str]
     log_rows: list[dict]
     redis_rows: list[dict]
+    runs: dict[str, int]  # key -> how many runs ran its effect
 
 
 @pytest.fixture(scope="module")
@@ -61,9 +62,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     ledger.create(path)
     mapping = queue_lab.mapping_file(folder, "rq.args.0")
     workers: list[subprocess.Popen[bytes]] = []
+    collect = ("--rq-redis", url, "--rq-interval", "0.05", "--mapping", str(mapping))
     try:
-        with queue_lab.collector(folder / "redis-store", "--rq-redis", url, "--rq-interval",
-                                 "0.05", "--mapping", str(mapping)):
+        with queue_lab.collector(folder / "redis-store", *collect):
             for n in range(WORKERS):
                 log = open(folder / f"worker-{n}.log", "wb")  # noqa: SIM115 - the worker's
                 workers.append(subprocess.Popen(
@@ -73,6 +74,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
                                           LAB_WORKER=f"worker-{n}"),
                 ))
             killed = _run_faults(client, queue_name, path)
+        # The collector stops and starts again while the killed order's retry runs: it
+        # takes up the runs it had seen start where it left them.
+        with queue_lab.collector(folder / "redis-store", *collect):
             queue_lab.wait_for(lambda: _all_done(path), 60, "every order's last run")
             queue_lab.wait_for(lambda: _idle(client, queue_name), 30, "RQ to settle them")
             time.sleep(0.5)  # a few of the collector's polls after the last result
@@ -84,6 +88,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
             truth=queue_lab.truth(ledger.read(path), PLAN, killed),
             log_rows=queue_lab.duplicates(folder / "log-store"),
             redis_rows=queue_lab.duplicates(folder / "redis-store"),
+            runs=ledger.effects_by_key(ledger.read(path)),
         )
     finally:
         queue_lab.stop(workers)
@@ -146,3 +151,8 @@ def test_redis_reads_a_killed_work_horse_with_retries_left_as_a_retry(lab: Lab) 
     said = {row["key"]: row["cause"] for row in lab.redis_rows}
     assert said["order-killed-1"] == "retry_after_failure"
 
+
+
+def test_redis_counts_each_run_once_across_a_collector_restart(lab: Lab) -> None:
+    for row in lab.redis_rows:
+        assert row["executions"] == lab.runs[row["key"]], row["key"]

@@ -152,7 +152,8 @@ class RqRedisSource:
                     continue
                 self.stats["rows"] += len(poll.rows)
                 self.stats["rejected"] += poll.rejected
-            if reader.state.to_json() != before:
+                # A run seen starting or ending brings rows: only then is there news to
+                # keep (when each open run was last seen is only a lower bound).
                 self._save(reader.state)
             self._stop.wait(self.interval)
 

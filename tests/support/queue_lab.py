@@ -56,10 +56,14 @@ def truth(
 
 
 def dupescope(*args: str) -> str:
-    done = subprocess.run([*DUPESCOPE, *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=120, check=False)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+    """The command line, run in this process (no interpreter to start)."""
+    from click.testing import CliRunner
+
+    from dupescope.cli import main
+
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 0, (result.stderr, result.exception)
+    return result.stdout
 
 
 def duplicates(store: Path) -> list[dict]:
