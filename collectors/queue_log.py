@@ -27,6 +27,7 @@ from collectors.jsonlines import Decoded, Rejected
 from collectors.normalise import Normaliser, RecordError, Row
 from collectors.time_of_day import (
     END_SLOT,
+    SHORT_FAILED_SLOT,
     SHORT_SLOT,
     START_SLOT,
     TIME_PATTERN,
@@ -145,7 +146,7 @@ class QueueLogReader:
     def _place(self, events: list[Event]) -> None:
         """Each event's microsecond within its second (collectors/time_of_day.py): a run
         that starts and ends within one second in this block is short."""
-        short: set[int] = set()
+        short: dict[int, int] = {}  # index -> slot
         open_at: dict[tuple[str | None, str], int] = {}
         for index, event in enumerate(events):
             run = (event.worker, event.job_id)
@@ -154,13 +155,12 @@ class QueueLogReader:
             elif run in open_at:
                 start = open_at.pop(run)
                 if events[start].ts == event.ts:
-                    short.update((start, index))
+                    slot = SHORT_SLOT if event.kind == "ack" else SHORT_FAILED_SLOT
+                    short.update({start: slot, index: slot})
         for index, event in enumerate(events):
             if event.exact:
                 continue
-            slot = SHORT_SLOT if index in short else (
-                START_SLOT if event.kind == "deliver" else END_SLOT
-            )
+            slot = short.get(index, START_SLOT if event.kind == "deliver" else END_SLOT)
             event.ts = self.state.clock.place(event.ts, slot)
 
     # -- what subclasses say -------------------------------------------------------------

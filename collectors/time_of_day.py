@@ -21,18 +21,21 @@ at a microsecond of its own, in one of three slots, each line one microsecond af
 line of its slot above it in its own file:
 
 - from .000000: the ends (ack, nack, fail) of runs that started in an earlier second;
-- from .250000: the runs that start and end within this second, start and end;
+- from .250000: the runs that start and end within this second and end in a nack or a
+  fail, start and end;
+- from .375000: the runs that start and end within this second and end in an ack;
 - from .500000: the starts of runs that go on past this second.
 
-So within one second a job's run is placed after the end of a run that began earlier, and
-a run going on past the second after a run over within it, in every file: a job's next
-run comes after its previous run's end, as it does when that end is what made it run
-again (a retry after a failure, a job run again after its work-horse was killed),
-whichever workers logged them. The costs: two runs of one job that both start and end
-within one second, in different workers' files, are in no particular order (a retry of a
-fast job on another worker may then read as an overlap); a real overlap whose first run
-ends in the very second the second run starts reads as a retry or a redelivery; and two
-starts of different workers within one second are in no particular order.
+So within one second a job's run is placed after the end of a run that began earlier, a
+run that succeeded after one that failed, and a run going on past the second after the
+runs over within it, in every file: a job's next run comes after its previous run's
+end, as it does when that end is what made it run again (a retry after a failure, a job
+run again after its work-horse was killed), whichever workers logged them (RQ and arq run
+no job again after it succeeded). The costs: two runs of one job that both start and
+fail within one second, in different workers' files, are in no particular order (the
+retry may read as an overlap); a real overlap whose first run ends in the very second the
+second run starts reads as a retry or a redelivery; and two starts of different workers
+within one second are in no particular order.
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ _TIME = re.compile(
     r"(?:[.,](?P<frac>\d{1,6}))?"
 )
 #: Where each kind of line is placed within its second (see the module's docstring).
-END_SLOT, SHORT_SLOT, START_SLOT = 0, 250_000, 500_000
+END_SLOT, SHORT_FAILED_SLOT, SHORT_SLOT, START_SLOT = 0, 250_000, 375_000, 500_000
 #: A time of day this far before the line above it has crossed midnight (`--date`).
 MIDNIGHT_STEP = timedelta(hours=1)
 #: How far after the reference a line may be (a clock a little ahead of the file's).
@@ -116,8 +119,8 @@ class LineClock:
         return us, bool(frac)
 
     def place(self, second: int, slot: int) -> int:
-        """The next free microsecond of `slot` (an offset: END_SLOT, SHORT_SLOT,
-        START_SLOT) within `second`, after the last line placed there."""
+        """The next free microsecond of `slot` (an offset: END_SLOT, SHORT_FAILED_SLOT,
+        SHORT_SLOT, START_SLOT) within `second`, after the last line placed there."""
         if second != self.placed_second:
             self.placed_second, self.placed = second, {}
         us = self.placed.get(slot, second + slot - 1) + 1

@@ -155,3 +155,15 @@ def test_an_rq_log_is_told_from_its_first_lines() -> None:
     assert sniff(KILLED)
     assert not sniff(b'{"ts": 1, "event": "deliver"}\n')
     assert not sniff(b"[2026-12-01 20:16:32,454: INFO/MainProcess] Task a[b] received\n")
+
+
+def test_within_one_second_a_run_that_failed_comes_before_one_that_succeeded() -> None:
+    # Both runs of the job start and end in the same second, on two workers.
+    killed = (b"10:00:01 Worker w2: q1: a.b('x') (job-0001)\n"
+              b"10:00:01 Worker w2: job job-0001 failed (Work-horse terminated unexpectedly; "
+              b"waitpid returned 9 (signal 9); )\n")
+    retried = (b"10:00:01 Worker w1: q1: a.b('x') (job-0001)\n"
+               b"10:00:01 Worker w1: q1: Job OK (job-0001)\n")
+    first_start, first_end = _rows(killed)[0]
+    second_start, second_end = _rows(retried)[0]
+    assert first_start["ts"] < first_end["ts"] < second_start["ts"] < second_end["ts"]
