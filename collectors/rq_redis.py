@@ -88,8 +88,9 @@ class PollState:
     """What the reader remembers between polls (saved with the rows' durability)."""
 
     open: dict[str, OpenRun] = field(default_factory=dict)  # by wip member
-    #: Per finished/failed registry, the highest score read (their scores grow with time).
-    marks: dict[str, float] = field(default_factory=dict)
+    #: Per finished/failed registry, the highest score read (their scores, whole seconds,
+    #: grow with time) and the jobs read at that score.
+    marks: dict[str, tuple[float, list[str]]] = field(default_factory=dict)
 
     def to_json(self) -> bytes:
         return orjson.dumps({
@@ -101,7 +102,7 @@ class PollState:
     def from_json(cls, data: bytes) -> PollState:
         loaded = orjson.loads(data)
         return cls({m: OpenRun(**run) for m, run in loaded.get("open", {}).items()},
-                   dict(loaded.get("marks", {})))
+                   {k: (float(v[0]), list(v[1])) for k, v in loaded.get("marks", {}).items()})
 
 
 @dataclass
@@ -205,11 +206,16 @@ class RqRedisReader:
 
     def _settled(self, registry: str, queue: str, out: Poll) -> None:
         """Results of runs never seen started (shorter than a poll)."""
-        mark = self.state.marks.get(registry)
-        low = f"({mark}" if mark is not None else "-inf"
-        entries = self.client.zrangebyscore(registry, low, "+inf", withscores=True)
+        mark, at_mark = self.state.marks.get(registry, (float("-inf"), []))
+        entries = self.client.zrangebyscore(registry, mark, "+inf", withscores=True)
         for job_id, score in entries:
-            self.state.marks[registry] = max(float(score), self.state.marks.get(registry, 0.0))
+            score = float(score)
+            if score == mark and job_id in at_mark:
+                continue  # read at an earlier poll: a score is a whole second
+            if score > mark:
+                mark, at_mark = score, []
+            at_mark.append(job_id)
+            self.state.marks[registry] = (mark, at_mark)
             for result_id, result in self._results(job_id):
                 execution = result.get("execution_id") or result_id
                 if f"{job_id}:{execution}" in self.state.open:

@@ -113,6 +113,7 @@ def _run_faults(client: object, queue_name: str, path: Path) -> set[int]:
             queue_lab.wait_for(lambda key=key: queue_lab.effects(path, key) != [], 30,
                                f"{key}'s effect")
             pid = queue_lab.effects(path, key)[0].pid
+            time.sleep(0.3)  # stuck after its effect for a while, then killed
             os.kill(pid, signal.SIGKILL)
             killed.add(pid)
     return killed

@@ -1,9 +1,11 @@
 """`--rq-redis URL`: poll RQ's state in Redis, read-only, into the store.
 
-One thread a Redis database. Every `interval` seconds it reads what changed
-(collectors/rq_redis.py), hands the rows to the collector's group-commit writer and
-waits until they are durable; only then is the reader's state (the runs it saw start)
-saved, beside the store, so a restarted collector ends the runs that ended meanwhile and
+Two threads a Redis database. One reads what changed every `interval` seconds
+(collectors/rq_redis.py): a run shorter than a poll's gap may be missed, so it never
+waits on the store. The other hands each poll's rows to the collector's group-commit
+writer, in order, waits until they are durable (retrying while the store refuses them),
+and only then saves the reader's state as it was after that poll (the runs it saw
+start), beside the store: a restarted collector ends the runs that ended meanwhile and
 reads nothing twice (a row read again has the same uid, and the collector keeps one).
 
 A lost connection is retried with exponential backoff; a row that cannot be made a
@@ -14,11 +16,13 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import threading
 from pathlib import Path
 from typing import Any
 
 from collectors.arrow_batch import rows_to_table
+from collectors.normalise import Row
 from collectors.rq_redis import PollState, RqRedisReader
 from collectors.service.bodies import DecodeResult
 from collectors.service.celery_source import Backoff
@@ -30,6 +34,8 @@ from store.contract import content_uid
 log = logging.getLogger("dupescope.collect")
 
 INTERVAL = 0.1
+#: Polls whose rows may wait for the store at once; then the poller waits too.
+PENDING_POLLS = 256
 INSTALL_HINT = "pip install 'dupescope[rq]'"
 
 
@@ -88,15 +94,22 @@ class RqRedisSource:
         self.stats = {"polls": 0, "rows": 0, "rejected": 0, "connects": 0}
         self._problems = SummarisedLog(log, every=30.0)
         self._stop = threading.Event()
+        self._polled = threading.Event()  # the poller has stopped: the writer drains
+        self._pending: queue.Queue[tuple[list[Row], int, bytes]] = queue.Queue(PENDING_POLLS)
         self._thread = threading.Thread(target=self._run, name="dupescope-rq-redis", daemon=True)
+        self._writer = threading.Thread(target=self._write, name="dupescope-rq-redis-write",
+                                        daemon=True)
 
     def start(self) -> RqRedisSource:
         self._thread.start()
+        self._writer.start()
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
         self._stop.set()
         self._thread.join(timeout)
+        self._polled.set()
+        self._writer.join(timeout)
 
     def _load(self) -> PollState:
         try:
@@ -108,11 +121,11 @@ class RqRedisSource:
                         exc)
             return PollState()
 
-    def _save(self, state: PollState) -> None:
+    def _save(self, state: bytes) -> None:
         self.state_path.parent.mkdir(parents=True, exist_ok=True)
         temporary = self.state_path.with_name(self.state_path.name + ".tmp")
         with open(temporary, "wb") as handle:
-            handle.write(state.to_json())
+            handle.write(state)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temporary, self.state_path)
@@ -141,30 +154,44 @@ class RqRedisSource:
     def _poll_until_stopped(self, client: Any) -> None:
         reader = RqRedisReader(client, self.collector.decoder.normaliser, self._load())
         while not self._stop.is_set():
-            before = reader.state.to_json()
             seconds, micros = client.time()
             poll = reader.poll(seconds + micros / 1e6)
             self.stats["polls"] += 1
             if poll.rows or poll.rejected:
-                if not self._commit(DecodeResult(rows_to_table(poll.rows),
-                                                 rejected=poll.rejected)):
-                    reader.state = PollState.from_json(before)  # read again next time
-                    continue
-                self.stats["rows"] += len(poll.rows)
-                self.stats["rejected"] += poll.rejected
                 # A run seen starting or ending brings rows: only then is there news to
                 # keep (when each open run was last seen is only a lower bound).
-                self._save(reader.state)
+                batch = (poll.rows, poll.rejected, reader.state.to_json())
+                while not self._stop.is_set():
+                    try:
+                        self._pending.put(batch, timeout=0.2)
+                        break
+                    except queue.Full:
+                        continue
             self._stop.wait(self.interval)
 
-    def _commit(self, result: DecodeResult) -> bool:
-        try:
-            self.collector.commit(result)
-            return True
-        except (QueueFull, WriteFailed) as exc:
-            self._problems.warn("store", "rq-redis: rows wait for the store (%s)", exc)
-            self._stop.wait(min(1.0, self.interval * 10))
-            return False
+    def _write(self) -> None:
+        """Each poll's rows made durable in order, then the state after that poll saved."""
+        while not (self._polled.is_set() and self._pending.empty()):
+            try:
+                rows, rejected, state = self._pending.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            backoff = Backoff(0.1, 5.0)
+            while True:
+                try:
+                    self.collector.commit(DecodeResult(rows_to_table(rows), rejected=rejected))
+                    break
+                except (QueueFull, WriteFailed) as exc:
+                    if self._polled.is_set():
+                        log.warning("rq-redis: stopping with %d rows not stored (%s)",
+                                    len(rows), exc)
+                        return
+                    self._problems.warn("store", "rq-redis: rows wait for the store (%s)",
+                                        exc)
+                    self._polled.wait(backoff.next())
+            self.stats["rows"] += len(rows)
+            self.stats["rejected"] += rejected
+            self._save(state)
 
     def health(self) -> dict[str, Any]:
         return {"redis": self.shown_url, "connected": self.connected.is_set(), **self.stats}
