@@ -94,23 +94,24 @@ def _enqueue(env: dict[str, str], plan: dict[str, str]) -> None:
                    env=env, check=True, timeout=60)
 
 
-def _run_faults(env: dict[str, str], path: Path) -> set[int]:
+def _run_faults(env: dict[str, str], path: Path) -> set[str]:
     """The quick faults first, then the hog and the crash together: each blocks a worker
-    (one job at a time each), the third runs their next tries. Returns the pids killed."""
+    (one job at a time each), the third runs their next tries. Returns the runs killed
+    (the ledger's run ids: a worker runs one job at a time)."""
     quick = {k: f for k, f in PLAN.items() if f not in ("visibility_timeout", "worker_crash")}
     _enqueue(env, quick)
     queue_lab.wait_for(lambda: _done(path) >= set(quick), 60, "the quick orders")
     _enqueue(env, {"order-hogged": PLAN["order-hogged"], "order-killed": PLAN["order-killed"]})
     queue_lab.wait_for(lambda: queue_lab.effects(path, "order-killed") != [], 30,
                        "order-killed's effect")
-    pid = queue_lab.effects(path, "order-killed")[0].pid
-    os.kill(pid, signal.SIGKILL)
+    effect = queue_lab.effects(path, "order-killed")[0]
+    os.kill(effect.pid, signal.SIGKILL)
     queue_lab.wait_for(lambda: _done(path) >= set(PLAN), 60,
                        "the hogged and killed orders' next tries")
     # The hogged first try ends (arq logs its TimeoutError) once its loop is free again.
     hogged_at = queue_lab.effects(path, "order-hogged")[0].t
     time.sleep(max(0.0, hogged_at + HOG_SECONDS + 0.5 - time.time()))
-    return {pid}
+    return {effect.run}
 
 
 def _done(path: Path) -> set[str]:

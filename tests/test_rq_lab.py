@@ -97,10 +97,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         release_redis_db(db)
 
 
-def _run_faults(client: object, queue_name: str, path: Path) -> set[int]:
+def _run_faults(client: object, queue_name: str, path: Path) -> set[str]:
     """Enqueue every planned order (twice for a producer's retry); SIGKILL the work-horse
-    of each order planned to crash once its effect is in the ledger. Returns the pids
-    killed."""
+    of each order planned to crash once its effect is in the ledger. Returns the runs
+    killed (the ledger's run ids)."""
     queue = rq.Queue(queue_name, connection=client)
     for key, fault in PLAN.items():
         argument = FAULT_ARGUMENT.get(fault, "none")
@@ -112,10 +112,10 @@ def _run_faults(client: object, queue_name: str, path: Path) -> set[int]:
         if fault == "worker_crash":
             queue_lab.wait_for(lambda key=key: queue_lab.effects(path, key) != [], 30,
                                f"{key}'s effect")
-            pid = queue_lab.effects(path, key)[0].pid
+            effect = queue_lab.effects(path, key)[0]
             time.sleep(0.3)  # stuck after its effect for a while, then killed
-            os.kill(pid, signal.SIGKILL)
-            killed.add(pid)
+            os.kill(effect.pid, signal.SIGKILL)
+            killed.add(effect.run)
     return killed
 
 

@@ -32,11 +32,11 @@ def effects(path: Path, key: str) -> list[ledger.Row]:
 
 
 def truth(
-    rows: Iterable[ledger.Row], planned: dict[str, str], killed: set[int]
+    rows: Iterable[ledger.Row], planned: dict[str, str], killed: set[str]
 ) -> dict[str, str]:
     """Every key whose effect ran more than once -> its true cause: two job ids are a
-    producer's retry; a run after one whose process the lab killed, a worker crash; else
-    the fault the lab planned for that key."""
+    producer's retry; a run after one the lab killed (`killed`: ledger run ids), a worker
+    crash; else the fault the lab planned for that key."""
     runs: dict[str, list[ledger.Row]] = {}
     for row in rows:
         if row.kind == "effect":
@@ -48,7 +48,7 @@ def truth(
         effects_.sort(key=lambda r: r.t)
         if len({r.job_id for r in effects_}) > 1:
             found[key] = "producer_retry"
-        elif any(r.pid in killed for r in effects_[:-1]):
+        elif any(r.run in killed for r in effects_[:-1]):
             found[key] = "worker_crash"
         else:
             found[key] = planned.get(key, "unknown")
