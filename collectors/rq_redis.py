@@ -180,6 +180,11 @@ class RqRedisReader:
             return
         if run.abandoned:
             return  # settled on its behalf already
+        if run.worker and not self.client.exists(f"{self.prefix}:worker:{run.worker}"):
+            # RQ's cleanup took it from the registry before a poll saw its heartbeat lapse
+            self._emit(out, "nack", run, self._left_at(run), reason=(
+                f"AbandonedJobError: worker {run.worker} is gone"), settled_by=SETTLER)
+            return
         self._emit(out, "nack", run, self._left_at(run), reason="ended without a result of "
                    "its own: failed (an exception, or its work-horse killed) and requeued for "
                    "a retry")
