@@ -105,3 +105,9 @@ def test_a_growing_rq_log_is_followed_and_read_again_without_a_repeat(tmp_path: 
     rows = store.execute("SELECT event, execution_id FROM events ORDER BY ts")
     assert rows["execution_id"][1] == rows["execution_id"][0]  # the nack ends the first run
     assert list(duplicates(store)["cause"]) == ["worker_crash"]
+
+
+def test_rq_redis_names_a_url_that_is_none(tmp_path: Path) -> None:
+    code, _, err = _run("collect", "--store", str(tmp_path / "s"), "--http-port", "-1",
+                        "--grpc-port", "-1", "--rq-redis", "localhost:6379")
+    assert code == 1 and "--rq-redis: not a Redis URL" in err
