@@ -250,6 +250,13 @@ class QueueLogReader:
             self.state.runs.setdefault((worker, event.job_id), []).append(run)
             execution = uid
         else:
+            if not event.job_id:  # a line naming no job: the worker's one open run
+                running = [r for (w, _), runs in self.state.runs.items() if w == worker
+                           for r in runs]
+                if len(running) != 1:
+                    out.ignored += 1
+                    return None
+                event.job_id = running[0].job_id
             run = self.open_run(worker, event.job_id)
             if run is None and event.if_open:
                 out.ignored += 1  # its run was ended by a line before it

@@ -47,8 +47,11 @@ _ID = r"[^\s()]+"
 _WORKER = r"(?:Worker (?P<worker>[^\s:]+)(?: \[PID \d+\])?: )?"
 _JOB_OK = re.compile(_WORKER + rf"(?P<queue>\S+): Job OK \((?P<id>{_ID})\)")
 _EXCEPTION = re.compile(
-    _WORKER + rf"job (?P<id>{_ID}): exception raised while executing \((?P<func>[^()]*)\)"
+    _WORKER + rf"(?:job (?P<id>{_ID})|\[Job (?P<old_id>{_ID})\]): exception raised while "
+    r"executing \((?P<func>[^()]*)\)"
 )
+# RQ 2.0-2.1 name no job here: the worker's one run in progress is it.
+_HORSE_OLD = re.compile(r"Moving job to FailedJobRegistry \((?P<why>Work-horse .*)\)")
 _HORSE = re.compile(_WORKER + rf"job (?P<id>{_ID}) failed \((?P<why>Work-horse .*)\)")
 _HORSE_KILLED = re.compile(
     rf"Work horse killed for job (?P<id>{_ID}): retpid=(?P<pid>\d+), ret_val=(?P<ret>-?\d+)"
@@ -61,8 +64,8 @@ _ABANDONED = re.compile(
     rf"StartedJobRegistry cleanup: (?P<id>{_ID}) (?P<why>Moved to FailedJobRegistry, "
     r"due to AbandonedJobError.*)"
 )
-_STARTED = re.compile(r"Worker (?P<worker>\S+?)(?: \[PID \d+\])?: started with PID (?P<pid>\d+)"
-                      r"(?:, version (?P<version>\S+))?")
+_STARTED = re.compile(r"Worker (?:rq:worker:)?(?P<worker>[^\s:]+)(?: \[PID \d+\])?:? started "
+                      r"with PID (?P<pid>\d+)(?:, version (?P<version>\S+))?")
 # A job's start: `QUEUE: DESCRIPTION (ID)`, or `QUEUE: ID` where descriptions are off.
 _START = re.compile(_WORKER + r"(?P<queue>[^\s:]+): (?P<rest>.*)")
 _DESCRIBED = re.compile(rf"(?P<description>.+) \((?P<id>{_ID})\)")
@@ -80,7 +83,10 @@ class RqLogReader(QueueLogReader):
         if (found := _JOB_OK.fullmatch(message)) is not None:
             return "ack", _fields(found)
         if (found := _EXCEPTION.fullmatch(message)) is not None:
-            return "fail", _fields(found, **{"rq.function": found["func"]})
+            return "fail", _fields(found, job_id=found["id"] or found["old_id"],
+                                   **{"rq.function": found["func"]})
+        if (found := _HORSE_OLD.fullmatch(message)) is not None:
+            return self._horse_lost(found["why"])
         if (found := _HORSE.fullmatch(message)) is not None:
             worker = found["worker"] or self.worker_id()
             return "nack", _fields(found, reason=found["why"],
@@ -124,6 +130,14 @@ class RqLogReader(QueueLogReader):
             fields["job_type"] = call[0]
             fields["attrs"].update(call_attrs(call[1], "rq"))
         return "deliver", fields
+
+    def _horse_lost(self, why: str) -> tuple[str, dict[str, Any]] | None:
+        """A killed work-horse's line that names no job: a worker runs one job at a time,
+        so it is the one run open on this worker (`job_id` left empty: the reader finds
+        it; none open, nothing to settle)."""
+        worker = self.worker_id()
+        return "nack", {"job_id": "", "if_open": True,
+                        "attrs": {"reason": why, "settled_by": f"{worker} main process"}}
 
     def _horse_killed(self, found: re.Match[str]) -> tuple[str, dict[str, Any]] | None:
         """RQ 3 logs `job ID failed (Work-horse ...)` first, which ends the run; older

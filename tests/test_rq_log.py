@@ -167,3 +167,20 @@ def test_within_one_second_a_run_that_failed_comes_before_one_that_succeeded() -
     first_start, first_end = _rows(killed)[0]
     second_start, second_end = _rows(retried)[0]
     assert first_start["ts"] < first_end["ts"] < second_start["ts"] < second_end["ts"]
+
+
+def test_rq_2_0_lines_name_the_worker_once_and_no_job_when_a_horse_dies() -> None:
+    old = (b"09:00:00 Worker rq:worker:abc123 started with PID 77, version 2.0.0\n"
+           b"09:00:01 q1: billing.charge('o-4') (job-0004)\n"
+           b"09:00:02 [Job job-0004]: exception raised while executing (billing.charge)\n"
+           b"Traceback (most recent call last):\n"
+           b"ValueError: card declined\n"
+           b"09:00:03 q1: billing.charge('o-4') (job-0004)\n"
+           b"09:00:04 Moving job to FailedJobRegistry (Work-horse terminated unexpectedly; "
+           b"waitpid returned 9 (signal 9); )\n")
+    rows, rejected, _ = _rows(old)
+    assert rejected == []
+    assert [(r["event"], r["worker_id"]) for r in rows] == [
+        ("deliver", "abc123"), ("fail", "abc123"), ("deliver", "abc123"), ("nack", "abc123")]
+    assert rows[3]["execution_id"] == rows[2]["execution_id"]
+    assert _attrs(rows[3])["settled_by"] == "abc123 main process"
