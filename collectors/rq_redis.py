@@ -53,8 +53,12 @@ SOURCE = "rq-redis"
 #: Who settles an abandoned run on its behalf (`settled_by`).
 SETTLER = "dupescope rq-redis"
 _RESULT_TYPES = {"1": "ack", "2": "fail", "3": "fail", "4": "nack"}
-_JOB_FIELDS = ("description", "origin", "enqueued_at", "created_at", "ended_at", "status",
-               "worker_name", "retries_left")
+#: A job's `started_at` this far after a run's start is a later run's.
+LATER_RUN_US = 250_000
+#: Results taken by time (RQ before 2.9) remembered, the latest first to stay.
+CONSUMED_KEPT = 10_000
+_JOB_FIELDS = ("description", "origin", "enqueued_at", "created_at", "started_at",
+               "ended_at", "status", "worker_name", "retries_left")
 
 
 class RedisReads(Protocol):
@@ -91,18 +95,22 @@ class PollState:
     #: Per finished/failed registry, the highest score read (their scores, whole seconds,
     #: grow with time) and the jobs read at that score.
     marks: dict[str, tuple[float, list[str]]] = field(default_factory=dict)
+    #: Results that name no execution (RQ before 2.9), by stream id: the run each ended.
+    consumed: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> bytes:
         return orjson.dumps({
             "open": {m: vars(run) for m, run in self.open.items()},
             "marks": self.marks,
+            "consumed": self.consumed,
         })
 
     @classmethod
     def from_json(cls, data: bytes) -> PollState:
         loaded = orjson.loads(data)
         return cls({m: OpenRun(**run) for m, run in loaded.get("open", {}).items()},
-                   {k: (float(v[0]), list(v[1])) for k, v in loaded.get("marks", {}).items()})
+                   {k: (float(v[0]), list(v[1])) for k, v in loaded.get("marks", {}).items()},
+                   dict(loaded.get("consumed", {})))
 
 
 @dataclass
@@ -129,15 +137,19 @@ class RqRedisReader:
         out = Poll()
         self._jobs = {}
         seen: set[str] = set()
-        for queue in self._queues():
+        queues = self._queues()
+        for queue in queues:
             for member, score in self.client.zrange(f"{self.prefix}:wip:{queue}", 0, -1,
                                                      withscores=True):
                 seen.add(member)
                 self._started(member, float(score), queue, now, out)
-            for registry in ("finished", "failed"):
-                self._settled(f"{self.prefix}:{registry}:{queue}", queue, out)
         for member in [m for m in self.state.open if m not in seen]:
             self._ended(self.state.open.pop(member), out)
+        for queue in queues:  # after the endings: their results are theirs
+            for registry in ("finished", "failed"):
+                self._settled(f"{self.prefix}:{registry}:{queue}", queue, out)
+        while len(self.state.consumed) > CONSUMED_KEPT:
+            del self.state.consumed[next(iter(self.state.consumed))]
         return out
 
     # -- the started registry -------------------------------------------------------------
@@ -152,10 +164,14 @@ class RqRedisReader:
             run.seen_us = round(now * 1e6)
         if run is None:
             job_id, _, execution = member.rpartition(":")
-            if not job_id:
-                return  # an RQ before executions: a bare job id, no run to tell apart
-            hash_ = self.client.hgetall(f"{self.prefix}:execution:{member}") or {}
-            started = _float(hash_.get("created_at"))
+            if job_id:
+                hash_ = self.client.hgetall(f"{self.prefix}:execution:{member}") or {}
+                started = _float(hash_.get("created_at"))
+            else:  # RQ before 2.3 registers the bare job id: the run is its start time
+                job_id, hash_ = member, {}
+                job_started = _iso_us(self._job(job_id).get("started_at"))
+                started = job_started / 1e6 if job_started is not None else None
+                execution = f"started-{job_started}"
             worker = hash_.get("worker_name") or self._job(job_id).get("worker_name") or ""
             if started is None:
                 started = now
@@ -174,7 +190,7 @@ class RqRedisReader:
 
     def _ended(self, run: OpenRun, out: Poll) -> None:
         """A run that left the started registry: its result, else a requeue."""
-        result = self._result(run.job_id, run.execution)
+        result = self._result(run)
         if result is not None:
             self._result_rows(run, result, out, started=True)
             return
@@ -223,8 +239,12 @@ class RqRedisReader:
             self.state.marks[registry] = (mark, at_mark)
             for result_id, result in self._results(job_id):
                 execution = result.get("execution_id") or result_id
-                if f"{job_id}:{execution}" in self.state.open:
-                    continue  # ended in this poll: `_ended` reads it
+                if f"{job_id}:{execution}" in self.state.open or (
+                    result_id in self.state.consumed
+                ) or (not result.get("execution_id") and any(
+                    run.job_id == job_id for run in self.state.open.values()
+                )):
+                    continue  # a run seen in progress: `_ended` reads (or read) it
                 started = _float(result.get("execution_started_at"))
                 ts = round(started * 1e6) if started is not None else _stream_us(result_id)
                 run = OpenRun(job_id, execution, queue, result.get("worker_name") or "", ts)
@@ -237,9 +257,23 @@ class RqRedisReader:
     def _results(self, job_id: str) -> list[tuple[str, dict[str, str]]]:
         return list(self.client.xrange(f"{self.prefix}:results:{job_id}"))
 
-    def _result(self, job_id: str, execution: str) -> tuple[str, dict[str, str]] | None:
-        for result_id, result in self._results(job_id):
-            if result.get("execution_id") == execution:
+    def _result(self, run: OpenRun) -> tuple[str, dict[str, str]] | None:
+        """The result naming the run's execution; where results name none (RQ before
+        2.9), the first one written after the run started, before the job's next run
+        started (the job's `started_at` is its latest run's), that no other run took."""
+        results = self._results(run.job_id)
+        for result_id, result in results:
+            if result.get("execution_id") == run.execution:
+                return result_id, result
+        latest = _iso_us(self._job(run.job_id).get("started_at"))
+        before = latest if latest is not None and latest > run.started_us + LATER_RUN_US \
+            else None
+        for result_id, result in results:
+            written = _stream_us(result_id)
+            if (not result.get("execution_id") and result_id not in self.state.consumed
+                    and written >= run.started_us - 1_000
+                    and (before is None or written < before)):
+                self.state.consumed[result_id] = run.execution
                 return result_id, result
         return None
 

@@ -23,7 +23,9 @@ from support.redis_db import REDIS_HOST, REDIS_PORT, claim_redis_db, release_red
 redis = pytest.importorskip("redis")
 rq = pytest.importorskip("rq")
 
-RQ_WORKER = Path(sys.executable).with_name("rq")
+#: RQ 3's `rq worker` from dupescope's venv; DUPESCOPE_RQ_WORKER names another (an RQ
+#: 2.0 venv's, whose log lines differ) to run the lab against it.
+RQ_WORKER = Path(os.environ.get("DUPESCOPE_RQ_WORKER") or Path(sys.executable).with_name("rq"))
 WORKERS = 2
 #: The plan: key -> the fault its job plays.
 PLAN = {
