@@ -63,7 +63,15 @@ $(ARQ_LAB)/.installed:
 	$(ARQ_LAB)/bin/pip install --quiet arq==0.28.0
 	touch $(ARQ_LAB)/.installed
 
-labs: $(ARQ_LAB)/.installed
+# RQ 2.0's workers (tests/test_rq_lab.py runs its lab on them too): their log lines and
+# Redis state differ from RQ 3's.
+RQ2_LAB := $(VENV)/labs/rq2
+$(RQ2_LAB)/.installed:
+	$(PY) -m venv $(RQ2_LAB)
+	$(RQ2_LAB)/bin/pip install --quiet rq==2.0.0
+	touch $(RQ2_LAB)/.installed
+
+labs: $(ARQ_LAB)/.installed $(RQ2_LAB)/.installed
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks

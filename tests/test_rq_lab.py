@@ -1,9 +1,10 @@
-"""The RQ lab: real `rq worker` processes (RQ 3) on the local Redis, a job that writes its
-side effect to a SQLite ledger, and real faults: a producer that enqueues one order twice,
-a failure retried by RQ (`Retry(max=1)`), and a work-horse SIGKILLed after its effect.
-The truth is the ledger's; each source, alone, is scored on it: the workers' logs
-(`ingest --format auto`, told from content) and RQ's state in Redis (`collect
---rq-redis`). Both name the key through a mapping of the job's first argument."""
+"""The RQ lab: real `rq worker` processes (RQ 3.0, and RQ 2.0 whose lines and Redis
+state differ) on the local Redis, a job that writes its side effect to a SQLite ledger,
+and real faults: a producer that enqueues one order twice, a failure retried by RQ
+(`Retry(max=1)`), and a work-horse SIGKILLed after its effect. The truth is the ledger's;
+each source, alone, is scored on it: the workers' logs (`ingest`, the format told from
+content) and RQ's state in Redis (`collect --rq-redis`, the collector restarted
+mid-run). Both name the key through a mapping of the job's first argument."""
 
 from __future__ import annotations
 
@@ -23,9 +24,12 @@ from support.redis_db import REDIS_HOST, REDIS_PORT, claim_redis_db, release_red
 redis = pytest.importorskip("redis")
 rq = pytest.importorskip("rq")
 
-#: RQ 3's `rq worker` from dupescope's venv; DUPESCOPE_RQ_WORKER names another (an RQ
-#: 2.0 venv's, whose log lines differ) to run the lab against it.
-RQ_WORKER = Path(os.environ.get("DUPESCOPE_RQ_WORKER") or Path(sys.executable).with_name("rq"))
+#: The `rq worker` of each RQ the lab runs: RQ 3 from dupescope's venv, RQ 2.0 (whose
+#: log lines and Redis state differ) from the venv `make labs` creates.
+RQ_WORKERS = {
+    "3.0": Path(sys.executable).with_name("rq"),
+    "2.0": queue_lab.ROOT / ".venv" / "labs" / "rq2" / "bin" / "rq",
+}
 WORKERS = 2
 #: The plan: key -> the fault its job plays.
 PLAN = {
@@ -51,10 +55,12 @@ class Lab:
     runs: dict[str, int]  # key -> how many runs ran its effect
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    if not RQ_WORKER.exists():
-        pytest.skip(f"no rq worker at {RQ_WORKER}: make install")
+@pytest.fixture(scope="module", params=sorted(RQ_WORKERS, reverse=True))
+def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+        ) -> Iterator[Lab]:
+    rq_worker = RQ_WORKERS[request.param]
+    if not rq_worker.exists():
+        pytest.skip(f"no rq worker at {rq_worker}: `make labs` creates RQ 2.0's")
     folder = tmp_path_factory.mktemp("rq-lab")
     db = claim_redis_db()
     url = f"redis://{REDIS_HOST}:{REDIS_PORT}/{db}"
@@ -70,7 +76,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
             for n in range(WORKERS):
                 log = open(folder / f"worker-{n}.log", "wb")  # noqa: SIM115 - the worker's
                 workers.append(subprocess.Popen(
-                    [str(RQ_WORKER), "worker", "-u", url, queue_name],
+                    [str(rq_worker), "worker", "-u", url, queue_name],
                     stdout=log, stderr=subprocess.STDOUT, cwd=folder,
                     env=queue_lab.lab_env(DUPESCOPE_LAB_LEDGER=str(path),
                                           LAB_WORKER=f"worker-{n}"),
