@@ -1,7 +1,9 @@
-"""`dupescope ingest`: JSON-lines logs, OTLP JSON Lines and Celery worker logs into a store.
+"""`dupescope ingest`: JSON-lines logs, OTLP JSON Lines and Celery, RQ and arq worker logs
+into a store.
 
 The format is detected from content (an OTLP line holds resourceSpans/resourceLogs; a
-Celery log starts with its banner or `[time: LEVEL/process]` lines), so a folder of mixed
+Celery log starts with its banner or `[time: LEVEL/process]` lines; RQ's and arq's with
+`HH:MM:SS` and their job lines, collectors/time_only_logs.py), so a folder of mixed
 files needs no flags. Lines are decoded by the registry's decoder for `lines` in `ndjson`
 (collectors/decoders): its bulk accelerator where one runs here, else the reference; a
 Celery log by the reader of its decoder (`celery-log` in `text`). Rows

@@ -21,10 +21,13 @@ collector was down can have the same inode and have grown past the old offset. S
 position also keeps a fingerprint of the file's first bytes read (up to HEAD_BYTES); a
 file whose first bytes no longer match is a new file, read from its start.
 
-A file's format is told from its first lines read (`celery_log.sniff_format`), or given:
-JSON lines and OTLP JSON Lines go to the collector's decoder; a Celery worker's log goes to
-a reader of its own per path (across rotations), which keeps what later lines need (which
-run a line ends) and is rolled back with the offset when a chunk's rows were not stored.
+A file's format is told from its first lines read (`time_only_logs.sniff`, then
+`celery_log.sniff_format`), or given: JSON lines and OTLP JSON Lines go to the
+collector's decoder; a Celery, RQ or arq worker's log goes to a reader of its own per path
+(across rotations), which keeps what later lines need (which run a line ends) and is
+rolled back with the offset when a chunk's rows were not stored. RQ's and arq's lines
+carry only a time of day: they are dated by `--date`, else by the time they are read
+(collectors/time_of_day.py).
 Resumed after a restart, that reader first reads again (storing nothing) up to
 PRIME_BYTES of the file before the saved offset, to learn what those lines said.
 
