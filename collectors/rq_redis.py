@@ -192,7 +192,7 @@ class RqRedisReader:
         """A run that left the started registry: its result, else a requeue."""
         result = self._result(run)
         if result is not None:
-            self._result_rows(run, result, out, started=True)
+            self._result_rows(run, result, out)
             return
         if run.abandoned:
             return  # settled on its behalf already
@@ -250,7 +250,7 @@ class RqRedisReader:
                 run = OpenRun(job_id, execution, queue, result.get("worker_name") or "", ts)
                 self._enqueued(job_id, out)
                 self._emit(out, "deliver", run, ts)
-                self._result_rows(run, (result_id, result), out, started=False)
+                self._result_rows(run, (result_id, result), out)
 
     # -- results --------------------------------------------------------------------------
 
@@ -277,9 +277,7 @@ class RqRedisReader:
                 return result_id, result
         return None
 
-    def _result_rows(
-        self, run: OpenRun, found: tuple[str, dict[str, str]], out: Poll, *, started: bool
-    ) -> None:
+    def _result_rows(self, run: OpenRun, found: tuple[str, dict[str, str]], out: Poll) -> None:
         result_id, result = found
         kind = _RESULT_TYPES.get(str(result.get("type")), "fail")
         ended = _float(result.get("execution_ended_at"))
