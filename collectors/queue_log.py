@@ -5,10 +5,11 @@ to the next.
 A reader sees one worker's log (a file, or a followed path across its rotations). It
 turns the lines that are lifecycle steps into rows, ties each end line to the run it ends
 (`execution_id`, the uid of that run's `deliver`), and keeps the rest of a record (a
-traceback) with the line above it. The uid of a row is the XXH3 hash of its line and the
-microsecond it was placed at (collectors/time_of_day.py): two identical lines within one
-second (a job that failed and started again at once) stay two events, and reading a file
-again gives the same uids.
+traceback) with the line above it. Each line is placed within its second
+(collectors/time_of_day.py). The uid of a row is the XXH3 hash of its line, its second
+and how many lines of that second came before it in the file: two identical lines within
+one second (a job that failed and started again at once) stay two events, and reading a
+file again, cut into other blocks, gives the same uids.
 
 `checkpoint`/`restore` let a caller take a chunk back when its rows could not be stored;
 `prime` reads lines before a resumed tail's offset again, storing nothing, to learn which
@@ -37,8 +38,6 @@ from collectors.time_of_day import (
 
 #: The most of a traceback kept in a failure's attrs.
 MAX_TRACEBACK = 8_192
-#: The kinds of event that end a run.
-END_KINDS = frozenset({"ack", "nack", "fail"})
 
 
 @dataclass
@@ -81,7 +80,6 @@ class ReaderState:
     second: int = -1  # the second of the last event, and how many events it has had
     ordinal: int = 0
     runs: dict[tuple[str, str], list[Run]] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class QueueLogReader:
