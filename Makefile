@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench install browser fuzz fuzz-tools clean
+.PHONY: demo test lint bench install browser fuzz fuzz-tools clean labs
 
 # The C extensions are built by the install: a changed source installs (builds) again.
 $(STAMP): pyproject.toml setup.py $(wildcard collectors/*.c)
@@ -67,12 +67,30 @@ demo: $(STAMP)
 
 # Two pytest workers, a test file each at a time: many tests wait on real brokers, workers
 # and collector processes, so two share the 2 cores well (the suite took 9.4 min so).
-test: $(STAMP) browser sidekiq bullmq-lab
+test: $(STAMP) browser sidekiq bullmq-lab labs
 	$(BIN)/ruff check .
 	$(BIN)/mypy --strict store queries
 	$(BIN)/pytest -q -n 2 --dist loadfile --ignore=tests/test_collect_footprint.py
 	# Alone: it bounds a collector's peak memory, which a busy second core pushes up.
 	$(BIN)/pytest -q tests/test_collect_footprint.py
+
+# The arq lab's workers (tests/test_arq_lab.py): arq 0.28 needs redis<6, which dupescope's
+# own redis client (8.x) is not, so its workers and producer run from a venv of their own.
+ARQ_LAB := $(VENV)/labs/arq
+$(ARQ_LAB)/.installed:
+	$(PY) -m venv $(ARQ_LAB)
+	$(ARQ_LAB)/bin/pip install --quiet arq==0.28.0
+	touch $(ARQ_LAB)/.installed
+
+# RQ 2.0's workers (tests/test_rq_lab.py runs its lab on them too): their log lines and
+# Redis state differ from RQ 3's.
+RQ2_LAB := $(VENV)/labs/rq2
+$(RQ2_LAB)/.installed:
+	$(PY) -m venv $(RQ2_LAB)
+	$(RQ2_LAB)/bin/pip install --quiet rq==2.0.0
+	touch $(RQ2_LAB)/.installed
+
+labs: $(ARQ_LAB)/.installed $(RQ2_LAB)/.installed
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks

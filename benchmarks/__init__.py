@@ -12,4 +12,5 @@ HARNESSES = {
     "otel_tables": "timeline and duplicates on the Collector's ClickHouse tables vs own schema",
     "queue_labs": "the Sidekiq and SQS labs at --scale N, each source scored against its ledger",
     "bullmq_lab": "the BullMQ lab at a larger size: score, scenario time, replay entries/s",
+    "rq_worker_lost": "RQ: a whole worker SIGKILLed; its job run again once abandoned, scored",
 }

@@ -1,7 +1,9 @@
-"""`dupescope ingest`: JSON-lines logs, OTLP JSON Lines and Celery worker logs into a store.
+"""`dupescope ingest`: JSON-lines logs, OTLP JSON Lines and Celery, RQ and arq worker logs
+into a store.
 
 The format is detected from content (an OTLP line holds resourceSpans/resourceLogs; a
-Celery log starts with its banner or `[time: LEVEL/process]` lines), so a folder of mixed
+Celery log starts with its banner or `[time: LEVEL/process]` lines; RQ's and arq's with
+`HH:MM:SS` and their job lines, collectors/time_only_logs.py), so a folder of mixed
 files needs no flags. Lines are decoded by the registry's decoder for `lines` in `ndjson`
 (collectors/decoders): its bulk accelerator where one runs here, else the reference; a
 Celery log by the reader of its decoder (`celery-log` in `text`), a Sidekiq log (told
@@ -42,7 +44,12 @@ from collectors.decoders.celery_log import CeleryLogText
 from collectors.jsonlines import Rejected
 from collectors.mapping import FieldMapping
 from collectors.normalise import Normaliser
+from collectors.queue_log import QueueLogReader
 from collectors.sidekiq_log import SIDEKIQ_LOG, SidekiqLogReader, looks_like_sidekiq_log
+from collectors.time_of_day import DayBasis
+from collectors.time_only_logs import TIME_ONLY_FORMATS, basis_for
+from collectors.time_only_logs import reader as time_only_reader
+from collectors.time_only_logs import sniff as sniff_time_only
 from store.base import Store
 from store.counts import distinct_events
 from store.schema import empty_table
@@ -58,7 +65,7 @@ CELERY_BLOCK_BYTES = 8 << 20
 SNIFF_BYTES = 64 << 10
 #: The input formats: `auto` tells them apart from content; `json-lines` is JSON lines and
 #: OTLP JSON Lines, told apart line by line.
-FORMATS = ("auto", "json-lines", CELERY_LOG, SIDEKIQ_LOG)
+FORMATS = ("auto", "json-lines", CELERY_LOG, SIDEKIQ_LOG, *TIME_ONLY_FORMATS)
 
 
 @dataclass
@@ -289,10 +296,13 @@ def ingest_files(
     fmt: str = "auto",
     celery: CeleryLogOptions | None = None,
     fork_workers: bool = False,
+    day: DayBasis | None = None,
 ) -> IngestReport:
     """Read every file, write rows in bulk; `on_progress` receives bytes consumed.
 
-    `fmt` is one of FORMATS; `celery` says what Celery logs do not (see celery_log.py).
+    `fmt` is one of FORMATS; `celery` says what Celery logs do not (see celery_log.py),
+    `day` the date of RQ's and arq's time-only lines (`--date`; else each file's
+    modification time, see time_of_day.py).
     A Celery log is read in order, block by block, by one reader that keeps what later
     lines need (which run a line ends).
 
@@ -327,7 +337,7 @@ def ingest_files(
             started.submit(os.getpid).result()  # every worker is forked now, before any decode
         return started, _spool_dir(_workers())
 
-    wanted = fmt not in (CELERY_LOG, SIDEKIQ_LOG) and ingest_pool.wanted(
+    wanted = fmt not in (CELERY_LOG, SIDEKIQ_LOG, *TIME_ONLY_FORMATS) and ingest_pool.wanted(
         paths, block_bytes=BLOCK_BYTES
     )
     if fork_workers and wanted and _workers() > 1:
@@ -350,6 +360,14 @@ def ingest_files(
                     sidekiq = REGISTRY.reference(SIDEKIQ_LOG, "text")
                     reader = sidekiq.reader(normaliser, source)  # type: ignore[attr-defined]
                     _read_celery_log(stream, reader, source, path, record)
+                    continue
+                told = fmt if fmt in TIME_ONLY_FORMATS else (
+                    sniff_time_only(_head(stream)) if fmt == "auto" else None
+                )
+                if told is not None:
+                    dated = basis_for(path, day) if path != "-" else day or DayBasis()
+                    timed = time_only_reader(told, normaliser, dated, source)
+                    _read_celery_log(stream, timed, source, path, record)
                     continue
                 sniffed = fmt == "auto" and looks_like_celery_log(_head(stream), celery)
                 if fmt == CELERY_LOG or sniffed:
@@ -393,7 +411,7 @@ def _head(stream: BinaryIO) -> bytes:
 
 def _read_celery_log(
     stream: BinaryIO,
-    reader: CeleryLogReader | SidekiqLogReader,
+    reader: CeleryLogReader | SidekiqLogReader | QueueLogReader,
     source: str,
     path: str,
     record: Callable[[BlockResult, int], None],

@@ -27,6 +27,8 @@ from dupescope.options import (
     format_option,
     group_store_option,
     input_format_option,
+    log_date_option,
+    log_date_settings,
     mapping_option,
     open_store_or_exit,
     store_option,
@@ -62,6 +64,7 @@ def main(store_url: str | None) -> None:
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar, no per-line errors.")
 @input_format_option
 @celery_log_options
+@log_date_option
 def ingest(
     files: tuple[str, ...],
     store_url: str | None,
@@ -72,13 +75,16 @@ def ingest(
     celery_hostname: str | None,
     celery_timezone: str | None,
     celery_log_format: str | None,
+    log_date: str | None,
 ) -> None:
-    """Load JSON-lines logs, OTLP JSON Lines or Celery worker logs (plain or .gz; - for
+    """Load JSON-lines logs, OTLP JSON Lines, Celery, RQ or arq worker logs (plain or .gz; - for
     stdin).
 
     The format is detected from content. A bad line is reported with file, line number
     and reason, and the rest is kept. Ingesting the same file twice changes no answer.
-    Celery log times are read as UTC unless --celery-timezone names their zone.
+    Celery log times are read as UTC unless --celery-timezone names their zone. RQ and
+    arq lines carry only a time of day: their date is --date, else the file's
+    modification time (docs/queues-rq-arq.md).
     """
     import os
 
@@ -87,7 +93,8 @@ def ingest(
     # A large file's workers are forked from this process before it decodes anything: the
     # settings they need must be in place before polars loads here, and no thread of
     # tqdm's may run at the fork.
-    forks = input_format not in ("celery-log", "sidekiq-log") and ingest_pool.wanted(files)
+    text_logs = ("celery-log", "sidekiq-log", "rq-log", "arq-log")
+    forks = input_format not in text_logs and ingest_pool.wanted(files)
     if forks:
         ingest_pool.settings()
         tqdm.monitor_interval = 0
@@ -97,6 +104,7 @@ def ingest(
 
     normaliser = Normaliser(field_mapping_or_exit(mapping))
     celery = celery_log_settings(celery_hostname, celery_timezone, celery_log_format)
+    day = log_date_settings(log_date)
     for path in files:
         if path != "-" and os.path.isdir(path):
             raise click.ClickException(f"{path} is a directory: name the files in it to load")
@@ -135,6 +143,7 @@ def ingest(
                 fmt=input_format,
                 celery=celery,
                 fork_workers=forks,
+                day=day,
             )
         except OSError as exc:  # a full disk, a folder made read-only meanwhile
             raise click.ClickException(f"cannot load into {store.describe()}: {exc}") from exc

@@ -13,6 +13,8 @@ from dupescope.options import (
     celery_log_settings,
     field_mapping_or_exit,
     input_format_option,
+    log_date_option,
+    log_date_settings,
     mapping_option,
     open_store_or_exit,
     store_option,
@@ -45,6 +47,7 @@ from dupescope.options import (
 )
 @input_format_option
 @celery_log_options
+@log_date_option
 @click.option(
     "--celery-broker",
     "celery_brokers",
@@ -88,6 +91,22 @@ from dupescope.options import (
     multiple=True,
     metavar="QUEUE",
     help="A BullMQ queue to read (repeatable). Default: every queue found under the prefix.",
+)
+@click.option(
+    "--rq-redis",
+    "rq_redis",
+    multiple=True,
+    metavar="URL",
+    help="Poll RQ's state in this Redis database (redis://host:6379/0; repeatable), "
+    "read-only: its started registries, job hashes and results streams. Needs "
+    "`pip install 'dupescope[rq]'`. See docs/queues-rq-arq.md.",
+)
+@click.option(
+    "--rq-interval",
+    type=click.FloatRange(min=0.01),
+    default=0.1,
+    show_default=True,
+    help="Seconds between two looks at RQ's state (--rq-redis).",
 )
 @click.option(
     "--state",
@@ -183,12 +202,15 @@ def collect(
     celery_hostname: str | None,
     celery_timezone: str | None,
     celery_log_format: str | None,
+    log_date: str | None,
     celery_brokers: tuple[str, ...],
     celery_exchange: str,
     celery_keys: tuple[str, ...],
     bullmq_redis: tuple[str, ...],
     bullmq_prefix: str,
     bullmq_queues: tuple[str, ...],
+    rq_redis: tuple[str, ...],
+    rq_interval: float,
     state: Path | None,
     token: str | None,
     max_body_bytes: int,
@@ -229,8 +251,18 @@ def collect(
             require_redis()
         except RedisMissing as exc:
             raise click.ClickException(str(exc)) from exc
+    if rq_redis:
+        from collectors.service.rq_source import RedisMissing, check_redis_url, require_redis
+
+        try:
+            require_redis()
+            for url in rq_redis:
+                check_redis_url(url)
+        except (RedisMissing, ValueError) as exc:
+            raise click.ClickException(str(exc)) from exc
     field_mapping = field_mapping_or_exit(mapping)
     celery = celery_log_settings(celery_hostname, celery_timezone, celery_log_format)
+    day = log_date_settings(log_date)
     store = open_store_or_exit(store_url, writable=True)
     config = CollectConfig(
         host=host,
@@ -239,12 +271,15 @@ def collect(
         tail=list(tail),
         tail_format=input_format,
         celery=celery,
+        day=day,
         celery_brokers=list(celery_brokers),
         celery_exchange=celery_exchange,
         celery_key_kwargs=tuple(celery_keys),
         bullmq_redis=list(bullmq_redis),
         bullmq_prefix=bullmq_prefix,
         bullmq_queues=list(bullmq_queues),
+        rq_redis=list(rq_redis),
+        rq_interval=rq_interval,
         state=state,
         token=token,
         max_body_bytes=max_body_bytes,

@@ -199,7 +199,7 @@ TIME = TimeParam()
 # ---- input formats ------------------------------------------------------------------
 
 #: What `--format` accepts for files read (`ingest`, `collect --tail`).
-INPUT_FORMATS = ("auto", "json-lines", "celery-log", "sidekiq-log")
+INPUT_FORMATS = ("auto", "json-lines", "celery-log", "sidekiq-log", "rq-log", "arq-log")
 
 
 def input_format_option(command):  # type: ignore[no-untyped-def]
@@ -212,8 +212,34 @@ def input_format_option(command):  # type: ignore[no-untyped-def]
         help="What the files hold: auto tells it from each file's first lines; json-lines "
         "is JSON lines and OTLP JSON Lines (told apart line by line); celery-log is a "
         "Celery worker's own log; sidekiq-log a Sidekiq process's log (default or JSON "
-        "format).",
+        "format); rq-log and arq-log are RQ's and arq's worker logs.",
     )(command)
+
+
+def log_date_option(command):  # type: ignore[no-untyped-def]
+    """--date: the date of the first line of logs whose lines carry only a time of day."""
+    return click.option(
+        "--date",
+        "log_date",
+        default=None,
+        metavar="YYYY-MM-DD",
+        help="The date of the first line of RQ and arq logs, whose lines carry only a time "
+        "of day (later lines that go back past midnight take the next day). Default: each "
+        "line is the latest moment at or before the file's modification time with its "
+        "time of day (for a log of less than 24 hours).",
+    )(command)
+
+
+def log_date_settings(text: str | None):  # type: ignore[no-untyped-def]
+    """The DayBasis of --date, or a usage error naming the bad date."""
+    from collectors.time_of_day import DayBasis, parse_date
+
+    if text is None:
+        return None
+    try:
+        return DayBasis(date=parse_date(text))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--date") from exc
 
 
 def celery_log_options(command):  # type: ignore[no-untyped-def]

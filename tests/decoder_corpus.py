@@ -13,11 +13,14 @@ import orjson
 from google.protobuf import json_format
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from test_arq_log import EXPIRED_TRY, LONG, RETRIED, STARTING, TIMED_OUT
 from test_block_ingest import corpus as lines_corpus
 from test_celery_log import ADD, BANNER, BROKEN, CRASH, FLAKY, SLOW, UNACKED
 from test_collect_decode import _kv, _mixed_request
 from test_collect_native import T, _job, _job_span
-from test_sidekiq_log import PUSHED_BACK, RERUN, RETRIED
+from test_rq_log import FAILED, KILLED, OK, STARTED
+from test_sidekiq_log import PUSHED_BACK, RERUN
+from test_sidekiq_log import RETRIED as SIDEKIQ_RETRIED
 
 Body = tuple[str, bytes]  # (name, body)
 
@@ -93,11 +96,24 @@ def _celery_log() -> list[Body]:
 def _sidekiq_log() -> list[Body]:
     unreadable = b"2026-12-05T08:00:45.240Z pid=1 class=ChargeJob jid=j1 INFO: start\n"
     return [
-        ("retried", RETRIED),
+        ("retried", SIDEKIQ_RETRIED),
         ("pushed-back", PUSHED_BACK + RERUN),
         ("unreadable-lines", RERUN + unreadable),
         ("empty", _NOT_A_BODY["text"]),
     ]
+
+
+def _rq_log() -> list[Body]:
+    cut = (b"07:57:17 Worker w: q1: billing.charge('o-9') (1444b2\n"
+           b"07:61:17 Worker w: q1: Job OK (x)\n")
+    return [("worker", STARTED + OK + FAILED + KILLED), ("unreadable-lines", OK + cut),
+            ("empty", _NOT_A_BODY["text"])]
+
+
+def _arq_log() -> list[Body]:
+    cut = "08:01:45:   0.12s → 2b04d2efb1a74253a5262\n".encode()
+    return [("worker", STARTING + RETRIED + TIMED_OUT + EXPIRED_TRY + LONG),
+            ("unreadable-lines", RETRIED + cut), ("empty", _NOT_A_BODY["text"])]
 
 
 CORPUS: dict[tuple[str, str], Callable[[], list[Body]]] = {
@@ -108,6 +124,8 @@ CORPUS: dict[tuple[str, str], Callable[[], list[Body]]] = {
     ("lines", "ndjson"): _lines,
     ("celery-log", "text"): _celery_log,
     ("sidekiq-log", "text"): _sidekiq_log,
+    ("rq-log", "text"): _rq_log,
+    ("arq-log", "text"): _arq_log,
 }
 
 

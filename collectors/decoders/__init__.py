@@ -6,6 +6,7 @@ accelerator), and its registration below; the receivers find it through `REGISTR
 
 from __future__ import annotations
 
+from collectors.decoders.arq_log import ArqLogText
 from collectors.decoders.base import (
     MEDIA,
     SIGNALS,
@@ -20,6 +21,7 @@ from collectors.decoders.celery_log import CeleryLogText
 from collectors.decoders.json_lines import LinesBlocks, LinesReference
 from collectors.decoders.otlp_logs import LogsReference
 from collectors.decoders.otlp_traces import TracesColumns, TracesNative, TracesReference
+from collectors.decoders.rq_log import RqLogText
 from collectors.decoders.sidekiq_log import SidekiqLogText
 
 __all__ = [
@@ -40,3 +42,5 @@ _lines = REGISTRY.register(LinesReference())
 REGISTRY.register(LinesBlocks(), accelerates=_lines)
 REGISTRY.register(CeleryLogText())
 REGISTRY.register(SidekiqLogText())
+REGISTRY.register(RqLogText())
+REGISTRY.register(ArqLogText())

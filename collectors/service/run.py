@@ -41,11 +41,13 @@ from collectors.service.pipeline import RECENT_UIDS
 from collectors.service.tail import Tailer
 from collectors.service.tls import TlsFiles
 from collectors.service.trim import MemoryTrimmer
+from collectors.time_of_day import DayBasis
 from store.base import Store
 
 if TYPE_CHECKING:
     from collectors.service.bullmq_source import BullMQSource
     from collectors.service.celery_source import CeleryEventSource
+    from collectors.service.rq_source import RqRedisSource
 
 log = logging.getLogger("dupescope.collect")
 
@@ -60,6 +62,7 @@ class CollectConfig:
     tail: list[str] = field(default_factory=list)
     tail_format: str = "auto"  # auto, json-lines or celery-log
     celery: CeleryLogOptions | None = None  # what Celery logs do not say
+    day: DayBasis | None = None  # the date of RQ's and arq's time-only lines (--date)
     #: Brokers whose Celery event stream to consume (redis://, amqp://).
     celery_brokers: list[str] = field(default_factory=list)
     celery_exchange: str = "celeryev"
@@ -70,6 +73,9 @@ class CollectConfig:
     bullmq_redis: list[str] = field(default_factory=list)
     bullmq_prefix: str = "bull"
     bullmq_queues: list[str] = field(default_factory=list)
+    #: Redis databases whose RQ state to poll (redis://...), and how often (seconds).
+    rq_redis: list[str] = field(default_factory=list)
+    rq_interval: float = 0.1
     state: Path | None = None
     token: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY
@@ -162,7 +168,8 @@ class RunningCollector:
         if config.tail:
             state = config.state or default_state_path(store, store_url)
             self.tailer = Tailer(
-                self.collector, config.tail, state, fmt=config.tail_format, celery=config.celery
+                self.collector, config.tail, state, fmt=config.tail_format, celery=config.celery,
+                day=config.day,
             ).start()
         self.celery: list[CeleryEventSource] = []
         if config.celery_brokers:
@@ -185,6 +192,17 @@ class RunningCollector:
                 for url in config.bullmq_redis
             ]
             self.collector.reports["bullmq"] = lambda: [s.health() for s in self.bullmq]
+        self.rq: list[RqRedisSource] = []
+        if config.rq_redis:
+            from collectors.service.rq_source import RqRedisSource, rq_state_path
+
+            folder = (config.state or default_state_path(store, store_url)).parent
+            self.rq = [
+                RqRedisSource(self.collector, url, rq_state_path(folder, url),
+                              interval=config.rq_interval).start()
+                for url in config.rq_redis
+            ]
+            self.collector.reports["rq"] = lambda: [s.health() for s in self.rq]
 
     def describe(self) -> str:
         parts = []
@@ -200,6 +218,7 @@ class RunningCollector:
             parts.append(f"tail-patterns={len(self.tailer.patterns)}")
         parts.extend(source.describe() for source in self.celery)
         parts.extend(source.describe() for source in self.bullmq)
+        parts.extend(rq_source.describe() for rq_source in self.rq)
         parts.append(f"store={self.collector.store.describe()}")
         return " ".join(parts)
 
@@ -214,6 +233,8 @@ class RunningCollector:
             source.stop()
         for source in self.bullmq:
             source.stop()
+        for rq_source in self.rq:
+            rq_source.stop()
         self.collector.close()
         if self.compactor:
             self.compactor.stop()

@@ -21,10 +21,13 @@ collector was down can have the same inode and have grown past the old offset. S
 position also keeps a fingerprint of the file's first bytes read (up to HEAD_BYTES); a
 file whose first bytes no longer match is a new file, read from its start.
 
-A file's format is told from its first lines read (`celery_log.sniff_format`), or given:
-JSON lines and OTLP JSON Lines go to the collector's decoder; a Celery worker's log goes to
-a reader of its own per path (across rotations), which keeps what later lines need (which
-run a line ends) and is rolled back with the offset when a chunk's rows were not stored.
+A file's format is told from its first lines read (`time_only_logs.sniff`, then
+`celery_log.sniff_format`), or given: JSON lines and OTLP JSON Lines go to the
+collector's decoder; a Celery, RQ or arq worker's log goes to a reader of its own per path
+(across rotations), which keeps what later lines need (which run a line ends) and is
+rolled back with the offset when a chunk's rows were not stored. RQ's and arq's lines
+carry only a time of day: they are dated by `--date`, else by the time they are read
+(collectors/time_of_day.py).
 Resumed after a restart, that reader first reads again (storing nothing) up to
 PRIME_BYTES of the file before the saved offset, to learn what those lines said. A
 Sidekiq process's log (`sidekiq_log.looks_like_sidekiq_log`, told before the others: its
@@ -51,11 +54,16 @@ from typing import BinaryIO
 import orjson
 
 from collectors.celery_log import CELERY_LOG, CeleryLogOptions, CeleryLogReader, sniff_format
+from collectors.queue_log import QueueLogReader
 from collectors.service.bodies import DecodeResult, from_decoded
 from collectors.service.collector import Collector
 from collectors.service.log_limit import SummarisedLog
 from collectors.service.pipeline import QueueFull, WriteFailed
 from collectors.sidekiq_log import SIDEKIQ_LOG, SidekiqLogReader, looks_like_sidekiq_log
+from collectors.time_of_day import DayBasis
+from collectors.time_only_logs import TIME_ONLY_FORMATS
+from collectors.time_only_logs import reader as time_only_reader
+from collectors.time_only_logs import sniff as sniff_time_only
 
 log = logging.getLogger("dupescope.collect")
 
@@ -154,13 +162,17 @@ class Tailer:
         read_chunk: int = READ_CHUNK,
         fmt: str = "auto",
         celery: CeleryLogOptions | None = None,
+        day: DayBasis | None = None,
     ) -> None:
-        """`fmt`: auto, json-lines or celery-log (see the module's docstring)."""
+        """`fmt`: auto, json-lines, celery-log, rq-log or arq-log (see the module's
+        docstring); `day`: the date of RQ's and arq's time-only lines (`--date`; else the
+        time they are read)."""
         self.collector = collector
         self.fmt = fmt
         self.celery = celery
+        self.day = day or DayBasis()
         self.formats: dict[str, str] = {}  # path -> format, once told
-        self.celery_readers: dict[str, CeleryLogReader | SidekiqLogReader] = {}
+        self.celery_readers: dict[str, CeleryLogReader | SidekiqLogReader | QueueLogReader] = {}
         self.read_chunk = read_chunk
         self.paths: list[str] = []
         # (pattern, the file it would name taken literally): a pattern is one as given, its
@@ -307,8 +319,10 @@ class Tailer:
         if self.fmt != "auto":
             return self.fmt
         if name not in self.formats:
-            told = SIDEKIQ_LOG if looks_like_sidekiq_log(chunk[: 64 << 10]) else (
-                sniff_format(chunk[: 64 << 10], self.celery))
+            head = chunk[: 64 << 10]
+            told = SIDEKIQ_LOG if looks_like_sidekiq_log(head) else (
+                sniff_time_only(head) or sniff_format(head, self.celery)
+            )
             if told is None:
                 return "json-lines"  # not yet told: as before, each line on its own
             self.formats[name] = told
@@ -323,13 +337,18 @@ class Tailer:
         file still `growing`)."""
         source = f"tail:{name}"
         fmt = self._format(name, lines)
-        if fmt not in (CELERY_LOG, SIDEKIQ_LOG):
+        if fmt not in (CELERY_LOG, SIDEKIQ_LOG, *TIME_ONLY_FORMATS):
             return self.collector.jsonlines(lines, source).accepted, len(lines)
         reader = self.celery_readers.get(name)
         if reader is None:
             normaliser = self.collector.decoder.normaliser
-            reader = SidekiqLogReader(normaliser, name=name) if fmt == SIDEKIQ_LOG else (
-                CeleryLogReader(normaliser, self.celery, name=name))
+            reader: CeleryLogReader | SidekiqLogReader | QueueLogReader
+            if fmt == SIDEKIQ_LOG:
+                reader = SidekiqLogReader(normaliser, name=name)
+            elif fmt == CELERY_LOG:
+                reader = CeleryLogReader(normaliser, self.celery, name=name)
+            else:
+                reader = time_only_reader(fmt, normaliser, self.day, name)
             if offset > 0:  # resumed: what the lines before the offset said, read again
                 handle.seek(max(0, offset - PRIME_BYTES))
                 before = handle.read(offset - handle.tell())
@@ -342,7 +361,7 @@ class Tailer:
 
         def decode() -> DecodeResult:
             nonlocal read
-            if growing:
+            if growing and isinstance(reader, CeleryLogReader):
                 decoded, read = reader.decode_growing(lines, 1, source)
             else:
                 decoded = reader.decode(lines, 1, source)

@@ -1,0 +1,41 @@
+"""RQ's worker logs (`--format rq-log`): text, read line by line in order.
+
+The reference is `rq_log.RqLogReader`, the one reader of these logs: `decode` reads a
+whole body (complete lines) with a reader of its own; a log read in pieces (`dupescope
+ingest`, a tail) is one reader's work, piece after piece (`reader`), because a line ends
+the run an earlier piece began. What the lines do not say, the date of their times, comes
+as a `DayBasis`: `configured` gives the decoder for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from collectors.decoders.base import Output, RunsAnywhere, rows_output
+from collectors.normalise import Normaliser
+from collectors.rq_log import RQ_LOG, RqLogReader
+from collectors.time_of_day import DayBasis
+
+
+@dataclass(frozen=True)
+class RqLogText(RunsAnywhere):
+    """RQ worker log lines, each run's lines tied together by one reader."""
+
+    basis: DayBasis = field(default_factory=DayBasis)
+    media: str = "text"
+    signal: str = RQ_LOG
+    name: str = "rq_log.RqLogReader"
+
+    def configured(self, basis: DayBasis | None) -> RqLogText:
+        return replace(self, basis=basis or DayBasis())
+
+    def reader(self, normaliser: Normaliser, source: str) -> RqLogReader:
+        """A reader for one log read piece after piece, in order; `source` names the
+        worker where the log does not."""
+        return RqLogReader(normaliser, self.basis, name=source)
+
+    def decode(self, body: bytes, normaliser: Normaliser, source: str) -> Output:
+        body = bytes(body)
+        decoded = self.reader(normaliser, source).decode(body, 1, source)
+        lines = body.count(b"\n") + (0 if body.endswith(b"\n") or not body else 1)
+        return rows_output(decoded, lines)
