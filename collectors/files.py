@@ -38,6 +38,8 @@ from collectors.celery_log import (
 )
 from collectors.decoders import REGISTRY, Decoder, GivesViews, Output
 from collectors.decoders.celery_log import CeleryLogText
+from collectors.decoders.dramatiq_log import DramatiqLogText
+from collectors.dramatiq_log import DRAMATIQ_LOG, DramatiqLogReader, sniff_dramatiq
 from collectors.jsonlines import Rejected
 from collectors.mapping import FieldMapping
 from collectors.normalise import Normaliser
@@ -55,7 +57,7 @@ CELERY_BLOCK_BYTES = 8 << 20
 SNIFF_BYTES = 64 << 10
 #: The input formats: `auto` tells them apart from content; `json-lines` is JSON lines and
 #: OTLP JSON Lines, told apart line by line.
-FORMATS = ("auto", "json-lines", CELERY_LOG)
+FORMATS = ("auto", "json-lines", CELERY_LOG, DRAMATIQ_LOG)
 
 
 @dataclass
@@ -140,6 +142,13 @@ def celery_log_reader(
     decoder = REGISTRY.reference(CELERY_LOG, "text")
     assert isinstance(decoder, CeleryLogText), decoder
     return decoder.configured(options).reader(normaliser, source)
+
+
+def dramatiq_log_reader(normaliser: Normaliser, source: str) -> DramatiqLogReader:
+    """The registered Dramatiq-log decoder's reader, for one log read block after block."""
+    decoder = REGISTRY.reference(DRAMATIQ_LOG, "text")
+    assert isinstance(decoder, DramatiqLogText), decoder
+    return decoder.reader(normaliser, source)
 
 
 def _result(output: Output) -> BlockResult:
@@ -314,7 +323,9 @@ def ingest_files(
             started.submit(os.getpid).result()  # every worker is forked now, before any decode
         return started, _spool_dir(_workers())
 
-    wanted = fmt != CELERY_LOG and ingest_pool.wanted(paths, block_bytes=BLOCK_BYTES)
+    wanted = fmt not in (CELERY_LOG, DRAMATIQ_LOG) and ingest_pool.wanted(
+        paths, block_bytes=BLOCK_BYTES
+    )
     if fork_workers and wanted and _workers() > 1:
         pool, spool = start_pool(fork=True)
 
@@ -331,6 +342,10 @@ def ingest_files(
             plain = isinstance(stream, io.BufferedReader) and path != "-"
             large = ingest_pool.large(size or 0, compressed=not plain, block_bytes=BLOCK_BYTES)
             try:
+                if fmt == DRAMATIQ_LOG or (fmt == "auto" and sniff_dramatiq(_head(stream))):
+                    dramatiq = dramatiq_log_reader(normaliser, source)
+                    _read_celery_log(stream, dramatiq, source, path, record)
+                    continue
                 sniffed = fmt == "auto" and looks_like_celery_log(_head(stream), celery)
                 if fmt == CELERY_LOG or sniffed:
                     reader = celery_log_reader(normaliser, celery, source)
@@ -371,7 +386,7 @@ def _head(stream: BinaryIO) -> bytes:
 
 def _read_celery_log(
     stream: BinaryIO,
-    reader: CeleryLogReader,
+    reader: CeleryLogReader | DramatiqLogReader,
     source: str,
     path: str,
     record: Callable[[BlockResult, int], None],

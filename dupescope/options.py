@@ -199,7 +199,7 @@ TIME = TimeParam()
 # ---- input formats ------------------------------------------------------------------
 
 #: What `--format` accepts for files read (`ingest`, `collect --tail`).
-INPUT_FORMATS = ("auto", "json-lines", "celery-log")
+INPUT_FORMATS = ("auto", "json-lines", "celery-log", "dramatiq-log")
 
 
 def input_format_option(command):  # type: ignore[no-untyped-def]
@@ -211,7 +211,7 @@ def input_format_option(command):  # type: ignore[no-untyped-def]
         show_default=True,
         help="What the files hold: auto tells it from each file's first lines; json-lines "
         "is JSON lines and OTLP JSON Lines (told apart line by line); celery-log is a "
-        "Celery worker's own log.",
+        "Celery worker's own log; dramatiq-log a Dramatiq worker's (`dramatiq -v` for every run).",
     )(command)
 
 

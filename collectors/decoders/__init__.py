@@ -17,6 +17,7 @@ from collectors.decoders.base import (
     UnknownSource,
 )
 from collectors.decoders.celery_log import CeleryLogText
+from collectors.decoders.dramatiq_log import DramatiqLogText
 from collectors.decoders.json_lines import LinesBlocks, LinesReference
 from collectors.decoders.otlp_logs import LogsReference
 from collectors.decoders.otlp_traces import TracesColumns, TracesNative, TracesReference
@@ -38,3 +39,4 @@ for _media in ("protobuf", "json"):
 _lines = REGISTRY.register(LinesReference())
 REGISTRY.register(LinesBlocks(), accelerates=_lines)
 REGISTRY.register(CeleryLogText())
+REGISTRY.register(DramatiqLogText())

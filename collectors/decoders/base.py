@@ -32,7 +32,7 @@ from collectors.arrow_batch import rows_to_table
 from collectors.jsonlines import Decoded, Rejected
 from collectors.normalise import Normaliser
 
-SIGNALS = ("traces", "logs", "lines", "celery-log")
+SIGNALS = ("traces", "logs", "lines", "celery-log", "dramatiq-log")
 MEDIA = ("protobuf", "json", "ndjson", "text")
 
 

@@ -49,6 +49,7 @@ from typing import BinaryIO
 import orjson
 
 from collectors.celery_log import CELERY_LOG, CeleryLogOptions, CeleryLogReader, sniff_format
+from collectors.dramatiq_log import DRAMATIQ_LOG, DramatiqLogReader, sniff_dramatiq
 from collectors.service.bodies import DecodeResult, from_decoded
 from collectors.service.collector import Collector
 from collectors.service.log_limit import SummarisedLog
@@ -157,7 +158,7 @@ class Tailer:
         self.fmt = fmt
         self.celery = celery
         self.formats: dict[str, str] = {}  # path -> format, once told
-        self.celery_readers: dict[str, CeleryLogReader] = {}
+        self.celery_readers: dict[str, CeleryLogReader | DramatiqLogReader] = {}
         self.read_chunk = read_chunk
         self.paths: list[str] = []
         # (pattern, the file it would name taken literally): a pattern is one as given, its
@@ -305,6 +306,8 @@ class Tailer:
             return self.fmt
         if name not in self.formats:
             told = sniff_format(chunk[: 64 << 10], self.celery)
+            if told != CELERY_LOG and sniff_dramatiq(chunk[: 64 << 10]):
+                told = DRAMATIQ_LOG
             if told is None:
                 return "json-lines"  # not yet told: as before, each line on its own
             self.formats[name] = told
@@ -318,11 +321,16 @@ class Tailer:
         those a Celery log's reader waits to read with the lines that follow them, in a
         file still `growing`)."""
         source = f"tail:{name}"
-        if self._format(name, lines) != CELERY_LOG:
+        fmt = self._format(name, lines)
+        if fmt not in (CELERY_LOG, DRAMATIQ_LOG):
             return self.collector.jsonlines(lines, source).accepted, len(lines)
         reader = self.celery_readers.get(name)
         if reader is None:
-            reader = CeleryLogReader(self.collector.decoder.normaliser, self.celery, name=name)
+            normaliser = self.collector.decoder.normaliser
+            reader = (
+                DramatiqLogReader(normaliser, name=name) if fmt == DRAMATIQ_LOG
+                else CeleryLogReader(normaliser, self.celery, name=name)
+            )
             if offset > 0:  # resumed: what the lines before the offset said, read again
                 handle.seek(max(0, offset - PRIME_BYTES))
                 before = handle.read(offset - handle.tell())
