@@ -69,6 +69,15 @@ from dupescope.options import (
     "present wins), read from the events' kwargs.",
 )
 @click.option(
+    "--rabbitmq-firehose",
+    "rabbitmq_firehoses",
+    multiple=True,
+    metavar="AMQP_URL",
+    help="Consume RabbitMQ's Firehose tracer of this URL's vhost (repeatable): every "
+    "publish and delivery, Dramatiq's and Celery's. Needs `rabbitmqctl trace_on -p VHOST` "
+    "and `pip install 'dupescope[firehose]'`.",
+)
+@click.option(
     "--state",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
@@ -165,6 +174,7 @@ def collect(
     celery_brokers: tuple[str, ...],
     celery_exchange: str,
     celery_keys: tuple[str, ...],
+    rabbitmq_firehoses: tuple[str, ...],
     state: Path | None,
     token: str | None,
     max_body_bytes: int,
@@ -199,6 +209,18 @@ def collect(
                 check_broker_url(url)
         except (CeleryMissing, BrokerUrlError) as exc:
             raise click.ClickException(str(exc)) from exc
+    if rabbitmq_firehoses:
+        from collectors.service.firehose_source import (
+            FirehoseMissing,
+            check_firehose_url,
+            require_kombu,
+        )
+        try:
+            require_kombu()
+            for url in rabbitmq_firehoses:
+                check_firehose_url(url)
+        except (FirehoseMissing, ValueError) as exc:
+            raise click.ClickException(str(exc)) from exc
     field_mapping = field_mapping_or_exit(mapping)
     celery = celery_log_settings(celery_hostname, celery_timezone, celery_log_format)
     store = open_store_or_exit(store_url, writable=True)
@@ -212,6 +234,7 @@ def collect(
         celery_brokers=list(celery_brokers),
         celery_exchange=celery_exchange,
         celery_key_kwargs=tuple(celery_keys),
+        rabbitmq_firehoses=list(rabbitmq_firehoses),
         state=state,
         token=token,
         max_body_bytes=max_body_bytes,

@@ -45,6 +45,7 @@ from store.base import Store
 
 if TYPE_CHECKING:
     from collectors.service.celery_source import CeleryEventSource
+    from collectors.service.firehose_source import FirehoseSource
 
 log = logging.getLogger("dupescope.collect")
 
@@ -64,6 +65,8 @@ class CollectConfig:
     celery_exchange: str = "celeryev"
     #: Keyword arguments of a task that hold its idempotency key, the first present wins.
     celery_key_kwargs: tuple[str, ...] = ()
+    #: amqp:// URLs (one vhost each) whose Firehose tracer to consume.
+    rabbitmq_firehoses: list[str] = field(default_factory=list)
     state: Path | None = None
     token: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY
@@ -168,6 +171,15 @@ class RunningCollector:
                 for url in config.celery_brokers
             ]
             self.collector.reports["celery"] = lambda: [s.health() for s in self.celery]
+        self.firehoses: list[FirehoseSource] = []
+        if config.rabbitmq_firehoses:
+            from collectors.service.firehose_source import FirehoseSource
+
+            self.firehoses = [FirehoseSource(self.collector, url).start()
+                              for url in config.rabbitmq_firehoses]
+            self.collector.reports["rabbitmq_firehose"] = lambda: [
+                s.health() for s in self.firehoses
+            ]
 
     def describe(self) -> str:
         parts = []
@@ -182,6 +194,7 @@ class RunningCollector:
         if self.tailer and self.tailer.patterns:
             parts.append(f"tail-patterns={len(self.tailer.patterns)}")
         parts.extend(source.describe() for source in self.celery)
+        parts.extend(source.describe() for source in self.firehoses)
         parts.append(f"store={self.collector.store.describe()}")
         return " ".join(parts)
 
@@ -194,6 +207,8 @@ class RunningCollector:
             self.tailer.stop()
         for source in self.celery:
             source.stop()
+        for firehose in self.firehoses:
+            firehose.stop()
         self.collector.close()
         if self.compactor:
             self.compactor.stop()
