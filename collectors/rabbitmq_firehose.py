@@ -186,12 +186,13 @@ class FirehoseMapper:
             return None
         flat.update({"ts": ts, "job_id": message.job_id, "job_type": message.job_type})
         execution = flat.pop("_execution", None)
+        event, worker = flat["event"], flat.get("worker_id")
         uid = content_uid(SOURCE, routing_key, orjson.dumps(dict(headers), default=str), body)
-        row = self.normaliser.normalise(flat, uid=uid, source=SOURCE)
-        if flat["event"] == "deliver":
-            _remember(self._delivered, message.job_id, _Delivery(uid, flat["worker_id"]))
+        row = self.normaliser.normalise(flat, uid=uid, source=SOURCE)  # consumes `flat`
+        if event == "deliver":
+            _remember(self._delivered, message.job_id, _Delivery(uid, str(worker)))
             row["execution_id"] = uid
-        elif flat["event"] == "nack":
+        elif event == "nack":
             row["execution_id"] = execution
         return row
 

@@ -87,8 +87,9 @@ class FirehoseSource:
         self.collector = collector
         self.url = url
         self.shown_url = Connection(url).as_uri()
+        # Named after the store and the vhost; not `amq.`-prefixed, which RabbitMQ keeps.
         self.queue_name = queue_name or default_queue_name(
-            collector.store.describe(), url, TRACE_EXCHANGE
+            collector.store.describe(), url, "firehose"
         )
         self.flush_seconds = flush_seconds
         self.flush_rows = flush_rows
