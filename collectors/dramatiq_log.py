@@ -42,6 +42,11 @@ The actor's arguments are on the `Received` line (as `repr`s); those that read a
 literals are kept as `dramatiq.args.N` and `dramatiq.kwargs.NAME` (text), so a mapping
 file can name the idempotency key: `idempotency_key = "dramatiq.kwargs.order_id"`.
 
+At INFO (no `-v`) no `Received` line is written: a retry, retries-exceeded or abort line
+is then an execution of its own (it ran, and failed), so a message that failed twice or
+more shows as a duplicate; its last, successful run writes nothing, so a message retried
+once and then run to success shows no duplicate at INFO.
+
 A line in the format that says a lifecycle step but cannot be read (no quoted id, a time
 that is no date) is rejected with file:line and why; other lines (the boot lines, other
 loggers) are counted as ignored. An event's uid is the XXH3 hash of its line, so a file
@@ -163,6 +168,7 @@ class _State:
     runs: dict[tuple[str, str, str], _Run] = field(default_factory=dict)  # worker, thread, id
     retries: dict[str, int] = field(default_factory=dict)  # message id -> retry lines seen
     failures: dict[tuple[str, str], str] = field(default_factory=dict)  # worker, thread
+    debug: bool = False  # a `Received` line was seen: the log is written at -v
 
 
 @dataclass
@@ -307,6 +313,7 @@ class DramatiqLogReader:
             run = _Run(uid, line.job_id, attrs.get("dramatiq.actor"), worker)
             state.runs[(*where, line.job_id)] = run
             state.failures.pop(where, None)
+            state.debug = True
             event = "deliver"
         elif kind in ("ack", "reject"):
             if run is not None and run.ended is not None:
@@ -340,7 +347,12 @@ class DramatiqLogReader:
         except RecordError as exc:
             out.rejected.append(Rejected(f"{source}:{line.number}", str(exc)))
             return None
-        row["execution_id"] = run.uid if run is not None else None
+        if run is not None:
+            row["execution_id"] = run.uid
+        elif event in ("nack", "fail") and kind != "reject" and not state.debug:
+            row["execution_id"] = uid  # a log at INFO: the retry line is all a run says
+        else:
+            row["execution_id"] = None
         return row
 
 

@@ -164,3 +164,14 @@ def test_a_growing_dramatiq_log_is_followed_by_the_tail(tmp_path: Path) -> None:
     assert health["rejected"] == 0 and health["received"] == 4
     found = duplicates(store)
     assert list(found["cause"]) == ["retry_after_failure"]
+
+
+def test_at_info_each_retry_line_is_a_run_that_failed(tmp_path: Path) -> None:
+    info = b"".join(
+        piece + b"\n" for piece in (FLAKY + EXHAUSTED).splitlines()
+        if b"[DEBUG]" not in piece
+    )
+    found = duplicates(_store_of(tmp_path, ("info.log", info)))
+    assert list(zip(found["executions"], found["cause"], strict=True)) == [
+        (2, "retry_after_failure")
+    ]
