@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -76,3 +77,45 @@ def test_trace_messages_sent_while_away_are_stored_and_acknowledged(
     assert f"{queue}\t0" in listed  # acknowledged, once stored
     events = store.execute("SELECT event, job_id FROM events ORDER BY job_id")
     assert list(events["event"]) == ["enqueue"] * 3
+
+
+def test_a_celery_workers_retry_and_lost_process_are_told_from_the_firehose(
+    traced_vhost: str, tmp_path: Path
+) -> None:
+    from celery_worker_support import WorkerProcess
+
+    from queries import duplicates
+
+    url = f"amqp://guest:guest@127.0.0.1:5672/{quote(traced_vhost, safe='')}"
+    store = EmbeddedStore(tmp_path / "store")
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    tests = Path(__file__).parent
+    env = {**os.environ, "DUPESCOPE_CELERY_BROKER": url, "DUPESCOPE_CELERY_QUEUE": "billing",
+           "DUPESCOPE_CELERY_MARKS": str(marks), "DUPESCOPE_CELERY_PREFIX": "firehose-",
+           "PYTHONPATH": str(tests)}
+    log = tmp_path / "worker.log"
+    with running(store, rabbitmq_firehoses=[url], http_port=None, grpc_port=None,
+                 compact_every=0) as collector, open(log, "wb") as out:
+        assert collector.firehoses[0].connected.wait(15)
+        worker = WorkerProcess(
+            [str(Path(sys.executable).parent / "celery"), "-A", "celery_log_app", "worker",
+             "-Q", "billing", "-c", "1", "--loglevel", "INFO", "--without-gossip",
+             "--without-mingle", "--without-heartbeat"],
+            env=env, cwd=tests, stdout=out, stderr=out,
+        )
+        try:
+            sender = subprocess.run(
+                [sys.executable, "-c", "import celery_log_app as a; "
+                 "a.flaky.delay(); a.crash.delay()"],
+                env=env, cwd=tests, capture_output=True, timeout=60,
+            )
+            assert sender.returncode == 0, sender.stderr.decode()
+            # enqueue x2, flaky: deliver, retry, deliver; crash: deliver, deliver again
+            wait_for_rows(store, 7, timeout=45)
+        finally:
+            worker.stop()
+    found = duplicates(store)
+    causes = dict(zip(found["job_type"], found["cause"], strict=True))
+    assert causes == {"celery_log_app.flaky": "retry_after_failure",
+                      "celery_log_app.crash": "worker_crash"}
