@@ -203,13 +203,15 @@ def rabbitmq_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         store = root / "firehose"
         mapping = root / "mapping.toml"
         mapping.write_text(MAPPING)
-        collector = subprocess.Popen(
-            [str(BIN / "dupescope"), "collect", "--store", str(store), "--http-port", "-1",
-             "--grpc-port", "-1", "--compact-every", "0", "--mapping", str(mapping),
-             "--rabbitmq-firehose", url],
-            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, start_new_session=True,
-        )
-        _wait_consuming(collector)
+        said = root / "collect.log"
+        with open(said, "wb") as out:
+            collector = subprocess.Popen(
+                [str(BIN / "dupescope"), "collect", "--store", str(store), "--http-port",
+                 "-1", "--grpc-port", "-1", "--compact-every", "0", "--mapping", str(mapping),
+                 "--rabbitmq-firehose", url],
+                stderr=out, stdout=subprocess.DEVNULL, start_new_session=True,
+            )
+        _wait_consuming(collector, said)
         logs, keys = _run_lab(root, url, {})
         time.sleep(1.0)  # the last trace messages' rows made durable
         collector.send_signal(signal.SIGTERM)
@@ -223,17 +225,12 @@ def rabbitmq_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         _rabbitmqctl("delete_vhost", vhost)
 
 
-def _wait_consuming(collector: subprocess.Popen[bytes]) -> None:
+def _wait_consuming(collector: subprocess.Popen[bytes], said: Path) -> None:
     """Until the collector's firehose queue consumes (it logs so once bound)."""
-    assert collector.stderr is not None
-    os.set_blocking(collector.stderr.fileno(), False)
-    seen = b""
 
     def consuming() -> bool:
-        nonlocal seen
-        seen += collector.stderr.read() or b""  # type: ignore[union-attr]
-        assert collector.poll() is None, seen.decode()
-        return b"rabbitmq firehose: consuming" in seen
+        assert collector.poll() is None, said.read_text()
+        return b"rabbitmq firehose: consuming" in said.read_bytes()
 
     _wait("the firehose consumer", consuming, 30)
 
