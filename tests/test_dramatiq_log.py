@@ -175,3 +175,13 @@ def test_at_info_each_retry_line_is_a_run_that_failed(tmp_path: Path) -> None:
     assert list(zip(found["executions"], found["cause"], strict=True)) == [
         (2, "retry_after_failure")
     ]
+
+
+def test_format_dramatiq_log_reads_a_log_whose_first_lines_are_something_else(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "worker.log"
+    log.write_bytes(b"starting...\n" * 300 + OK)
+    store = EmbeddedStore(tmp_path / "store")
+    assert ingest_files([str(log)], store, fmt="dramatiq-log").rows == 2
+    assert ingest_files([str(log)], EmbeddedStore(tmp_path / "auto")).rows == 0

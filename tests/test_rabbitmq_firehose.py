@@ -100,3 +100,11 @@ def test_a_message_of_neither_kind_is_ignored() -> None:
 def test_a_trace_message_with_a_routing_key_not_the_tracers_is_refused() -> None:
     with pytest.raises(RecordError, match="publish"):
         mapper().map("billing", headers(PRODUCER, "billing"), dramatiq_body(), 1)
+
+
+def test_a_url_that_is_not_amqp_is_refused_before_anything_starts() -> None:
+    from collectors.service.firehose_source import check_firehose_url
+
+    check_firehose_url("amqp://guest:guest@127.0.0.1:5672/billing")
+    with pytest.raises(ValueError, match="amqp:// URL is needed"):
+        check_firehose_url("redis://127.0.0.1:6379/0")
