@@ -4,7 +4,8 @@ The format is detected from content (an OTLP line holds resourceSpans/resourceLo
 Celery log starts with its banner or `[time: LEVEL/process]` lines), so a folder of mixed
 files needs no flags. Lines are decoded by the registry's decoder for `lines` in `ndjson`
 (collectors/decoders): its bulk accelerator where one runs here, else the reference; a
-Celery log by the reader of its decoder (`celery-log` in `text`). Rows
+Celery log by the reader of its decoder (`celery-log` in `text`), a Dramatiq log (its
+`[ts] [PID n] ...` lines) by that of `dramatiq-log`. Rows
 are written in bulk batches; a bad line is reported with file, line number and reason, and
 the rest is kept.
 """

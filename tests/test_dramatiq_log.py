@@ -185,3 +185,10 @@ def test_format_dramatiq_log_reads_a_log_whose_first_lines_are_something_else(
     store = EmbeddedStore(tmp_path / "store")
     assert ingest_files([str(log)], store, fmt="dramatiq-log").rows == 2
     assert ingest_files([str(log)], EmbeddedStore(tmp_path / "auto")).rows == 0
+
+
+def test_a_message_received_again_after_its_ack_is_a_broker_redelivery(tmp_path: Path) -> None:
+    again = line("25,000", f"Received message charge('k1', fault=None) with id '{ID}'.",
+                 pid=4100)
+    found = duplicates(_store_of(tmp_path, ("a.log", OK), ("b.log", again)))
+    assert list(found["cause"]) == ["broker_redelivery"]
