@@ -7,7 +7,8 @@ Celery log starts with its banner or `[time: LEVEL/process]` lines; RQ's and arq
 files needs no flags. Lines are decoded by the registry's decoder for `lines` in `ndjson`
 (collectors/decoders): its bulk accelerator where one runs here, else the reference; a
 Celery log by the reader of its decoder (`celery-log` in `text`), a Sidekiq log (told
-first: its JSON format is JSON lines too) by its own (`sidekiq-log` in `text`). Rows
+first: its JSON format is JSON lines too) by its own (`sidekiq-log` in `text`), a
+Dramatiq log (its `[ts] [PID n] ...` lines) by that of `dramatiq-log`. Rows
 are written in bulk batches; a bad line is reported with file, line number and reason, and
 the rest is kept.
 """
@@ -41,6 +42,8 @@ from collectors.celery_log import (
 )
 from collectors.decoders import REGISTRY, Decoder, GivesViews, Output
 from collectors.decoders.celery_log import CeleryLogText
+from collectors.decoders.dramatiq_log import DramatiqLogText
+from collectors.dramatiq_log import DRAMATIQ_LOG, DramatiqLogReader, sniff_dramatiq
 from collectors.jsonlines import Rejected
 from collectors.mapping import FieldMapping
 from collectors.normalise import Normaliser
@@ -65,7 +68,9 @@ CELERY_BLOCK_BYTES = 8 << 20
 SNIFF_BYTES = 64 << 10
 #: The input formats: `auto` tells them apart from content; `json-lines` is JSON lines and
 #: OTLP JSON Lines, told apart line by line.
-FORMATS = ("auto", "json-lines", CELERY_LOG, SIDEKIQ_LOG, *TIME_ONLY_FORMATS)
+#: The formats read line by line by a reader of their own, which keeps what later lines need.
+TEXT_LOGS = (CELERY_LOG, SIDEKIQ_LOG, DRAMATIQ_LOG, *TIME_ONLY_FORMATS)
+FORMATS = ("auto", "json-lines", *TEXT_LOGS)
 
 
 @dataclass
@@ -159,6 +164,13 @@ def celery_log_reader(
     decoder = REGISTRY.reference(CELERY_LOG, "text")
     assert isinstance(decoder, CeleryLogText), decoder
     return decoder.configured(options).reader(normaliser, source)
+
+
+def dramatiq_log_reader(normaliser: Normaliser, source: str) -> DramatiqLogReader:
+    """The registered Dramatiq-log decoder's reader, for one log read block after block."""
+    decoder = REGISTRY.reference(DRAMATIQ_LOG, "text")
+    assert isinstance(decoder, DramatiqLogText), decoder
+    return decoder.reader(normaliser, source)
 
 
 def _result(output: Output) -> BlockResult:
@@ -337,7 +349,7 @@ def ingest_files(
             started.submit(os.getpid).result()  # every worker is forked now, before any decode
         return started, _spool_dir(_workers())
 
-    wanted = fmt not in (CELERY_LOG, SIDEKIQ_LOG, *TIME_ONLY_FORMATS) and ingest_pool.wanted(
+    wanted = fmt not in TEXT_LOGS and ingest_pool.wanted(
         paths, block_bytes=BLOCK_BYTES
     )
     if fork_workers and wanted and _workers() > 1:
@@ -368,6 +380,10 @@ def ingest_files(
                     dated = basis_for(path, day) if path != "-" else day or DayBasis()
                     timed = time_only_reader(told, normaliser, dated, source)
                     _read_celery_log(stream, timed, source, path, record)
+                    continue
+                if fmt == DRAMATIQ_LOG or (fmt == "auto" and sniff_dramatiq(_head(stream))):
+                    dramatiq = dramatiq_log_reader(normaliser, source)
+                    _read_celery_log(stream, dramatiq, source, path, record)
                     continue
                 sniffed = fmt == "auto" and looks_like_celery_log(_head(stream), celery)
                 if fmt == CELERY_LOG or sniffed:
@@ -411,7 +427,7 @@ def _head(stream: BinaryIO) -> bytes:
 
 def _read_celery_log(
     stream: BinaryIO,
-    reader: CeleryLogReader | SidekiqLogReader | QueueLogReader,
+    reader: CeleryLogReader | SidekiqLogReader | QueueLogReader | DramatiqLogReader,
     source: str,
     path: str,
     record: Callable[[BlockResult, int], None],

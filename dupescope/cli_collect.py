@@ -109,6 +109,15 @@ from dupescope.options import (
     help="Seconds between two looks at RQ's state (--rq-redis).",
 )
 @click.option(
+    "--rabbitmq-firehose",
+    "rabbitmq_firehoses",
+    multiple=True,
+    metavar="AMQP_URL",
+    help="Consume RabbitMQ's Firehose tracer of this URL's vhost (repeatable): every "
+    "publish and delivery, Dramatiq's and Celery's. Needs `rabbitmqctl trace_on -p VHOST` "
+    "and `pip install 'dupescope[firehose]'`.",
+)
+@click.option(
     "--state",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
@@ -211,6 +220,7 @@ def collect(
     bullmq_queues: tuple[str, ...],
     rq_redis: tuple[str, ...],
     rq_interval: float,
+    rabbitmq_firehoses: tuple[str, ...],
     state: Path | None,
     token: str | None,
     max_body_bytes: int,
@@ -260,6 +270,18 @@ def collect(
                 check_redis_url(url)
         except (RedisMissing, ValueError) as exc:
             raise click.ClickException(str(exc)) from exc
+    if rabbitmq_firehoses:
+        from collectors.service.firehose_source import (
+            FirehoseMissing,
+            check_firehose_url,
+            require_kombu,
+        )
+        try:
+            require_kombu()
+            for url in rabbitmq_firehoses:
+                check_firehose_url(url)
+        except (FirehoseMissing, ValueError) as exc:
+            raise click.ClickException(str(exc)) from exc
     field_mapping = field_mapping_or_exit(mapping)
     celery = celery_log_settings(celery_hostname, celery_timezone, celery_log_format)
     day = log_date_settings(log_date)
@@ -280,6 +302,7 @@ def collect(
         bullmq_queues=list(bullmq_queues),
         rq_redis=list(rq_redis),
         rq_interval=rq_interval,
+        rabbitmq_firehoses=list(rabbitmq_firehoses),
         state=state,
         token=token,
         max_body_bytes=max_body_bytes,

@@ -199,7 +199,9 @@ TIME = TimeParam()
 # ---- input formats ------------------------------------------------------------------
 
 #: What `--format` accepts for files read (`ingest`, `collect --tail`).
-INPUT_FORMATS = ("auto", "json-lines", "celery-log", "sidekiq-log", "rq-log", "arq-log")
+INPUT_FORMATS = (
+    "auto", "json-lines", "celery-log", "sidekiq-log", "rq-log", "arq-log", "dramatiq-log"
+)
 
 
 def input_format_option(command):  # type: ignore[no-untyped-def]
@@ -212,7 +214,8 @@ def input_format_option(command):  # type: ignore[no-untyped-def]
         help="What the files hold: auto tells it from each file's first lines; json-lines "
         "is JSON lines and OTLP JSON Lines (told apart line by line); celery-log is a "
         "Celery worker's own log; sidekiq-log a Sidekiq process's log (default or JSON "
-        "format); rq-log and arq-log are RQ's and arq's worker logs.",
+        "format); rq-log and arq-log are RQ's and arq's worker logs; dramatiq-log a "
+        "Dramatiq worker's (`dramatiq -v` for every run).",
     )(command)
 
 

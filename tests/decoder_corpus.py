@@ -116,6 +116,21 @@ def _arq_log() -> list[Body]:
             ("unreadable-lines", RETRIED + cut), ("empty", _NOT_A_BODY["text"])]
 
 
+def _dramatiq_log() -> list[Body]:
+    head = b"[2026-12-05 08:08:15,524] [PID 3338] [Thread-4] "
+    run = (
+        head + b"[dramatiq.worker.WorkerThread] [DEBUG] Received message charge('k1') "
+        b"with id 'd444d513'.\n"
+        + head + b"[dramatiq.middleware.retries.Retries] [INFO] Retrying message 'd444d513' "
+        b"in 181 milliseconds.\n"
+        + head + b"[dramatiq.worker.ConsumerThread(q)] [DEBUG] Acknowledging message "
+        b"'d444d513'.\n"
+    )
+    unreadable = head + b"[dramatiq.worker.WorkerThread] [DEBUG] Received message charge()\n"
+    return [("worker", run), ("unreadable-lines", run + unreadable),
+            ("empty", _NOT_A_BODY["text"])]
+
+
 CORPUS: dict[tuple[str, str], Callable[[], list[Body]]] = {
     ("traces", "protobuf"): lambda: _protobuf(_traces()) + [("bad", _NOT_A_BODY["protobuf"])],
     ("traces", "json"): lambda: _json(_traces()) + [("bad", _NOT_A_BODY["json"])],
@@ -126,6 +141,7 @@ CORPUS: dict[tuple[str, str], Callable[[], list[Body]]] = {
     ("sidekiq-log", "text"): _sidekiq_log,
     ("rq-log", "text"): _rq_log,
     ("arq-log", "text"): _arq_log,
+    ("dramatiq-log", "text"): _dramatiq_log,
 }
 
 

@@ -18,6 +18,7 @@ from collectors.decoders.base import (
     UnknownSource,
 )
 from collectors.decoders.celery_log import CeleryLogText
+from collectors.decoders.dramatiq_log import DramatiqLogText
 from collectors.decoders.json_lines import LinesBlocks, LinesReference
 from collectors.decoders.otlp_logs import LogsReference
 from collectors.decoders.otlp_traces import TracesColumns, TracesNative, TracesReference
@@ -44,3 +45,4 @@ REGISTRY.register(CeleryLogText())
 REGISTRY.register(SidekiqLogText())
 REGISTRY.register(RqLogText())
 REGISTRY.register(ArqLogText())
+REGISTRY.register(DramatiqLogText())

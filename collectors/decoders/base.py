@@ -32,7 +32,9 @@ from collectors.arrow_batch import rows_to_table
 from collectors.jsonlines import Decoded, Rejected
 from collectors.normalise import Normaliser
 
-SIGNALS = ("traces", "logs", "lines", "celery-log", "sidekiq-log", "rq-log", "arq-log")
+SIGNALS = (
+    "traces", "logs", "lines", "celery-log", "sidekiq-log", "rq-log", "arq-log", "dramatiq-log"
+)
 MEDIA = ("protobuf", "json", "ndjson", "text")
 
 

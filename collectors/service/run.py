@@ -47,6 +47,7 @@ from store.base import Store
 if TYPE_CHECKING:
     from collectors.service.bullmq_source import BullMQSource
     from collectors.service.celery_source import CeleryEventSource
+    from collectors.service.firehose_source import FirehoseSource
     from collectors.service.rq_source import RqRedisSource
 
 log = logging.getLogger("dupescope.collect")
@@ -76,6 +77,8 @@ class CollectConfig:
     #: Redis databases whose RQ state to poll (redis://...), and how often (seconds).
     rq_redis: list[str] = field(default_factory=list)
     rq_interval: float = 0.1
+    #: amqp:// URLs (one vhost each) whose Firehose tracer to consume.
+    rabbitmq_firehoses: list[str] = field(default_factory=list)
     state: Path | None = None
     token: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY
@@ -203,6 +206,15 @@ class RunningCollector:
                 for url in config.rq_redis
             ]
             self.collector.reports["rq"] = lambda: [s.health() for s in self.rq]
+        self.firehoses: list[FirehoseSource] = []
+        if config.rabbitmq_firehoses:
+            from collectors.service.firehose_source import FirehoseSource
+
+            self.firehoses = [FirehoseSource(self.collector, url).start()
+                              for url in config.rabbitmq_firehoses]
+            self.collector.reports["rabbitmq_firehose"] = lambda: [
+                s.health() for s in self.firehoses
+            ]
 
     def describe(self) -> str:
         parts = []
@@ -219,6 +231,7 @@ class RunningCollector:
         parts.extend(source.describe() for source in self.celery)
         parts.extend(source.describe() for source in self.bullmq)
         parts.extend(rq_source.describe() for rq_source in self.rq)
+        parts.extend(source.describe() for source in self.firehoses)
         parts.append(f"store={self.collector.store.describe()}")
         return " ".join(parts)
 
@@ -235,6 +248,8 @@ class RunningCollector:
             source.stop()
         for rq_source in self.rq:
             rq_source.stop()
+        for firehose in self.firehoses:
+            firehose.stop()
         self.collector.close()
         if self.compactor:
             self.compactor.stop()

@@ -54,6 +54,7 @@ from typing import BinaryIO
 import orjson
 
 from collectors.celery_log import CELERY_LOG, CeleryLogOptions, CeleryLogReader, sniff_format
+from collectors.dramatiq_log import DRAMATIQ_LOG, DramatiqLogReader, sniff_dramatiq
 from collectors.queue_log import QueueLogReader
 from collectors.service.bodies import DecodeResult, from_decoded
 from collectors.service.collector import Collector
@@ -66,6 +67,8 @@ from collectors.time_only_logs import reader as time_only_reader
 from collectors.time_only_logs import sniff as sniff_time_only
 
 log = logging.getLogger("dupescope.collect")
+#: A reader of one log format that keeps what later lines need (which run a line ends).
+TextLogReader = CeleryLogReader | SidekiqLogReader | QueueLogReader | DramatiqLogReader
 
 READ_CHUNK = 4 * 1024 * 1024
 #: How many of a file's first bytes its fingerprint covers.
@@ -172,7 +175,7 @@ class Tailer:
         self.celery = celery
         self.day = day or DayBasis()
         self.formats: dict[str, str] = {}  # path -> format, once told
-        self.celery_readers: dict[str, CeleryLogReader | SidekiqLogReader | QueueLogReader] = {}
+        self.celery_readers: dict[str, TextLogReader] = {}
         self.read_chunk = read_chunk
         self.paths: list[str] = []
         # (pattern, the file it would name taken literally): a pattern is one as given, its
@@ -320,9 +323,12 @@ class Tailer:
             return self.fmt
         if name not in self.formats:
             head = chunk[: 64 << 10]
-            told = SIDEKIQ_LOG if looks_like_sidekiq_log(head) else (
-                sniff_time_only(head) or sniff_format(head, self.celery)
-            )
+            if looks_like_sidekiq_log(head):
+                told = SIDEKIQ_LOG
+            else:
+                told = sniff_time_only(head) or sniff_format(head, self.celery)
+                if told not in (CELERY_LOG, *TIME_ONLY_FORMATS) and sniff_dramatiq(head):
+                    told = DRAMATIQ_LOG
             if told is None:
                 return "json-lines"  # not yet told: as before, each line on its own
             self.formats[name] = told
@@ -337,14 +343,16 @@ class Tailer:
         file still `growing`)."""
         source = f"tail:{name}"
         fmt = self._format(name, lines)
-        if fmt not in (CELERY_LOG, SIDEKIQ_LOG, *TIME_ONLY_FORMATS):
+        if fmt not in (CELERY_LOG, SIDEKIQ_LOG, DRAMATIQ_LOG, *TIME_ONLY_FORMATS):
             return self.collector.jsonlines(lines, source).accepted, len(lines)
         reader = self.celery_readers.get(name)
         if reader is None:
             normaliser = self.collector.decoder.normaliser
-            reader: CeleryLogReader | SidekiqLogReader | QueueLogReader
+            reader: TextLogReader
             if fmt == SIDEKIQ_LOG:
                 reader = SidekiqLogReader(normaliser, name=name)
+            elif fmt == DRAMATIQ_LOG:
+                reader = DramatiqLogReader(normaliser, name=name)
             elif fmt == CELERY_LOG:
                 reader = CeleryLogReader(normaliser, self.celery, name=name)
             else:
