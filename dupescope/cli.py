@@ -18,6 +18,7 @@ from dupescope import (
     cli_demo,
     cli_forensics,
     cli_watch,
+    cli_whatif,
     prompt_exit,
 )
 from dupescope.options import (
@@ -268,6 +269,7 @@ for command in (
     cli_collect.collect,
     cli_dashboard.dashboard,
     cli_demo.demo,
+    cli_whatif.whatif,
 ):
     main.add_command(command)
 
