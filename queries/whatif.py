@@ -258,7 +258,10 @@ def replay(
     # Harm is read as the duplicates answer gives it; a harm it does not know (null) stays
     # unknown after, never counted as absorbed.
     harmful_before = table["harmful"].astype("boolean")
-    table = table.join(after, on="key")
+    if table.empty:  # joining an empty arrow-backed key column fails: nothing to join
+        table = table.assign(**{c: pd.Series(dtype="int64") for c in after.columns})
+    else:
+        table = table.join(after, on="key")
     table["executions_before"] = _number(table, "executions").astype("int64")
     for column in ("executions_after", "effects_after", "runs_avoided", "effects_absorbed",
                    "still_overrunning", "silent_before"):
