@@ -10,4 +10,5 @@ HARNESSES = {
     "dashboard_pages": "the loaders behind each dashboard page, cold and warm, at N events",
     "freshness": "a new batch at N events: its derivation cost, and until duplicates shows it",
     "otel_tables": "timeline and duplicates on the Collector's ClickHouse tables vs own schema",
+    "whatif": "whatif predicted vs the model run again at the proposed settings; whatif timed",
 }

@@ -137,7 +137,7 @@ def whatif(
 ) -> WhatIf:
     """Replay the store's duplicated keys (those the filters select) under `settings`."""
     bound = bound_filters(job_type, queue, since, until)
-    runs = query(store, "whatif_runs", **bound)
+    runs = query(store, "whatif_runs", **bound, key=None)
     keys = query(store, "duplicates", **bound)
     overruns = query(store, "whatif_new_overruns", **bound, **settings.params())
     return replay(runs, keys, settings, overruns)

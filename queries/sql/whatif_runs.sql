@@ -2,7 +2,9 @@
 -- judges them by: how long each ran and how it ended, the visibility timeout it was
 -- delivered under, its lock's grant, TTL and validity, its cause flags, and the run that
 -- took its lock while it still ran (`overlapped_by_uid`, from the lock incidents).
--- Filters select runs, as `duplicates` does. Reads the derived tables only.
+-- Filters select runs, as `duplicates` does; `key` (NULL: every key) one key's runs, for
+-- the settings that would have prevented one incident. Reads the derived tables only.
+-- param key: String
 WITH overruns AS (
     SELECT execution_uid AS overrun_uid, max(other_uid) AS overlapped_by_uid
     FROM derived_lock_incidents
@@ -36,6 +38,7 @@ runs AS (
         e.cause_retry_after_failure AS cause_retry_after_failure
     FROM derived_executions AS e
     WHERE e.key IN (SELECT key FROM derived_duplicate_runs)
+      AND (:key IS NULL OR e.key = :key)
 )
 SELECT runs.*, o.overlapped_by_uid AS overlapped_by_uid
 FROM runs
