@@ -17,6 +17,7 @@ from dupescope import (
     cli_dashboard,
     cli_demo,
     cli_forensics,
+    cli_report,
     cli_watch,
     cli_whatif,
     prompt_exit,
@@ -270,6 +271,7 @@ for command in (
     cli_dashboard.dashboard,
     cli_demo.demo,
     cli_whatif.whatif,
+    cli_report.report,
 ):
     main.add_command(command)
 

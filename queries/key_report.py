@@ -3,7 +3,7 @@ cause, executions), the key's side effects, its locks judged against how long ea
 held them, the settings that would have prevented it (the what-if replay over the key's
 own runs), and the keys it shares a job_id, lock_key or resource_key with.
 
-Data only; reports/ renders it as Markdown or HTML, for the command line and the
+Data only; dashboard/report.py renders it as Markdown or HTML, for the command line and the
 dashboard's download button alike.
 """
 

@@ -229,8 +229,10 @@ def replay(
     else:
         covers = pd.Series(False, index=runs.index)
     overlapped = runs["lock_expired_while_running"] & runs["overlapped_by_uid"].notna()
-    key_of = dict(zip(runs["execution_uid"], runs["key"], strict=True))
-    same_key_taker = overlapped & (runs["overlapped_by_uid"].map(key_of) == runs["key"])
+    at = pd.Index(runs["execution_uid"]).get_indexer(runs["overlapped_by_uid"])
+    keys_of_runs = runs["key"].to_numpy(dtype=object)
+    taker_key = np.where(at >= 0, keys_of_runs[np.maximum(at, 0)], None)
+    same_key_taker = overlapped & (taker_key == keys_of_runs)
     takers = set(runs.loc[same_key_taker & covers, "overlapped_by_uid"])
     absorbed = runs["execution_uid"].isin(takers) & ~avoided & runs["had_side_effect"]
     lock_still = same_key_taker & ~covers & (ttl_new is not None or beat)
@@ -271,10 +273,8 @@ def replay(
     table["harmful_before"] = harmful_before
     # A key no longer a duplicate is neither harmful nor absorbed (NA: not counted).
     judged = (harmful_before.notna() & dup_after).to_numpy()
-    table["harmful_after"] = pd.array(
-        [bool(n >= 2) if ok else pd.NA
-         for n, ok in zip(table["effects_after"].tolist(), judged, strict=True)],
-        dtype="boolean")
+    table["harmful_after"] = pd.arrays.BooleanArray(
+        (table["effects_after"] >= 2).to_numpy(dtype=bool), ~judged)
     table["cause_after"] = table["key"].map(cause_after).where(dup_after, None)
 
     changed = table[(~dup_after) | (table["effects_absorbed"] > 0)
@@ -359,36 +359,49 @@ def _recovery_delays(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
 
 def _summary(table: pd.DataFrame, delays: pd.DataFrame,
              new_overruns: pd.DataFrame | None) -> pd.DataFrame:
-    rows = []
-    fresh = {} if new_overruns is None or new_overruns.empty else {
-        r["job_type"]: r for r in new_overruns.to_dict(orient="records")}
-    job_types = sorted(set(table["job_type"].dropna()) | set(fresh))
-    for job_type in job_types:
-        part = table[table["job_type"] == job_type]
-        dup_after = part["duplicate_after"].astype(bool)
-        added = delays.loc[delays["job_type"] == job_type, "added_delay_ms"].astype(float)
-        extra = fresh.get(job_type, {})
-        new = int(extra.get("new_visibility_overruns") or 0)
-        rows.append({
-            "job_type": job_type,
-            "duplicates_before": len(part),
-            "duplicates_after": int(dup_after.sum()) + new,
-            "harmful_before": int((part["harmful_before"] == True).sum()),  # noqa: E712
-            "harmful_after": int((part["harmful_after"] == True).sum()),  # noqa: E712
-            "unknown_harm_before": int(part["harmful_before"].isna().sum()),
-            "unknown_harm_after": int((part["harmful_after"].isna() & dup_after).sum()),
-            "extra_runs_before": int((part["executions_before"] - 1).sum()),
-            "extra_runs_after": int((part["executions_after"] - 1).clip(lower=0).sum()) + new,
-            "runs_avoided": int(part["runs_avoided"].sum()),
-            "effects_absorbed": int(part["effects_absorbed"].sum()),
-            "still_overrunning": int(part["still_overrunning"].sum()),
-            "new_overruns": new + int(extra.get("new_lock_overruns") or 0),
-            "recoveries": len(added),
-            "added_delay_p50_ms": _quantile(added, 0.5),
-            "added_delay_p95_ms": _quantile(added, 0.95),
-            "added_delay_max_ms": float(added.max()) if len(added) else None,
-        })
-    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    """Per job type, the counts of `table` (one row per duplicate key) and the delays'
+    quantiles, computed a column at a time (a loop over 50 job types took 0.4 s)."""
+    dup_after = table["duplicate_after"].astype(bool)
+    harmful_before = table["harmful_before"].astype("boolean")
+    harmful_after = table["harmful_after"].astype("boolean")
+    per_key = pd.DataFrame({
+        "job_type": table["job_type"].astype(object),
+        "duplicates_before": 1,
+        "duplicates_after": dup_after.astype("int64"),
+        "harmful_before": harmful_before.fillna(False).astype("int64"),
+        "harmful_after": harmful_after.fillna(False).astype("int64"),
+        "unknown_harm_before": harmful_before.isna().astype("int64"),
+        "unknown_harm_after": (harmful_after.isna() & dup_after).astype("int64"),
+        "extra_runs_before": table["executions_before"] - 1,
+        "extra_runs_after": (table["executions_after"] - 1).clip(lower=0),
+        "runs_avoided": table["runs_avoided"],
+        "effects_absorbed": table["effects_absorbed"],
+        "still_overrunning": table["still_overrunning"],
+    })
+    counts = per_key.groupby("job_type", sort=True).sum()
+    fresh = (pd.DataFrame(columns=["job_type", "new_visibility_overruns", "new_lock_overruns"])
+             if new_overruns is None else new_overruns)
+    fresh = fresh.assign(job_type=fresh["job_type"].astype(object)).set_index("job_type")
+    counts = counts.reindex(counts.index.union(fresh.index), fill_value=0)
+    new_vt = pd.to_numeric(fresh["new_visibility_overruns"], errors="coerce").reindex(
+        counts.index).fillna(0).astype("int64")
+    new_lock = pd.to_numeric(fresh["new_lock_overruns"], errors="coerce").reindex(
+        counts.index).fillna(0).astype("int64")
+    counts["duplicates_after"] += new_vt
+    counts["extra_runs_after"] += new_vt
+    counts["new_overruns"] = new_vt + new_lock
+    added = delays.assign(job_type=delays["job_type"].astype(object),
+                          added_delay_ms=delays["added_delay_ms"].astype("float64"))
+    grouped = added.groupby("job_type", sort=True)["added_delay_ms"]
+    counts["recoveries"] = grouped.size().reindex(counts.index).fillna(0).astype("int64")
+    for column, q in (("added_delay_p50_ms", 0.5), ("added_delay_p95_ms", 0.95)):
+        counts[column] = grouped.quantile(q, interpolation="linear").reindex(counts.index)
+    counts["added_delay_max_ms"] = grouped.max().reindex(counts.index)
+    summary = counts.reset_index().rename(columns={"index": "job_type"})
+    summary = summary[SUMMARY_COLUMNS]
+    for column in ("added_delay_p50_ms", "added_delay_p95_ms", "added_delay_max_ms"):
+        summary[column] = summary[column].astype(object).where(summary[column].notna(), None)
+    return summary
 
 
 def _quantile(values: pd.Series, q: float) -> float | None:
@@ -397,13 +410,12 @@ def _quantile(values: pd.Series, q: float) -> float | None:
 
 def _cause_counts(table: pd.DataFrame) -> pd.DataFrame:
     """Duplicate keys per job type and cause, before and after."""
-    before = table.groupby(["job_type", "cause_before"]).size()
-    after = table[table["duplicate_after"]].groupby(["job_type", "cause_after"]).size()
-    rows = []
-    for job_type in sorted(set(table["job_type"].dropna())):
-        for cause in KEY_CAUSES:
-            b = int(before.get((job_type, cause), 0))
-            a = int(after.get((job_type, cause), 0))
-            if a or b:
-                rows.append({"job_type": job_type, "cause": cause, "before": b, "after": a})
-    return pd.DataFrame(rows, columns=["job_type", "cause", "before", "after"])
+    job_types = table["job_type"].astype(object)
+    before = pd.DataFrame({"job_type": job_types, "cause": table["cause_before"]}).value_counts()
+    after = pd.DataFrame({"job_type": job_types, "cause": table["cause_after"]})[
+        table["duplicate_after"].to_numpy(dtype=bool)].value_counts()
+    both = pd.concat({"before": before, "after": after}, axis=1).fillna(0).astype("int64")
+    both = both.reset_index()
+    order = {c: i for i, c in enumerate(KEY_CAUSES)}
+    both = both.assign(_order=both["cause"].map(order)).sort_values(["job_type", "_order"])
+    return both[["job_type", "cause", "before", "after"]].reset_index(drop=True)
