@@ -119,7 +119,7 @@ def preventions(store: Store, key: str, forensics: KeyForensics) -> list[Prevent
     limits = [float(v) for v in (*vt.tolist(), *ttl.tolist())]
     if limits:
         beat = max(int(min(limits) // 3), 1)
-        candidates.append((f"heartbeat every {beat / 1000:g} s (renew the lock, extend "
+        candidates.append((f"heartbeat every {beat / 1000:.1f} s (renew the lock, extend "
                            "visibility)", Settings(heartbeat_ms=beat)))
     found = []
     for label, settings in candidates:

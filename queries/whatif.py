@@ -291,10 +291,11 @@ def replay(
             changed["harmful_before"].notna(), None),
         "harmful_after": changed["harmful_after"].astype(object).where(
             changed["harmful_after"].notna(), None),
-        "change": np.where(~changed["duplicate_after"], "no longer a duplicate",
-                           np.where(changed["effects_absorbed"] > 0,
-                                    "side effect absorbed by the lock",
-                                    "fewer runs")),
+        "change": np.where(
+            ~changed["duplicate_after"], "no longer a duplicate",
+            np.where(changed["effects_absorbed"] > 0, "side effect absorbed by the lock",
+                     (changed["executions_before"] - changed["executions_after"]).astype(str)
+                     + " run(s) fewer, still a duplicate")),
     }).reset_index(drop=True)
 
     delays = _recovery_delays(runs, settings)
