@@ -36,6 +36,8 @@ page = st.navigation(
                 icon=":material/notifications:"),
         st.Page("app_pages/checklist.py", title="Checklist", url_path="checklist",
                 icon=":material/checklist:"),
+        st.Page("app_pages/whatif.py", title="What if", url_path="whatif",
+                icon=":material/tune:"),
     ]
 )
 filters.sidebar()
