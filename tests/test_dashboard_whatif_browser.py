@@ -15,7 +15,8 @@ pytestmark = pytest.mark.browser
 
 READ_BARS = """() => {
   const plot = document.querySelector('.js-plotly-plot');
-  return plot && plot._fullData ? JSON.stringify(plot._fullData.map(t => [t.name, Array.from(t.x)])) : null;
+  if (!plot || !plot._fullData) return null;
+  return JSON.stringify(plot._fullData.map(t => [t.name, Array.from(t.x)]));
 }"""
 
 
@@ -55,4 +56,5 @@ def test_moving_a_setting_changes_the_chart_and_a_key_opens_its_timeline(served)
         link.click()
         page.wait_for_url("**/timeline?key=inv-1", timeout=30_000)
         settle(page, ".js-plotly-plot")
-        assert "Delivered twice because" in page.locator('[data-testid="stAlert"]').first.inner_text()
+        verdict = page.locator('[data-testid="stAlert"]').first.inner_text()
+        assert "Delivered twice because" in verdict
