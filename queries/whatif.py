@@ -18,12 +18,14 @@ docs/whatif.md describes the rules and what the replay cannot know.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
+import polars as pl
+import pyarrow as pa
 
-from queries.derived import query
+from queries.derived import query_arrow
 from queries.duplicates_shape import CAUSES
 from queries.duplicates_table import Time
 from queries.duplicates_table import filters as bound_filters
@@ -75,9 +77,6 @@ class Settings:
 
 #: The causes a key can be named by, in the contract's order, and `unknown`.
 KEY_CAUSES: tuple[str, ...] = (*CAUSES, "unknown")
-
-#: How a run that is avoided or whose effect is absorbed is reported.
-AVOIDED_BY = ("visibility_timeout", "lock_expiry")
 
 SUMMARY_COLUMNS = [
     "job_type", "duplicates_before", "duplicates_after", "harmful_before", "harmful_after",
@@ -137,286 +136,306 @@ def whatif(
 ) -> WhatIf:
     """Replay the store's duplicated keys (those the filters select) under `settings`."""
     bound = bound_filters(job_type, queue, since, until)
-    runs = query(store, "whatif_runs", **bound, key=None)
-    keys = query(store, "duplicates", **bound)
-    overruns = query(store, "whatif_new_overruns", **bound, **settings.params())
+    runs = query_arrow(store, "whatif_runs", **bound, key=None)
+    keys = query_arrow(store, "duplicates", **bound)
+    overruns = query_arrow(store, "whatif_new_overruns", **bound, **settings.params())
     return replay(runs, keys, settings, overruns)
 
 
-def _flag(frame: pd.DataFrame, column: str) -> pd.Series:
-    return frame[column].astype("boolean").fillna(False).astype(bool)
+#: Rows as a caller may hold them: Arrow from the store, pandas in tests, or polars.
+Rows: TypeAlias = "pd.DataFrame | pa.Table | pl.DataFrame"
+
+_RUN_TYPES: dict[str, Any] = {
+    "execution_uid": pl.String, "key": pl.String, "job_id": pl.String, "job_type": pl.String,
+    "start_us": pl.Float64, "end_us": pl.Float64, "terminal": pl.String,
+    "lost_worker": pl.Boolean, "had_side_effect": pl.Boolean,
+    "visibility_timeout_ms": pl.Float64, "lock_acquired_us": pl.Float64,
+    "lock_ttl_ms": pl.Float64, "lock_valid_until_us": pl.Float64,
+    "lock_released_us": pl.Float64, "lock_expired_while_running": pl.Boolean,
+    "missing_attempts_before": pl.Float64, "key_enqueued_jobs": pl.Float64,
+    **{f"cause_{c}": pl.Boolean for c in CAUSES[1:]},
+    "overlapped_by_uid": pl.String,
+}
+_PREVIOUS = ("execution_uid", "start_us", "end_us", "terminal", "lost_worker",
+             "visibility_timeout_ms", "lock_ttl_ms", "lock_valid_until_us",
+             "lock_released_us")
 
 
-def _number(frame: pd.DataFrame, column: str) -> pd.Series:
-    return pd.to_numeric(frame[column], errors="coerce").astype("float64")
+def _polars(rows: Rows) -> pl.DataFrame:
+    if isinstance(rows, pl.DataFrame):
+        return rows
+    if isinstance(rows, pa.Table):
+        found = pl.from_arrow(rows)
+        assert isinstance(found, pl.DataFrame)
+        return found
+    return pl.from_pandas(rows)
 
 
-def _with_previous(runs: pd.DataFrame) -> pd.DataFrame:
-    """Each run with the run before it of its job_id (`prev_*`; NaN for a first run)."""
-    runs = runs.sort_values(["job_id", "start_us", "execution_uid"], kind="stable")
-    grouped = runs.groupby("job_id", sort=False)
-    for column in ("execution_uid", "start_us", "end_us", "terminal", "lost_worker",
-                   "visibility_timeout_ms", "lock_acquired_us", "lock_ttl_ms",
-                   "lock_valid_until_us", "lock_released_us"):
-        runs[f"prev_{column}"] = grouped[column].shift(1)
-    return runs.sort_values(["key", "start_us", "execution_uid"], kind="stable")
+def _typed(rows: pl.DataFrame, types: dict[str, Any]) -> pl.DataFrame:
+    """The columns named in `types`, cast (flags: null is false; counts: null is 0)."""
+    columns = []
+    for name, kind in types.items():
+        column = pl.col(name) if name in rows.columns else pl.lit(None)
+        column = column.cast(kind, strict=False)
+        if kind == pl.Boolean:
+            column = column.fill_null(False)
+        columns.append(column.alias(name))
+    return rows.select(columns)
 
 
-def _key_causes(runs: pd.DataFrame, kept: pd.Series) -> pd.DataFrame:
-    """Per key, its cause flags over the runs `kept` selects, as `duplicates.sql` names
-    them: producer_retry from job_ids (or enqueues), the others from the runs' flags."""
-    chosen = runs[kept]
-    grouped = chosen.groupby("key", sort=False)
-    flags = pd.DataFrame({
-        "producer_retry": (grouped["job_id"].nunique() >= 2)
-        | (grouped["key_enqueued_jobs"].max() >= 2),
-        **{c: grouped[f"cause_{c}"].any() for c in CAUSES[1:]},
-    })
-    return flags
-
-
-def _first_cause(flags: pd.DataFrame) -> pd.Series:
-    conditions = [flags[c].astype(bool).to_numpy() for c in CAUSES]
-    named = np.select(conditions, list(CAUSES), default="unknown")
-    return pd.Series(named, index=flags.index, dtype=object)
+def _first_cause(flags: dict[str, pl.Expr]) -> pl.Expr:
+    """The contract's first cause among `flags` (cause -> expression), else unknown."""
+    named: pl.Expr = pl.lit("unknown")
+    for cause in reversed(CAUSES):
+        named = pl.when(flags[cause]).then(pl.lit(cause)).otherwise(named)
+    return named
 
 
 def replay(
-    runs: pd.DataFrame,
-    keys: pd.DataFrame,
+    runs: Rows,
+    keys: Rows,
     settings: Settings,
-    new_overruns: pd.DataFrame | None = None,
+    new_overruns: Rows | None = None,
 ) -> WhatIf:
     """The rules, over `whatif_runs` rows (`runs`) and `duplicates` rows (`keys`)."""
-    runs = runs[runs["key"].isin(keys["key"])].copy()
-    for column in ("lost_worker", "had_side_effect", "lock_expired_while_running",
-                   *(f"cause_{c}" for c in CAUSES[1:])):
-        runs[column] = _flag(runs, column)
-    runs["missing_attempts_before"] = _number(runs, "missing_attempts_before").fillna(0)
-    runs["key_enqueued_jobs"] = _number(runs, "key_enqueued_jobs").fillna(0)
-    runs = _with_previous(runs)
-
-    vt_new = settings.visibility_timeout_ms
-    ttl_new = settings.lock_ttl_ms
-    beat = settings.heartbeat_ms is not None
-
-    # An earlier attempt whose end is its own (ack, nack or fail by its worker) ran as long
-    # as observed; one that went silent may have crashed or run on: unknowable.
-    prev_known_end = (runs["prev_terminal"].isin(["ack", "nack", "fail"])
-                      & ~runs["prev_lost_worker"].astype("boolean").fillna(False).astype(bool))
-    prev_duration_ms = (_number(runs, "prev_end_us") - _number(runs, "prev_start_us")) / 1000.0
-    redelivered_while_running = (runs["cause_visibility_timeout"]
-                                 & runs["prev_execution_uid"].notna())
-    if beat:
-        fits = prev_known_end
-    elif vt_new is not None:
-        fits = prev_known_end & (prev_duration_ms <= vt_new)
-    else:
-        fits = pd.Series(False, index=runs.index)
-    avoided = redelivered_while_running & fits
-    still_overrunning = redelivered_while_running & prev_known_end & ~fits & (
-        vt_new is not None or beat)
-    silent_before = redelivered_while_running & ~prev_known_end
-
-    # A holder whose lock lapsed while it ran and was taken by another run of the same key:
-    # with the lock valid for the whole run, the taker finds it held and is absorbed.
-    hold_ms = (_number(runs, "end_us") - _number(runs, "lock_acquired_us")) / 1000.0
-    holder_known_end = runs["terminal"].isin(["ack", "nack", "fail"]) & ~runs["lost_worker"]
-    if beat:
-        covers = holder_known_end
-    elif ttl_new is not None:
-        covers = hold_ms <= ttl_new
-    else:
-        covers = pd.Series(False, index=runs.index)
-    overlapped = runs["lock_expired_while_running"] & runs["overlapped_by_uid"].notna()
-    at = pd.Index(runs["execution_uid"]).get_indexer(runs["overlapped_by_uid"])
-    keys_of_runs = runs["key"].to_numpy(dtype=object)
-    taker_key = np.where(at >= 0, keys_of_runs[np.maximum(at, 0)], None)
-    same_key_taker = overlapped & (taker_key == keys_of_runs)
-    takers = set(runs.loc[same_key_taker & covers, "overlapped_by_uid"])
-    absorbed = runs["execution_uid"].isin(takers) & ~avoided & runs["had_side_effect"]
-    lock_still = same_key_taker & ~covers & (ttl_new is not None or beat)
-
-    kept = ~avoided
-    runs["effect_after"] = runs["had_side_effect"] & kept & ~absorbed
-    per_key = runs.groupby("key", sort=False)
-    counted = (1 + runs["missing_attempts_before"])
-    after = pd.DataFrame({
-        "executions_after": counted.where(kept, 0).groupby(runs["key"], sort=False).sum(),
-        "effects_after": runs["effect_after"].groupby(runs["key"], sort=False).sum(),
-        "runs_avoided": avoided.groupby(runs["key"], sort=False).sum(),
-        "effects_absorbed": absorbed.groupby(runs["key"], sort=False).sum(),
-        "still_overrunning": (still_overrunning | lock_still).groupby(
-            runs["key"], sort=False).sum(),
-        "silent_before": silent_before.groupby(runs["key"], sort=False).sum(),
-    })
-    cause_after = _first_cause(_key_causes(runs, kept).reindex(after.index, fill_value=False))
-    del per_key
-
-    table = keys.copy()
-    table["job_type"] = table["job_type"].astype(object)
-    table["cause_before"] = _first_cause(
-        pd.DataFrame({c: _flag(table, c) for c in CAUSES}, index=table.index))
-    # Harm is read as the duplicates answer gives it; a harm it does not know (null) stays
-    # unknown after, never counted as absorbed.
-    harmful_before = table["harmful"].astype("boolean")
-    if table.empty:  # joining an empty arrow-backed key column fails: nothing to join
-        table = table.assign(**{c: pd.Series(dtype="int64") for c in after.columns})
-    else:
-        table = table.join(after, on="key")
-    table["executions_before"] = _number(table, "executions").astype("int64")
-    for column in ("executions_after", "effects_after", "runs_avoided", "effects_absorbed",
-                   "still_overrunning", "silent_before"):
-        table[column] = table[column].fillna(0).astype("int64")
-    dup_after = table["executions_after"] > 1
-    table["duplicate_after"] = dup_after
-    table["harmful_before"] = harmful_before
-    # A key no longer a duplicate is neither harmful nor absorbed (NA: not counted).
-    judged = (harmful_before.notna() & dup_after).to_numpy()
-    table["harmful_after"] = pd.arrays.BooleanArray(
-        (table["effects_after"] >= 2).to_numpy(dtype=bool), ~judged)
-    table["cause_after"] = table["key"].map(cause_after).where(dup_after, None)
-
-    changed = table[(~dup_after) | (table["effects_absorbed"] > 0)
-                    | (table["harmful_after"].astype("object")
-                       != table["harmful_before"].astype("object"))
-                    & dup_after]
-    key_rows = pd.DataFrame({
-        "key": changed["key"],
-        "job_type": changed["job_type"],
-        "cause": changed["cause_before"],
-        "executions_before": changed["executions_before"],
-        "executions_after": changed["executions_after"],
-        "harmful_before": changed["harmful_before"].astype(object).where(
-            changed["harmful_before"].notna(), None),
-        "harmful_after": changed["harmful_after"].astype(object).where(
-            changed["harmful_after"].notna(), None),
-        "change": np.where(
-            ~changed["duplicate_after"], "no longer a duplicate",
-            np.where(changed["effects_absorbed"] > 0, "side effect absorbed by the lock",
-                     (changed["executions_before"] - changed["executions_after"]).astype(str)
-                     + " run(s) fewer, still a duplicate")),
-    }).reset_index(drop=True)
-
-    delays = _recovery_delays(runs, settings)
-    summary = _summary(table, delays, new_overruns)
-    causes = _cause_counts(table)
+    duplicates = _typed(_polars(keys), {
+        "key": pl.String, "job_type": pl.String, "executions": pl.Int64,
+        "harmful": pl.Boolean, **{c: pl.Boolean for c in CAUSES}})
+    # Harm is read as the duplicates answer gives it: null (unknown) stays null, so the
+    # flag is cast without filling it in.
+    duplicates = duplicates.with_columns(
+        _polars(keys).get_column("harmful").cast(pl.Boolean, strict=False).alias("harmful")
+        if duplicates.height else pl.col("harmful"))
+    table = _typed(_polars(runs), _RUN_TYPES)
+    table = table.filter(pl.col("key").is_in(duplicates.get_column("key").implode()))
+    # The run before each of its job_id: sorted by job_id, the row above where it has the
+    # same job_id (a window per job_id cost 2 s at 120k runs; this, a few ms).
+    same_job = pl.col("job_id") == pl.col("job_id").shift(1)
+    table = table.sort(["job_id", "start_us", "execution_uid"]).with_columns(
+        pl.when(same_job).then(pl.col(c).shift(1)).otherwise(None).alias(f"prev_{c}")
+        for c in _PREVIOUS
+    ).sort(["key", "start_us", "execution_uid"])
+    table = _judged(table, settings)
+    after = _per_key(table)
+    judged = _keys_after(duplicates, after)
+    delays = _recovery_delays(table, settings)
     limits = list(LIMITS)
-    silent = int(table["silent_before"].sum())
+    silent = int(judged.get_column("silent_before").sum())
     if silent:
         limits.append(f"{silent} redelivered run(s) followed an attempt that went silent: "
                       "whether it crashed or ran on is unknown, so they are kept")
-    no_vt = int(runs["visibility_timeout_ms"].isna().sum())
-    if vt_new is not None and no_vt:
+    no_vt = table.get_column("visibility_timeout_ms").null_count()
+    if settings.visibility_timeout_ms is not None and no_vt:
         limits.append(f"{no_vt} run(s) reported no visibility_timeout_ms: the added wait of "
                       "their retries cannot be judged")
-    return WhatIf(settings, summary, key_rows, delays, causes, limits)
+    fresh = None if new_overruns is None else _polars(new_overruns)
+    return WhatIf(settings, _summary(judged, delays, fresh), _changed_keys(judged),
+                  delays.to_pandas(), _cause_counts(judged), limits)
 
 
-def _recovery_delays(runs: pd.DataFrame, settings: Settings) -> pd.DataFrame:
+def _judged(runs: pl.DataFrame, settings: Settings) -> pl.DataFrame:
+    """Each run with what the settings do to it: `avoided` (its redelivery would not have
+    happened), `absorbed` (its effect would have met a held lock), `still` (its limit is
+    outgrown even so), `silent_before` (its earlier attempt's length is unknowable)."""
+    vt_new, ttl_new = settings.visibility_timeout_ms, settings.lock_ttl_ms
+    beat = settings.heartbeat_ms is not None
+    col = pl.col
+    # An earlier attempt whose end is its own (ack, nack or fail by its worker) ran as long
+    # as observed; one that went silent may have crashed or run on: unknowable.
+    prev_known_end = (col("prev_terminal").is_in(["ack", "nack", "fail"]).fill_null(False)
+                      & ~col("prev_lost_worker").fill_null(False))
+    prev_duration_ms = (col("prev_end_us") - col("prev_start_us")) / 1000.0
+    rerun = col("cause_visibility_timeout") & col("prev_execution_uid").is_not_null()
+    if beat:
+        fits = prev_known_end
+    elif vt_new is not None:
+        fits = prev_known_end & (prev_duration_ms <= vt_new).fill_null(False)
+    else:
+        fits = pl.lit(False)
+    # A holder whose lock lapsed while it ran and was taken by another run of the same key:
+    # with the lock valid for the whole run, the taker finds it held and is absorbed.
+    holder_known_end = col("terminal").is_in(["ack", "nack", "fail"]).fill_null(False) & ~col(
+        "lost_worker")
+    if beat:
+        covers = holder_known_end
+    elif ttl_new is not None:
+        covers = ((col("end_us") - col("lock_acquired_us")) / 1000.0 <= ttl_new).fill_null(False)
+    else:
+        covers = pl.lit(False)
+    takers = runs.select(col("execution_uid").alias("overlapped_by_uid"),
+                         col("key").alias("taker_key"))
+    runs = runs.join(takers, on="overlapped_by_uid", how="left", maintain_order="left")
+    same_key_taker = (col("lock_expired_while_running") & col("overlapped_by_uid").is_not_null()
+                      & (col("taker_key") == col("key")).fill_null(False))
+    judged = runs.with_columns(
+        (rerun & fits).alias("avoided"),
+        (rerun & prev_known_end & ~fits & pl.lit(vt_new is not None or beat)).alias("still_vt"),
+        (rerun & ~prev_known_end).alias("silent_before"),
+        (same_key_taker & covers).alias("covered_taker"),
+        (same_key_taker & ~covers & pl.lit(ttl_new is not None or beat)).alias("still_lock"),
+    )
+    covered = judged.filter(col("covered_taker")).get_column("overlapped_by_uid").implode()
+    return judged.with_columns(
+        (col("execution_uid").is_in(covered) & ~col("avoided") & col("had_side_effect"))
+        .alias("absorbed"),
+    ).with_columns(
+        (col("had_side_effect") & ~col("avoided") & ~col("absorbed")).alias("effect_after"),
+        (col("still_vt") | col("still_lock")).alias("still"),
+    )
+
+
+def _per_key(runs: pl.DataFrame) -> pl.DataFrame:
+    """Per key: runs and effects left, what was avoided or absorbed, its causes after."""
+    col = pl.col
+    kept = ~col("avoided")
+    return runs.group_by("key").agg(
+        pl.when(kept).then(1 + col("missing_attempts_before").fill_null(0)).otherwise(0)
+        .sum().alias("executions_after"),
+        col("effect_after").sum().alias("effects_after"),
+        col("avoided").sum().alias("runs_avoided"),
+        col("absorbed").sum().alias("effects_absorbed"),
+        col("still").sum().alias("still_overrunning"),
+        col("silent_before").sum().alias("silent_before"),
+        ((col("job_id").filter(kept).n_unique() >= 2)
+         | (col("key_enqueued_jobs").filter(kept).max().fill_null(0) >= 2))
+        .alias("after_producer_retry"),
+        *(col(f"cause_{c}").filter(kept).any().alias(f"after_{c}") for c in CAUSES[1:]),
+    )
+
+
+def _keys_after(duplicates: pl.DataFrame, after: pl.DataFrame) -> pl.DataFrame:
+    """The duplicates rows, in their order, with what the replay says of each key."""
+    col = pl.col
+    counts = ("executions_after", "effects_after", "runs_avoided", "effects_absorbed",
+              "still_overrunning", "silent_before")
+    table = duplicates.join(after, on="key", how="left", maintain_order="left").with_columns(
+        *(col(c).fill_null(0).cast(pl.Int64) for c in counts),
+        *(col(f"after_{c}").fill_null(False) for c in CAUSES),
+    )
+    dup_after = col("executions_after") > 1
+    return table.with_columns(
+        col("executions").alias("executions_before"),
+        col("harmful").alias("harmful_before"),
+        _first_cause({c: col(c) for c in CAUSES}).alias("cause_before"),
+        dup_after.alias("duplicate_after"),
+        # A key no longer a duplicate is neither harmful nor absorbed: null, not counted.
+        pl.when(col("harmful").is_not_null() & dup_after)
+        .then(col("effects_after") >= 2).otherwise(None).alias("harmful_after"),
+        pl.when(dup_after).then(_first_cause({c: col(f"after_{c}") for c in CAUSES}))
+        .otherwise(None).alias("cause_after"),
+    )
+
+
+def _changed_keys(table: pl.DataFrame) -> pd.DataFrame:
+    col = pl.col
+    changed = table.filter(
+        ~col("duplicate_after") | (col("effects_absorbed") > 0)
+        | (col("duplicate_after") & col("harmful_after").ne_missing(col("harmful_before"))))
+    fewer = (col("executions_before") - col("executions_after")).cast(pl.String)
+    rows = changed.select(
+        "key", "job_type", col("cause_before").alias("cause"), "executions_before",
+        "executions_after", "harmful_before", "harmful_after",
+        pl.when(~col("duplicate_after")).then(pl.lit("no longer a duplicate"))
+        .when(col("effects_absorbed") > 0).then(pl.lit("side effect absorbed by the lock"))
+        .otherwise(fewer + pl.lit(" run(s) fewer, still a duplicate")).alias("change"),
+    ).to_pandas()
+    for column in ("harmful_before", "harmful_after"):
+        rows[column] = rows[column].astype(object).where(rows[column].notna(), None)
+    return rows
+
+
+def _recovery_delays(runs: pl.DataFrame, settings: Settings) -> pl.DataFrame:
     """For each retry of a crashed run: how much later it could start under `settings`
     (ms; negative: sooner). The retry waits for the visibility deadline when the crash
     was silent (a lost worker's parent settles it at once), and for the dead holder's lock
     when it held one and never released it."""
-    crashed_prev = (runs["prev_terminal"].eq("none")
-                    | runs["prev_lost_worker"].astype("boolean").fillna(False).astype(bool))
-    pairs = runs[runs["cause_worker_crash"] & runs["prev_execution_uid"].notna() & crashed_prev]
-    columns = ["key", "job_type", "execution_uid", "added_delay_ms"]
-    if pairs.empty or not settings.changed:
-        return pd.DataFrame(columns=columns)
+    col = pl.col
+    empty = pl.DataFrame(schema={"key": pl.String, "job_type": pl.String,
+                                 "execution_uid": pl.String, "added_delay_ms": pl.Float64})
+    pairs = runs.filter(
+        col("cause_worker_crash") & col("prev_execution_uid").is_not_null()
+        & ((col("prev_terminal") == "none").fill_null(False)
+           | col("prev_lost_worker").fill_null(False)))
+    if pairs.height == 0 or not settings.changed:
+        return empty
     beat = settings.heartbeat_ms is not None
-    start = _number(pairs, "start_us")
-    prev_start = _number(pairs, "prev_start_us")
-    prev_end = _number(pairs, "prev_end_us")
-    silent = pairs["prev_terminal"].eq("none") & ~pairs["prev_lost_worker"].astype(
-        "boolean").fillna(False).astype(bool)
-    vt_old = _number(pairs, "prev_visibility_timeout_ms") * 1000.0
-    vt_new = vt_old if settings.visibility_timeout_ms is None else pd.Series(
-        settings.visibility_timeout_ms * 1000.0, index=pairs.index)
-    deadline_old = prev_start + vt_old
-    deadline_new = (prev_end if beat else prev_start) + vt_new
-    shift = (deadline_new - deadline_old).where(silent & vt_old.notna(), 0.0).fillna(0.0)
-    redelivered_new = np.maximum(start + shift, prev_end)
-
-    valid_old = _number(pairs, "prev_lock_valid_until_us")
-    ttl_old = _number(pairs, "prev_lock_ttl_ms") * 1000.0
-    ttl_new = ttl_old if settings.lock_ttl_ms is None else pd.Series(
-        settings.lock_ttl_ms * 1000.0, index=pairs.index)
-    dead_holder = valid_old.notna() & pairs["prev_lock_released_us"].isna()
+    silent = (col("prev_terminal") == "none").fill_null(False) & ~col(
+        "prev_lost_worker").fill_null(False)
+    vt_old = col("prev_visibility_timeout_ms") * 1000.0
+    vt_new = vt_old if settings.visibility_timeout_ms is None else pl.lit(
+        settings.visibility_timeout_ms * 1000.0)
+    deadline_old = col("prev_start_us") + vt_old
+    deadline_new = (col("prev_end_us") if beat else col("prev_start_us")) + vt_new
+    shift = pl.when(silent & vt_old.is_not_null()).then(deadline_new - deadline_old) \
+        .otherwise(0.0).fill_null(0.0)
+    redelivered_new = pl.max_horizontal(col("start_us") + shift, col("prev_end_us"))
+    valid_old = col("prev_lock_valid_until_us")
+    ttl_old = col("prev_lock_ttl_ms") * 1000.0
+    ttl_new = ttl_old if settings.lock_ttl_ms is None else pl.lit(settings.lock_ttl_ms * 1000.0)
+    dead_holder = valid_old.is_not_null() & col("prev_lock_released_us").is_null()
     granted = valid_old - ttl_old
-    valid_new = (np.maximum(granted, prev_end) if beat else granted) + ttl_new
-    free_old = valid_old.where(dead_holder, -np.inf).fillna(-np.inf)
-    free_new = valid_new.where(dead_holder, -np.inf).fillna(-np.inf)
-
-    recovered_old = np.maximum(start, free_old)
-    recovered_new = np.maximum(redelivered_new, free_new)
-    return pd.DataFrame({
-        "key": pairs["key"].to_numpy(),
-        "job_type": pairs["job_type"].to_numpy(),
-        "execution_uid": pairs["execution_uid"].to_numpy(),
-        "added_delay_ms": np.asarray(recovered_new - recovered_old, float) / 1000.0,
-    }, columns=columns)
+    valid_new = (pl.max_horizontal(granted, col("prev_end_us")) if beat else granted) + ttl_new
+    never = float("-inf")
+    free_old = pl.when(dead_holder).then(valid_old).otherwise(never).fill_null(never)
+    free_new = pl.when(dead_holder).then(valid_new).otherwise(never).fill_null(never)
+    added = (pl.max_horizontal(redelivered_new, free_new)
+             - pl.max_horizontal(col("start_us"), free_old)) / 1000.0
+    return pairs.select("key", "job_type", "execution_uid", added.alias("added_delay_ms"))
 
 
-def _summary(table: pd.DataFrame, delays: pd.DataFrame,
-             new_overruns: pd.DataFrame | None) -> pd.DataFrame:
-    """Per job type, the counts of `table` (one row per duplicate key) and the delays'
-    quantiles, computed a column at a time (a loop over 50 job types took 0.4 s)."""
-    dup_after = table["duplicate_after"].astype(bool)
-    harmful_before = table["harmful_before"].astype("boolean")
-    harmful_after = table["harmful_after"].astype("boolean")
-    per_key = pd.DataFrame({
-        "job_type": table["job_type"].astype(object),
-        "duplicates_before": 1,
-        "duplicates_after": dup_after.astype("int64"),
-        "harmful_before": harmful_before.fillna(False).astype("int64"),
-        "harmful_after": harmful_after.fillna(False).astype("int64"),
-        "unknown_harm_before": harmful_before.isna().astype("int64"),
-        "unknown_harm_after": (harmful_after.isna() & dup_after).astype("int64"),
-        "extra_runs_before": table["executions_before"] - 1,
-        "extra_runs_after": (table["executions_after"] - 1).clip(lower=0),
-        "runs_avoided": table["runs_avoided"],
-        "effects_absorbed": table["effects_absorbed"],
-        "still_overrunning": table["still_overrunning"],
-    })
-    counts = per_key.groupby("job_type", sort=True).sum()
-    fresh = (pd.DataFrame(columns=["job_type", "new_visibility_overruns", "new_lock_overruns"])
-             if new_overruns is None else new_overruns)
-    fresh = fresh.assign(job_type=fresh["job_type"].astype(object)).set_index("job_type")
-    counts = counts.reindex(counts.index.union(fresh.index), fill_value=0)
-    new_vt = pd.to_numeric(fresh["new_visibility_overruns"], errors="coerce").reindex(
-        counts.index).fillna(0).astype("int64")
-    new_lock = pd.to_numeric(fresh["new_lock_overruns"], errors="coerce").reindex(
-        counts.index).fillna(0).astype("int64")
-    counts["duplicates_after"] += new_vt
-    counts["extra_runs_after"] += new_vt
-    counts["new_overruns"] = new_vt + new_lock
-    added = delays.assign(job_type=delays["job_type"].astype(object),
-                          added_delay_ms=delays["added_delay_ms"].astype("float64"))
-    grouped = added.groupby("job_type", sort=True)["added_delay_ms"]
-    counts["recoveries"] = grouped.size().reindex(counts.index).fillna(0).astype("int64")
-    for column, q in (("added_delay_p50_ms", 0.5), ("added_delay_p95_ms", 0.95)):
-        counts[column] = grouped.quantile(q, interpolation="linear").reindex(counts.index)
-    counts["added_delay_max_ms"] = grouped.max().reindex(counts.index)
-    summary = counts.reset_index().rename(columns={"index": "job_type"})
-    summary = summary[SUMMARY_COLUMNS]
+def _summary(table: pl.DataFrame, delays: pl.DataFrame,
+             new_overruns: pl.DataFrame | None) -> pd.DataFrame:
+    """Per job type, the counts over its duplicate keys and the delays' quantiles."""
+    col = pl.col
+    dup_after = col("duplicate_after")
+    counts = table.group_by("job_type").agg(
+        pl.len().alias("duplicates_before"),
+        dup_after.sum().alias("duplicates_after"),
+        col("harmful_before").fill_null(False).sum().alias("harmful_before"),
+        col("harmful_after").fill_null(False).sum().alias("harmful_after"),
+        col("harmful_before").is_null().sum().alias("unknown_harm_before"),
+        (col("harmful_after").is_null() & dup_after).sum().alias("unknown_harm_after"),
+        (col("executions_before") - 1).sum().alias("extra_runs_before"),
+        (col("executions_after") - 1).clip(lower_bound=0).sum().alias("extra_runs_after"),
+        col("runs_avoided").sum(), col("effects_absorbed").sum(),
+        col("still_overrunning").sum(),
+    )
+    kinds = {"job_type": pl.String, "new_visibility_overruns": pl.Int64,
+             "new_lock_overruns": pl.Int64}
+    fresh = (pl.DataFrame(schema=kinds) if new_overruns is None or new_overruns.height == 0
+             else _typed(new_overruns, kinds))
+    waits = delays.group_by("job_type").agg(
+        pl.len().alias("recoveries"),
+        col("added_delay_ms").quantile(0.5, "linear").alias("added_delay_p50_ms"),
+        col("added_delay_ms").quantile(0.95, "linear").alias("added_delay_p95_ms"),
+        col("added_delay_ms").max().alias("added_delay_max_ms"),
+    )
+    summary = counts.join(fresh, on="job_type", how="full", coalesce=True).join(
+        waits, on="job_type", how="left")
+    whole = [c for c in SUMMARY_COLUMNS if c not in (
+        "job_type", "added_delay_p50_ms", "added_delay_p95_ms", "added_delay_max_ms")]
+    new_vt = col("new_visibility_overruns").fill_null(0)
+    summary = summary.with_columns(
+        (col("duplicates_after").fill_null(0) + new_vt).alias("duplicates_after"),
+        (col("extra_runs_after").fill_null(0) + new_vt).alias("extra_runs_after"),
+        (new_vt + col("new_lock_overruns").fill_null(0)).alias("new_overruns"),
+    ).with_columns(*(col(c).fill_null(0).cast(pl.Int64) for c in whole if c != "new_overruns"),
+                   col("new_overruns").cast(pl.Int64))
+    frame = summary.sort("job_type").select(SUMMARY_COLUMNS).to_pandas()
     for column in ("added_delay_p50_ms", "added_delay_p95_ms", "added_delay_max_ms"):
-        summary[column] = summary[column].astype(object).where(summary[column].notna(), None)
-    return summary
+        frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
+    return frame
 
 
-def _quantile(values: pd.Series, q: float) -> float | None:
-    return float(np.quantile(values.to_numpy(), q)) if len(values) else None
-
-
-def _cause_counts(table: pd.DataFrame) -> pd.DataFrame:
+def _cause_counts(table: pl.DataFrame) -> pd.DataFrame:
     """Duplicate keys per job type and cause, before and after."""
-    job_types = table["job_type"].astype(object)
-    before = pd.DataFrame({"job_type": job_types, "cause": table["cause_before"]}).value_counts()
-    after = pd.DataFrame({"job_type": job_types, "cause": table["cause_after"]})[
-        table["duplicate_after"].to_numpy(dtype=bool)].value_counts()
-    both = pd.concat({"before": before, "after": after}, axis=1).fillna(0).astype("int64")
-    both = both.reset_index()
-    order = {c: i for i, c in enumerate(KEY_CAUSES)}
-    both = both.assign(_order=both["cause"].map(order)).sort_values(["job_type", "_order"])
-    return both[["job_type", "cause", "before", "after"]].reset_index(drop=True)
+    before = table.group_by("job_type", col_cause := "cause_before").len("before").rename(
+        {col_cause: "cause"})
+    after = table.filter(pl.col("duplicate_after")).group_by("job_type", "cause_after").len(
+        "after").rename({"cause_after": "cause"})
+    both = before.join(after, on=["job_type", "cause"], how="full", coalesce=True).with_columns(
+        pl.col("before").fill_null(0).cast(pl.Int64), pl.col("after").fill_null(0).cast(pl.Int64),
+        pl.col("cause").replace_strict({c: i for i, c in enumerate(KEY_CAUSES)},
+                                       return_dtype=pl.Int64).alias("_order"))
+    return both.sort("job_type", "_order").select("job_type", "cause", "before", "after") \
+        .to_pandas()
