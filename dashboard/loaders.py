@@ -108,16 +108,25 @@ def whatif(url: str, snap: str, settings: tuple[int | None, int | None, int | No
 @st.cache_data(ttl=ANSWER_TTL_SECONDS, show_spinner=False)
 def key_report_html(url: str, snap: str, key: str) -> str:
     """The incident report of `key` as one HTML file (dashboard/report.py)."""
-    from dashboard.report import Document, render
-    from queries.key_report import key_report
+    from dashboard.report import key_document, render
 
-    found = with_store(url, _timed("key_report", lambda s: key_report(s, key)))
-    return render(Document(f"Incident report: {key}", [], [found]), "html")
+    found = with_store(url, _timed("key_report", lambda s: key_document(s, key)))
+    return render(found, "html")
+
+
+@st.cache_data(ttl=ANSWER_TTL_SECONDS, show_spinner=False)
+def incident_report_html(url: str, snap: str, alert_id: str) -> str | None:
+    """The report of an alert and the keys it names as one HTML file; None: no alert."""
+    from dashboard.report import incident_document, render
+
+    found = with_store(url, _timed("incident_report",
+                                   lambda s: incident_document(s, alert_id)))
+    return None if found is None else render(found, "html")
 
 
 def clear() -> None:
     for loader in (store_summary, filter_values, key_suggestions, timeline, forensic, whatif,
-                   key_report_html):
+                   key_report_html, incident_report_html):
         loader.clear()
 
 

@@ -164,3 +164,30 @@ def render(document: Document, fmt: str) -> str:
     if fmt == "html":
         return page(document)
     raise ValueError(f"no report format {fmt!r}: md or html")
+
+
+#: What an incident report says of its alert, in this order, where the alert has it.
+ALERT_FACTS = ("alert_id", "rule", "severity", "summary", "job_type", "job_id", "lock_key",
+               "lock_owner", "overlapped_by", "overrun_ms", "incident_ts")
+
+
+def key_document(store: Any, key: str) -> Document:
+    """The report of one key (an idempotency key or job_id)."""
+    from queries.key_report import key_report
+
+    return Document(f"Incident report: {key}", [], [key_report(store, key)])
+
+
+def incident_document(store: Any, alert_id: str) -> Document | None:
+    """The report of an alert: its facts, then every key it names; None for no such
+    alert."""
+    from alerts.incident import find_alert, named_keys
+    from queries.key_report import key_report
+
+    alert = find_alert(store, alert_id)
+    if alert is None:
+        return None
+    facts = [(name, alert.get(name)) for name in ALERT_FACTS
+             if alert.get(name) is not None and not pd.isna(alert.get(name))]
+    return Document(f"Incident {alert_id}", facts,
+                    [key_report(store, k) for k in named_keys(store, alert)])

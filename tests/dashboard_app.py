@@ -15,6 +15,7 @@ PAGES = {
     "alerts": "app_pages/alerts.py",
     "checklist": "app_pages/checklist.py",
     "whatif": "app_pages/whatif.py",
+    "report": "app_pages/report.py",
 }
 
 

@@ -119,3 +119,43 @@ def test_the_report_in_chromium_shows_its_text_and_chart_and_asks_nothing(
         assert page.evaluate("document.images[0].naturalWidth") > 100
         assert page.locator("script").count() == 0
     assert [u for u in asked if not u.startswith(("file:", "data:"))] == []
+
+
+def test_the_webhook_body_links_to_the_incident_report() -> None:
+    from alerts.payload import json_body, slack_body
+
+    doc = {"alert_id": "a1/b", "rule": "harmful_duplicate", "severity": "critical",
+           "key": KEY}
+    assert json_body(doc, "http://dash:8501/")["report_url"] == (
+        "http://dash:8501/report?incident=a1%2Fb")
+    assert "<http://dash:8501/report?incident=a1%2Fb|incident report>" in slack_body(
+        doc, "http://dash:8501")["text"]
+
+
+def test_the_dashboard_shows_an_alerts_report_and_offers_it(store_path, monkeypatch) -> None:
+    from dashboard_app import open_page
+
+    monkeypatch.setenv("DUPESCOPE_STORE", store_path)
+    alerts = CliRunner().invoke(main, ["alerts", "--store", store_path, "--format", "json"])
+    alert = next(a for a in orjson.loads(alerts.output) if a["key"] == KEY)
+    app = open_page("report", incident=alert["alert_id"])
+    assert not app.exception
+    (button,) = app.get("download_button")
+    assert button.proto.label == "Download report"
+    assert [e.proto.srcdoc for e in app.get("iframe")][0].count("<h2>Key ") == 1
+
+
+def test_a_lock_incident_reports_both_keys_it_names(serve_events) -> None:
+    """j1's lock lapsed at 00:10 while it ran to 00:15; j2 (another key) took it at 00:12."""
+    serve_events(
+        locked("j1", 1, "w1", "o1", "00:00", 10_000, [("00:15", "ack")])
+        + locked("j2", 1, "w2", "o2", "00:12", 10_000, [("00:13", "lock_release"),
+                                                        ("00:13", "ack")]))
+    alerts = orjson.loads(CliRunner().invoke(main, ["alerts", "--format", "json"]).output)
+    overrun = next(a for a in alerts if a["rule"] == "lock_expired_while_running")
+    result = CliRunner().invoke(main, ["report", "--incident", overrun["alert_id"],
+                                       "--format", "md"])
+    assert result.exit_code == 0, result.output
+    assert [line for line in result.output.splitlines() if line.startswith("## Key")] == [
+        "## Key j1", "## Key j2"]
+    assert "expired 5\\.0 s before the run ended" in result.output
