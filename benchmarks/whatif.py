@@ -27,7 +27,9 @@ from collectors.arrow_batch import rows_to_table
 from collectors.jsonlines import decode_lines
 from collectors.normalise import Normaliser
 from queries import duplicates
-from queries.whatif import Settings, whatif
+from queries.derived import query_arrow
+from queries.duplicates_table import filters
+from queries.whatif import Settings, replay, whatif
 from sample_data import fast
 from sample_data.model import Settings as ModelSettings
 from sample_data.rerun import added_waits
@@ -116,6 +118,16 @@ def timing(events: int, work: Path) -> None:
     answer = whatif(store, proposal)
     print(f"{int(answer.summary['duplicates_before'].sum()):,} duplicates replayed, "
           f"{len(answer.keys):,} keys change")
+    bound = filters()
+    began = time.perf_counter()
+    runs = query_arrow(store, "whatif_runs", **bound, key=None)
+    keys = query_arrow(store, "duplicates", **bound)
+    overruns = query_arrow(store, "whatif_new_overruns", **bound, **proposal.params())
+    asked = time.perf_counter() - began
+    began = time.perf_counter()
+    replay(runs, keys, proposal, overruns)
+    print(f"of which the three queries {asked:.3f} s, the replay of {runs.num_rows:,} runs "
+          f"{time.perf_counter() - began:.3f} s")
     store.close()
 
 

@@ -159,3 +159,16 @@ def test_a_lock_incident_reports_both_keys_it_names(serve_events) -> None:
     assert [line for line in result.output.splitlines() if line.startswith("## Key")] == [
         "## Key j1", "## Key j2"]
     assert "expired 5\\.0 s before the run ended" in result.output
+
+
+def test_the_report_says_the_same_on_duckdb_and_chdb(store, make_table) -> None:
+    from queries.key_report import key_report
+
+    store.write(make_table(story()))
+    found = key_report(store, KEY)
+    assert found.related.to_dict(orient="records") == [
+        {"key": "inv-2", "shares": "lock_key", "value": "lock:acct-1", "runs": 1}]
+    assert [(p.setting, p.prevents) for p in found.preventions] == [
+        ("visibility timeout 45 s", True),
+        ("heartbeat every 3.3 s (renew the lock, extend visibility)", True)]
+    assert list(found.locks["verdict"]) == ["valid for the whole run"]
