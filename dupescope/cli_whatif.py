@@ -33,6 +33,9 @@ class SpanParam(click.ParamType):
 
 SPAN = SpanParam()
 
+#: The table lists this many of the keys that change; JSON lists them all.
+SHOWN_KEYS = 50
+
 
 @click.command()
 @store_option
@@ -80,8 +83,11 @@ def _print_table(answer: Any) -> None:
         emit(shown, "table")
     if not answer.keys.empty:
         click.echo()
-        click.echo(f"== keys that change ({len(answer.keys)})")
-        emit(answer.keys, "table")
+        click.echo(f"== keys that change ({len(answer.keys):,})")
+        emit(answer.keys.head(SHOWN_KEYS), "table")
+        if len(answer.keys) > SHOWN_KEYS:
+            click.echo(f"... and {len(answer.keys) - SHOWN_KEYS:,} more (--format json lists "
+                       "them all)")
     click.echo()
     click.echo("== what the replay cannot know")
     for line in answer.cannot_know:
