@@ -42,6 +42,9 @@ LIMITS: tuple[str, ...] = (
     "while it runs waits less",
     "a longer lock TTL also blocks other jobs on the same lock behind a dead holder; only "
     "the retry of the dead holder's own job is counted",
+    "a retry that meets a dead holder's lock is taken to wait for it, unless runs of its "
+    "job type were seen giving up on a held lock: then it gives up after the longest wait "
+    "seen, its side effect is absorbed and its work dropped (retries_dropped)",
 )
 
 
@@ -82,7 +85,8 @@ SUMMARY_COLUMNS = [
     "job_type", "duplicates_before", "duplicates_after", "harmful_before", "harmful_after",
     "unknown_harm_before", "unknown_harm_after", "extra_runs_before", "extra_runs_after",
     "runs_avoided", "effects_absorbed", "still_overrunning", "new_overruns",
-    "recoveries", "added_delay_p50_ms", "added_delay_p95_ms", "added_delay_max_ms",
+    "recoveries", "retries_dropped", "added_delay_p50_ms", "added_delay_p95_ms",
+    "added_delay_max_ms",
 ]
 
 
@@ -148,7 +152,8 @@ Rows: TypeAlias = "pd.DataFrame | pa.Table | pl.DataFrame"
 _RUN_TYPES: dict[str, Any] = {
     "execution_uid": pl.String, "key": pl.String, "job_id": pl.String, "job_type": pl.String,
     "start_us": pl.Float64, "end_us": pl.Float64, "terminal": pl.String,
-    "lost_worker": pl.Boolean, "had_side_effect": pl.Boolean,
+    "lost_worker": pl.Boolean, "had_side_effect": pl.Boolean, "lock_contended": pl.Boolean,
+    "lock_wait_ms": pl.Float64,
     "visibility_timeout_ms": pl.Float64, "lock_acquired_us": pl.Float64,
     "lock_ttl_ms": pl.Float64, "lock_valid_until_us": pl.Float64,
     "lock_released_us": pl.Float64, "lock_expired_while_running": pl.Boolean,
@@ -215,10 +220,12 @@ def replay(
         pl.when(same_job).then(pl.col(c).shift(1)).otherwise(None).alias(f"prev_{c}")
         for c in _PREVIOUS
     ).sort(["key", "start_us", "execution_uid"])
-    table = _judged(table, settings)
+    fresh = None if new_overruns is None else _polars(new_overruns)
+    table = _judged(_with_recovery(table, settings, fresh), settings)
     after = _per_key(table)
     judged = _keys_after(duplicates, after)
-    delays = _recovery_delays(table, settings)
+    delays = table.filter(col_retry & ~pl.col("gives_up") & pl.lit(settings.changed)).select(
+        "key", "job_type", "execution_uid", "added_delay_ms")
     limits = list(LIMITS)
     silent = int(judged.get_column("silent_before").sum())
     if silent:
@@ -228,7 +235,6 @@ def replay(
     if settings.visibility_timeout_ms is not None and no_vt:
         limits.append(f"{no_vt} run(s) reported no visibility_timeout_ms: the added wait of "
                       "their retries cannot be judged")
-    fresh = None if new_overruns is None else _polars(new_overruns)
     return WhatIf(settings, _summary(judged, delays, fresh), _changed_keys(judged),
                   delays.to_pandas(), _cause_counts(judged), limits)
 
@@ -276,8 +282,8 @@ def _judged(runs: pl.DataFrame, settings: Settings) -> pl.DataFrame:
     )
     covered = judged.filter(col("covered_taker")).get_column("overlapped_by_uid").implode()
     return judged.with_columns(
-        (col("execution_uid").is_in(covered) & ~col("avoided") & col("had_side_effect"))
-        .alias("absorbed"),
+        ((col("execution_uid").is_in(covered) | col("gives_up")) & ~col("avoided")
+         & col("had_side_effect")).alias("absorbed"),
     ).with_columns(
         (col("had_side_effect") & ~col("avoided") & ~col("absorbed")).alias("effect_after"),
         (col("still_vt") | col("still_lock")).alias("still"),
@@ -296,6 +302,7 @@ def _per_key(runs: pl.DataFrame) -> pl.DataFrame:
         col("absorbed").sum().alias("effects_absorbed"),
         col("still").sum().alias("still_overrunning"),
         col("silent_before").sum().alias("silent_before"),
+        col("gives_up").sum().alias("retries_dropped"),
         ((col("job_id").filter(kept).n_unique() >= 2)
          | (col("key_enqueued_jobs").filter(kept).max().fill_null(0) >= 2))
         .alias("after_producer_retry"),
@@ -307,7 +314,7 @@ def _keys_after(duplicates: pl.DataFrame, after: pl.DataFrame) -> pl.DataFrame:
     """The duplicates rows, in their order, with what the replay says of each key."""
     col = pl.col
     counts = ("executions_after", "effects_after", "runs_avoided", "effects_absorbed",
-              "still_overrunning", "silent_before")
+              "still_overrunning", "silent_before", "retries_dropped")
     table = duplicates.join(after, on="key", how="left", maintain_order="left").with_columns(
         *(col(c).fill_null(0).cast(pl.Int64) for c in counts),
         *(col(f"after_{c}").fill_null(False) for c in CAUSES),
@@ -344,21 +351,30 @@ def _changed_keys(table: pl.DataFrame) -> pd.DataFrame:
     return rows
 
 
-def _recovery_delays(runs: pl.DataFrame, settings: Settings) -> pl.DataFrame:
-    """For each retry of a crashed run: how much later it could start under `settings`
-    (ms; negative: sooner). The retry waits for the visibility deadline when the crash
-    was silent (a lost worker's parent settles it at once), and for the dead holder's lock
-    when it held one and never released it."""
+#: A retry of a crashed run: the run before it of its job_id crashed (went silent, or was
+#: settled for a lost worker) and it is named a worker_crash redelivery.
+col_retry = (pl.col("cause_worker_crash") & pl.col("prev_execution_uid").is_not_null()
+             & ((pl.col("prev_terminal") == "none").fill_null(False)
+                | pl.col("prev_lost_worker").fill_null(False)))
+
+
+def _with_recovery(runs: pl.DataFrame, settings: Settings,
+                   per_job_type: pl.DataFrame | None) -> pl.DataFrame:
+    """Each retry of a crashed run with how much later it could start under `settings`
+    (`added_delay_ms`; negative: sooner), or whether it would give up (`gives_up`).
+
+    The retry waits for the visibility deadline when the crash was silent (a lost
+    worker's parent settles it at once), and for the dead holder's lock when it held one
+    and never released it. Where runs of its job type were seen giving up on a held lock
+    (`lock_contended` after waiting), a retry that would meet the lock for longer than the
+    longest wait seen (`give_up_ms` of whatif_new_overruns.sql) gives up instead:
+    absorbed, its work dropped, no delay."""
     col = pl.col
-    empty = pl.DataFrame(schema={"key": pl.String, "job_type": pl.String,
-                                 "execution_uid": pl.String, "added_delay_ms": pl.Float64})
-    pairs = runs.filter(
-        col("cause_worker_crash") & col("prev_execution_uid").is_not_null()
-        & ((col("prev_terminal") == "none").fill_null(False)
-           | col("prev_lost_worker").fill_null(False)))
-    if pairs.height == 0 or not settings.changed:
-        return empty
     beat = settings.heartbeat_ms is not None
+    kinds = {"job_type": pl.String, "give_up_ms": pl.Float64}
+    patience = (pl.DataFrame(schema=kinds) if per_job_type is None or per_job_type.height == 0
+                else _typed(per_job_type, kinds))
+    runs = runs.join(patience, on="job_type", how="left", maintain_order="left")
     silent = (col("prev_terminal") == "none").fill_null(False) & ~col(
         "prev_lost_worker").fill_null(False)
     vt_old = col("prev_visibility_timeout_ms") * 1000.0
@@ -378,9 +394,13 @@ def _recovery_delays(runs: pl.DataFrame, settings: Settings) -> pl.DataFrame:
     never = float("-inf")
     free_old = pl.when(dead_holder).then(valid_old).otherwise(never).fill_null(never)
     free_new = pl.when(dead_holder).then(valid_new).otherwise(never).fill_null(never)
+    patience_us = col("give_up_ms") * 1000.0
+    gives_up = (col_retry & pl.lit(settings.changed) & col("give_up_ms").is_not_null()
+                & (free_new > redelivered_new + patience_us).fill_null(False)
+                & ~(free_old > col("start_us") + patience_us).fill_null(False))
     added = (pl.max_horizontal(redelivered_new, free_new)
              - pl.max_horizontal(col("start_us"), free_old)) / 1000.0
-    return pairs.select("key", "job_type", "execution_uid", added.alias("added_delay_ms"))
+    return runs.with_columns(gives_up.alias("gives_up"), added.alias("added_delay_ms"))
 
 
 def _summary(table: pl.DataFrame, delays: pl.DataFrame,
@@ -398,7 +418,7 @@ def _summary(table: pl.DataFrame, delays: pl.DataFrame,
         (col("executions_before") - 1).sum().alias("extra_runs_before"),
         (col("executions_after") - 1).clip(lower_bound=0).sum().alias("extra_runs_after"),
         col("runs_avoided").sum(), col("effects_absorbed").sum(),
-        col("still_overrunning").sum(),
+        col("still_overrunning").sum(), col("retries_dropped").sum(),
     )
     kinds = {"job_type": pl.String, "new_visibility_overruns": pl.Int64,
              "new_lock_overruns": pl.Int64}

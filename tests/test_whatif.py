@@ -75,6 +75,16 @@ def stories() -> list[dict]:
     events += typed("crash.lock", locked("d1", 1, "w1", "o3", "00:00", 60_000,
                                          [("00:02", "side_effect")], lock_key="lock:dead")
                     + run("d1", 2, "w2", "00:30", [("00:31", "ack")]))
+    # g1 dies holding a 20 s lock after its effect; its retry at 00:30 takes the lapsed
+    # lock and charges again. Runs of this job type give up on a held lock after 2 s.
+    events += typed("crash.gives_up", locked(
+        "g1", 1, "w1", "o4", "00:00", 20_000, [("00:02", "side_effect")], lock_key="lock:g")
+        + locked("g1", 2, "w2", "o5", "00:30", 20_000, [
+            ("00:31", "side_effect"), ("00:32", "lock_release"), ("00:32", "ack")],
+            lock_key="lock:g")
+        + run("h1", 1, "w3", "02:00", [("02:03", "ack")])
+        + [ev("02:02", "lock_contended", "h1", delivery_attempt=1, worker_id="w3",
+              lock_key="lock:g", lock_owner="o6", wait_ms=2_000)])
     # Two runs of 20 s and 2 s, no duplicate.
     events += typed("lower.vt", run("f1", 1, "w1", "00:00", [("00:20", "ack")])
                     + run("f2", 1, "w1", "01:00", [("01:02", "ack")]))
@@ -145,6 +155,13 @@ def test_a_crashed_run_waits_the_longer_visibility_timeout(told) -> None:
 def test_a_dead_lock_holder_blocks_its_retry_for_the_longer_ttl(told) -> None:
     row = only(whatif(told, Settings(lock_ttl_ms=120_000), job_type="crash.lock").summary)
     assert row["added_delay_max_ms"] == 60_000.0
+
+
+def test_a_retry_that_would_meet_the_held_lock_gives_up_where_its_kind_does(told) -> None:
+    answer = whatif(told, Settings(lock_ttl_ms=60_000), job_type="crash.gives_up")
+    row = only(answer.summary)
+    assert (row["retries_dropped"], row["recoveries"]) == (1, 0)
+    assert (row["harmful_before"], row["harmful_after"], row["duplicates_after"]) == (1, 0, 1)
 
 
 def test_a_lower_timeout_counts_the_runs_it_would_redeliver(told) -> None:

@@ -2,7 +2,9 @@
 -- proposed one: a visibility timeout shorter than the run (redelivered while it still
 -- ran: a new duplicate), a lock TTL shorter than the run's hold of an unrenewed lock (a
 -- new lock expiry while running). A heartbeat extends both while the run lives, so with
--- one neither is counted. Filters select runs, as everywhere.
+-- one neither is counted. Also the longest a run of the job type was seen waiting for a
+-- held lock before it gave up (`give_up_ms`: the replay's retries give up after as long).
+-- Filters select runs, as everywhere.
 -- param visibility_timeout_ms: Int64
 -- param lock_ttl_ms: Int64
 -- param heartbeat_ms: Int64
@@ -15,7 +17,8 @@ SELECT
     countIf(:lock_ttl_ms IS NOT NULL AND :heartbeat_ms IS NULL
             AND lock_acquired_us IS NOT NULL AND lock_renewals = 0
             AND NOT lock_expired_while_running
-            AND (end_us - lock_acquired_us) / 1000.0 > :lock_ttl_ms) AS new_lock_overruns
+            AND (end_us - lock_acquired_us) / 1000.0 > :lock_ttl_ms) AS new_lock_overruns,
+    max(lock_wait_ms) FILTER (WHERE lock_contended) AS give_up_ms
 FROM derived_executions
 WHERE
     -- include: execution_filters

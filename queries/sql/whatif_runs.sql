@@ -1,7 +1,8 @@
 -- The runs of every duplicated key, with what the what-if replay (queries/whatif.py)
 -- judges them by: how long each ran and how it ended, the visibility timeout it was
 -- delivered under, its lock's grant, TTL and validity, its cause flags, and the run that
--- took its lock while it still ran (`overlapped_by_uid`, from the lock incidents).
+-- took its lock while it still ran (`overlapped_by_uid`, from the lock incidents), and
+-- whether it gave up on a held lock after waiting (`lock_contended`, `lock_wait_ms`).
 -- Filters select runs, as `duplicates` does; `key` (NULL: every key) one key's runs, for
 -- the settings that would have prevented one incident. Reads the derived tables only.
 -- param key: String
@@ -23,6 +24,8 @@ runs AS (
         e.terminal AS terminal,
         e.lost_worker AS lost_worker,
         e.had_side_effect AS had_side_effect,
+        e.lock_contended AS lock_contended,
+        e.lock_wait_ms AS lock_wait_ms,
         e.visibility_timeout_ms AS visibility_timeout_ms,
         e.lock_key AS lock_key,
         e.lock_acquired_us AS lock_acquired_us,
