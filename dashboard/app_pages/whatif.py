@@ -20,7 +20,7 @@ LINKED_KEYS = 20
 SUMMARY_COLUMNS = [
     "job_type", "duplicates_before", "duplicates_after", "harmful_before", "harmful_after",
     "unknown_harm_before", "unknown_harm_after", "runs_avoided", "effects_absorbed",
-    "still_overrunning", "new_overruns", "recoveries", "added_delay_p50_ms",
+    "still_overrunning", "new_overruns", "recoveries", "retries_dropped", "added_delay_p50_ms",
     "added_delay_p95_ms", "added_delay_max_ms",
 ]
 
