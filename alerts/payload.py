@@ -24,6 +24,14 @@ def timeline_url(dashboard_url: str | None, key: str | None) -> str | None:
     return f"{dashboard_url.rstrip('/')}/timeline?key={quote(str(key), safe='')}"
 
 
+def report_url(dashboard_url: str | None, alert_id: str | None) -> str | None:
+    """The dashboard's page of the incident's report (`/report?incident=ID`): the alert,
+    the keys it names, each one's timeline, as one file to download."""
+    if not dashboard_url or not alert_id:
+        return None
+    return f"{dashboard_url.rstrip('/')}/report?incident={quote(str(alert_id), safe='')}"
+
+
 def json_body(doc: dict[str, Any], dashboard_url: str | None) -> dict[str, Any]:
     """The generic webhook body."""
     evidence = {k: doc.get(k) for k in _EVIDENCE_KEYS if doc.get(k) is not None}
@@ -37,6 +45,7 @@ def json_body(doc: dict[str, Any], dashboard_url: str | None) -> dict[str, Any]:
         "summary": doc.get("summary"),
         "evidence": evidence,
         "timeline_url": timeline_url(dashboard_url, doc.get("key")),
+        "report_url": report_url(dashboard_url, doc["alert_id"]),
     }
 
 
@@ -49,6 +58,9 @@ def slack_body(doc: dict[str, Any], dashboard_url: str | None) -> dict[str, Any]
     ]
     if link:
         lines.append(f"<{link}|timeline>")
+    report = report_url(dashboard_url, doc["alert_id"])
+    if report:
+        lines.append(f"<{report}|incident report>")
     return {"text": "\n".join(lines)}
 
 

@@ -40,6 +40,10 @@ page = st.navigation(
                 icon=":material/notifications:"),
         st.Page("app_pages/checklist.py", title="Checklist", url_path="checklist",
                 icon=":material/checklist:"),
+        st.Page("app_pages/whatif.py", title="What if", url_path="whatif",
+                icon=":material/tune:"),
+        st.Page("app_pages/report.py", title="Incident report", url_path="report",
+                icon=":material/description:", visibility="hidden"),
     ]
 )
 filters.sidebar()

@@ -274,3 +274,33 @@ def crash_loop_figure(crashes: pd.DataFrame) -> go.Figure:
     fig.update_layout(height=max(200, 30 * len(frame) + 110),
                       title="Crash loops by service version", **LAYOUT)
     return fig
+
+
+def whatif_figure(summary: pd.DataFrame, limit: int = 15) -> go.Figure:
+    """Duplicates and harmful duplicates per job type, observed and replayed under the
+    proposed settings, the job types that change most first."""
+    shown = plain_frame(summary).assign(
+        change=(summary["duplicates_before"] - summary["duplicates_after"]).abs()
+        + (summary["harmful_before"] - summary["harmful_after"]).abs())
+    shown = shown.sort_values(["change", "duplicates_before"], ascending=False).head(limit)
+    long = pd.DataFrame([
+        {"job_type": row["job_type"], "what": what, "when": when, "keys": row[f"{what}_{when}"]}
+        for row in shown.to_dict(orient="records")
+        for what in ("duplicates", "harmful") for when in ("before", "after")
+    ], columns=["job_type", "what", "when", "keys"])
+    long["series"] = long["what"] + " " + long["when"].map({"before": "observed",
+                                                            "after": "with the settings"})
+    fig = px.bar(
+        long, x="keys", y="job_type", color="series", barmode="group", orientation="h",
+        category_orders={"job_type": shown["job_type"].tolist(),
+                         "series": ["duplicates observed", "duplicates with the settings",
+                                    "harmful observed", "harmful with the settings"]},
+        color_discrete_map={"duplicates observed": "#9ecae1",
+                            "duplicates with the settings": "#1f77b4",
+                            "harmful observed": "#fcae91", "harmful with the settings": HARMFUL},
+        labels={"keys": "duplicate keys", "job_type": "", "series": ""},
+    )
+    fig.update_layout(height=max(280, 60 * len(shown) + 140),
+                      title="Before and after, per job type",
+                      **{**LAYOUT, "legend": {"title": None, "orientation": "h", "y": -0.12}})
+    return fig

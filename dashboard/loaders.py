@@ -93,8 +93,40 @@ def forensic(url: str, snapshot: str, name: str, filters: dict[str, Any]) -> Any
     return with_store(url, _timed(name, lambda s: function(s, **given)))
 
 
+@st.cache_data(ttl=ANSWER_TTL_SECONDS, show_spinner=False)
+def whatif(url: str, snap: str, settings: tuple[int | None, int | None, int | None],
+           filters: dict[str, Any]) -> Any:
+    """`queries.whatif` under (visibility timeout, lock TTL, heartbeat) in ms."""
+    from queries.whatif import Settings
+    from queries.whatif import whatif as replay
+
+    proposed = Settings(*settings)
+    given = {k: v for k, v in filters.items() if v is not None}
+    return with_store(url, _timed("whatif", lambda s: replay(s, proposed, **given)))
+
+
+@st.cache_data(ttl=ANSWER_TTL_SECONDS, show_spinner=False)
+def key_report_html(url: str, snap: str, key: str) -> str:
+    """The incident report of `key` as one HTML file (dashboard/report.py)."""
+    from dashboard.report import key_document, render
+
+    found = with_store(url, _timed("key_report", lambda s: key_document(s, key)))
+    return render(found, "html")
+
+
+@st.cache_data(ttl=ANSWER_TTL_SECONDS, show_spinner=False)
+def incident_report_html(url: str, snap: str, alert_id: str) -> str | None:
+    """The report of an alert and the keys it names as one HTML file; None: no alert."""
+    from dashboard.report import incident_document, render
+
+    found = with_store(url, _timed("incident_report",
+                                   lambda s: incident_document(s, alert_id)))
+    return None if found is None else render(found, "html")
+
+
 def clear() -> None:
-    for loader in (store_summary, filter_values, key_suggestions, timeline, forensic):
+    for loader in (store_summary, filter_values, key_suggestions, timeline, forensic, whatif,
+                   key_report_html, incident_report_html):
         loader.clear()
 
 

@@ -17,7 +17,9 @@ from dupescope import (
     cli_dashboard,
     cli_demo,
     cli_forensics,
+    cli_report,
     cli_watch,
+    cli_whatif,
     prompt_exit,
 )
 from dupescope.options import (
@@ -277,6 +279,8 @@ for command in (
     cli_collect.collect,
     cli_dashboard.dashboard,
     cli_demo.demo,
+    cli_whatif.whatif,
+    cli_report.report,
 ):
     main.add_command(command)
 

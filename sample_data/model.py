@@ -36,6 +36,21 @@ EFFECT_EVIDENCE = frozenset({"side_effect", "idempotency_hit", "lock_contended",
                              "occ_conflict", "commit"})
 
 
+@dataclass(frozen=True)
+class Settings:
+    """Queue and lock settings laid over the catalogue's for some job types (all where
+    `job_types` is None): what a what-if proposes, for the model to run again with. The
+    bodies' lengths and the faults stay those of the catalogue's settings."""
+
+    visibility_timeout_ms: int | None = None
+    lock_ttl_ms: int | None = None
+    heartbeat: bool = False
+    job_types: frozenset[str] | None = None
+
+    def applies(self, jt: JobType) -> bool:
+        return self.job_types is None or jt.name in self.job_types
+
+
 @dataclass
 class Job:
     job_id: str
@@ -44,6 +59,7 @@ class Job:
     resource_key: str
     producer: str
     clean: bool = False  # a competitor injected by a fault: runs without faults of its own
+    rng: random.Random | None = None  # its own draws, where faults are held fixed
 
     @property
     def key(self) -> str:
@@ -84,6 +100,7 @@ class Execution:
     grant: Grant | None = None
     extend_visibility: bool = True
     heartbeat: bool = False
+    rng: random.Random | None = None  # its own draws, where faults are held fixed
 
     @property
     def worker_id(self) -> str:
@@ -98,6 +115,7 @@ class Message:
     done: bool = False
     queued: bool = False
     current: Execution | None = None
+    triggers: dict[str, int] = field(default_factory=dict)  # deliveries so far, by trigger
 
 
 @dataclass
@@ -127,6 +145,8 @@ class Model:
     target_events: int
     rates: Rates
     hours: float = 3.0
+    #: Settings laid over the catalogue's; given (even empty), faults are held fixed.
+    settings: Settings | None = None
     rng: random.Random = field(init=False)
     sim: Sim = field(init=False, default_factory=Sim)
     events: list[RawEvent] = field(init=False, default_factory=list)
@@ -150,6 +170,64 @@ class Model:
         self.parents: dict[int, str] = {}
         self.used_resources: dict[str, set[int]] = {}
         self._weights = [jt.weight for jt in catalog.JOB_TYPES]
+
+    # ---- held faults ------------------------------------------------------------------
+    # With `settings` given, every draw that decides a job's identity, its faults and its
+    # body comes from a stream of its own, named by the job (and for a run, by what
+    # delivered it and how many times that did), not from the one shared sequence, whose
+    # order follows the timing that the settings change. Two runs at different settings
+    # then inject the same faults into the same jobs.
+
+    @property
+    def fixed_faults(self) -> bool:
+        return self.settings is not None
+
+    def _stream(self, *name: object) -> random.Random:
+        return random.Random("/".join(map(str, (self.seed, *name))))
+
+    def _in(self, rng: random.Random | None, fn: Any, *args: Any) -> None:
+        """Call `fn` drawing from `rng` (the shared sequence where it is None)."""
+        if rng is None:
+            fn(*args)
+            return
+        shared, self.rng = self.rng, rng
+        try:
+            fn(*args)
+        finally:
+            self.rng = shared
+
+    def _later(self, delay: int, rng: random.Random | None, fn: Any, *args: Any) -> None:
+        self.sim.after(delay, self._in, rng, fn, *args)
+
+    def _owned(self, gen: ExecGen, rng: random.Random | None) -> ExecGen:
+        """`gen` drawing from `rng` whenever it runs."""
+        while True:
+            shared = self.rng
+            if rng is not None:
+                self.rng = rng
+            try:
+                delay = next(gen)
+            except StopIteration:
+                return
+            finally:
+                self.rng = shared
+            yield delay
+
+    def _vt_ms(self, jt: JobType) -> int:
+        s = self.settings
+        if s is not None and s.visibility_timeout_ms is not None and s.applies(jt):
+            return s.visibility_timeout_ms
+        return jt.visibility_timeout_ms
+
+    def _ttl_ms(self, jt: JobType) -> int:
+        s = self.settings
+        if s is not None and s.lock_ttl_ms is not None and s.applies(jt) and jt.locked:
+            return s.lock_ttl_ms
+        return jt.lock_ttl_ms
+
+    def _beats(self, jt: JobType) -> bool:
+        """Whether the settings add a heartbeat: lock renewed, visibility extended."""
+        return self.settings is not None and self.settings.heartbeat and self.settings.applies(jt)
 
     # ---- ids, clocks, sampling -------------------------------------------------------
 
@@ -299,6 +377,8 @@ class Model:
     def _new_job(self, jt: JobType, idem_key: str | None, resource: str, producer: str,
                  clean: bool = False) -> Job:
         job = Job(self._uuid(), jt, idem_key, resource, producer, clean)
+        if self.fixed_faults:
+            job.rng = self._stream("job", job.job_id)
         self.jobs.append(job)
         return job
 
@@ -314,12 +394,13 @@ class Model:
         if jt.outbox and not clean:
             # business change and outbox row commit together; the relay publishes later
             self.emit(producer, "outbox_write", job=job)
-            self.sim.after(self._u(50 * MS, 1_500 * MS), self.publish, job, self.relay)
+            self._later(self._u(50 * MS, 1_500 * MS), job.rng, self.publish, job, self.relay)
             return job
         self.publish(job, producer)
         if not clean and self.rng.random() < self.rates.producer_retry:
             # the publish timed out on the producer's side although the broker took it
-            self.sim.after(self._u(MARGIN + 500 * MS, 5 * SECOND), self._producer_retry, job)
+            self._later(self._u(MARGIN + 500 * MS, 5 * SECOND), job.rng,
+                        self._producer_retry, job)
         return job
 
     def _producer_retry(self, first: Job) -> None:
@@ -348,7 +429,7 @@ class Model:
             if t >= horizon:
                 break
             jt = self.rng.choices(catalog.JOB_TYPES, self._weights)[0]
-            self.sim.at(t, self.produce, jt)
+            self._produce_at(t, jt)
         n_stampedes = self._poisson(self.rates.cache_stampede * self.hours)
         stampede_types = [jt for jt in catalog.JOB_TYPES if jt.stampede]
         for _ in range(n_stampedes):
@@ -356,11 +437,19 @@ class Model:
             jt = self.rng.choice(stampede_types)
             resource = self._resource(jt)
             for _ in range(self._u(15, 40)):
-                self.sim.at(t0 + self._u(0, 2 * SECOND), self.produce, jt, resource)
+                self._produce_at(t0 + self._u(0, 2 * SECOND), jt, resource)
         # a crash-looping release and its rollback when crashes are on, a clean one otherwise
         deploys = catalog.DEPLOYS_WITH_CRASHES if self.rates.worker_crash > 0 else catalog.DEPLOYS
         for share, version in deploys:
             self.sim.at(int(horizon * share), self._deploy, version)
+
+    def _produce_at(self, t: int, jt: JobType, resource: str | None = None) -> None:
+        if not self.fixed_faults:
+            self.sim.at(t, self.produce, jt, resource)
+            return
+        self._produced = getattr(self, "_produced", 0) + 1
+        self.sim.at(t, self._in, self._stream("produce", self._produced), self.produce, jt,
+                    resource)
 
     def _poisson(self, lam: float) -> int:
         if lam <= 0:
@@ -392,7 +481,8 @@ class Model:
             msg.queued = False
             if msg.done:
                 continue
-            i = self.rng.randrange(len(self.idle))
+            pick = msg.job.rng if msg.job.rng is not None else self.rng
+            i = pick.randrange(len(self.idle))
             self.idle[i], self.idle[-1] = self.idle[-1], self.idle[i]
             self._deliver(msg, self.idle.pop(), trigger)
 
@@ -402,18 +492,25 @@ class Model:
         self.executions.append(ex)
         msg.current = ex
         w.busy = ex
+        if self.fixed_faults:
+            n = msg.triggers[trigger] = msg.triggers.get(trigger, 0) + 1
+            ex.rng = self._stream("run", msg.job.job_id, trigger, n)
+            w.proc = self.sim.spawn(self._owned(self._run(ex, msg), ex.rng))
+            self._later(self._vt_ms(msg.job.jt) * MS, msg.job.rng, self._vt_check, msg, ex)
+            return
         w.proc = self.sim.spawn(self._run(ex, msg))
         self.sim.after(msg.job.jt.visibility_timeout_ms * MS, self._vt_check, msg, ex)
 
     def _vt_check(self, msg: Message, ex: Execution) -> None:
         if msg.done or msg.current is not ex or ex.end in ("ack", "nack", "fail", "lost"):
             return
-        vt = msg.job.jt.visibility_timeout_ms * MS
+        vt = self._vt_ms(msg.job.jt) * MS
         if ex.end is None and ex.extend_visibility:
-            self.sim.after(vt * 2 // 3, self._vt_check, msg, ex)  # the consumer extended it
+            # the consumer extended it
+            self._later(vt * 2 // 3, msg.job.rng, self._vt_check, msg, ex)
             return
         if ex.end == "crash" and self.sim.now < ex.last_at + MARGIN:
-            self.sim.at(ex.last_at + MARGIN, self._vt_check, msg, ex)
+            self._later(ex.last_at + MARGIN - self.sim.now, msg.job.rng, self._vt_check, msg, ex)
             return
         self._make_ready(msg, self._latency(), "visibility_timeout")
 
@@ -446,7 +543,7 @@ class Model:
             self.emit(ex.worker_id, "lock_expired", ex, lock_key=g.lock_key, lock_owner=g.owner)
 
     def _heartbeat(self, ex: Execution, g: Grant) -> ExecGen:
-        ttl = ex.job.jt.lock_ttl_ms
+        ttl = self._ttl_ms(ex.job.jt)
         while True:
             yield ttl * MS // 3
             if ex.end is not None or g.released_at is not None:
@@ -472,7 +569,11 @@ class Model:
         job, jt, r = ex.job, ex.job.jt, self.rates
         if job.clean:
             return "clean"
-        crash = r.worker_crash * self._crash_factor(ex.worker)
+        # Held fixed, the release a run meets is the one deployed when it was delivered,
+        # not that of the worker the timing picked.
+        crash = r.worker_crash * (
+            (CRASH_LOOP_FACTOR if self.version == catalog.CRASH_LOOPING_VERSION else 1.0)
+            if self.fixed_faults else self._crash_factor(ex.worker))
         vt_ok = not jt.locked or jt.heartbeat
         options = [
             ("visibility_timeout", r.visibility_timeout if vt_ok else 0.0),
@@ -507,14 +608,16 @@ class Model:
         ex.heartbeat = jt.heartbeat and ex.plan not in (
             "lock_expiry", "overlap_competitor", "overlap_redelivery")
         ex.extend_visibility = ex.plan not in ("visibility_timeout", "overlap_redelivery")
-        self.emit(ex.worker_id, "deliver", ex, visibility_timeout_ms=jt.visibility_timeout_ms)
+        if self._beats(jt):
+            ex.heartbeat = ex.extend_visibility = True
+        self.emit(ex.worker_id, "deliver", ex, visibility_timeout_ms=self._vt_ms(jt))
         yield self._u(1 * MS, 20 * MS)
         work = self._work(job)
         if jt.locked:
             lock_key = f"lock:{job.resource_key}"
             owner = f"{ex.worker_id}/{self._hex(32)}"
             waited = 0
-            while not self._try_acquire(lock_key, owner, ex, jt.lock_ttl_ms):
+            while not self._try_acquire(lock_key, owner, ex, self._ttl_ms(jt)):
                 if waited >= jt.max_wait_ms * MS:
                     held_by = self.locks[lock_key].owner
                     self.emit(ex.worker_id, "lock_contended", ex, lock_key=lock_key,
@@ -531,10 +634,10 @@ class Model:
             assert g is not None
             extra = {"wait_ms": waited // MS} if waited else {}
             self.emit(ex.worker_id, "lock_acquire", ex, lock_key=lock_key, lock_owner=owner,
-                      lock_ttl_ms=jt.lock_ttl_ms, **extra)
+                      lock_ttl_ms=self._ttl_ms(jt), **extra)
             work = self._locked_work(ex, g, work)
             if ex.heartbeat:
-                self.sim.spawn(self._heartbeat(ex, g))
+                self.sim.spawn(self._owned(self._heartbeat(ex, g), ex.rng))
         yield self._u(1 * MS, 10 * MS)
         if jt.guard == "idem" and job.key in self.idem_done:
             yield from self._absorbed(ex, msg, "idempotency_hit")
@@ -585,7 +688,7 @@ class Model:
         if ex.plan == "overlap_competitor":
             # another job on the same resource takes the expired lock mid-gap
             at = g.acquired_at + ttl + self._u(3 * MARGIN // 2, 5 * MARGIN // 2)
-            self.sim.at(at, self.produce, jt, ex.job.resource_key, True)
+            self._later(at - self.sim.now, ex.rng, self.produce, jt, ex.job.resource_key, True)
             return ttl + self._u(5 * MARGIN, 9 * MARGIN)
         if ex.plan == "overlap_redelivery":
             # the job's own redelivery, after the visibility timeout, takes the expired lock
@@ -594,8 +697,8 @@ class Model:
         if ex.plan == "split_brain":
             self.sim.after(self._u(50 * MS, 300 * MS), self._failover)
             same_key = self.rates.producer_retry > 0 and jt.keyed and self.rng.random() < 0.5
-            self.sim.after(400 * MS, self.produce, jt, ex.job.resource_key, True,
-                           ex.job.idem_key if same_key else None)
+            self._later(400 * MS, ex.rng, self.produce, jt, ex.job.resource_key, True,
+                        ex.job.idem_key if same_key else None)
             return min(ttl - 2 * MARGIN, self._u(4 * MARGIN, 8 * MARGIN))
         return work
 
@@ -661,7 +764,7 @@ class Model:
         self._replace(w, self._u(1 * SECOND, 4 * SECOND))
         if ex.job.jt.celery:
             # the pool's parent process notices the dead child and settles its task
-            self.sim.after(self._u(50 * MS, 300 * MS), self._worker_lost, ex, msg)
+            self._later(self._u(50 * MS, 300 * MS), msg.job.rng, self._worker_lost, ex, msg)
 
     def _worker_lost(self, ex: Execution, msg: Message) -> None:
         parent = self.parents[ex.worker.host]

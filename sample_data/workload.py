@@ -9,7 +9,7 @@ from typing import IO, Any
 
 import orjson
 
-from sample_data.model import Model, RawEvent
+from sample_data.model import Model, RawEvent, Settings
 from sample_data.rates import Rates
 from sample_data.truth import build_truth
 
@@ -84,7 +84,10 @@ def _contract(e: RawEvent, skewed_us: int) -> dict[str, Any]:
 
 
 def generate(seed: int = 7, target_events: int = 30_000, hours: float = 3.0,
-             **rates: float) -> Workload:
-    """Run the model once. `rates` override single fields of `Rates` (e.g. worker_crash=0)."""
-    model = Model(seed, target_events, Rates().with_(**rates), hours).run()
+             settings: Settings | None = None, **rates: float) -> Workload:
+    """Run the model once. `rates` override single fields of `Rates` (e.g. worker_crash=0).
+    `settings` (even `Settings()`) holds the faults fixed per job, so that runs at other
+    settings with the same seed and rates meet the same faults; and lays its queue and
+    lock settings over the catalogue's."""
+    model = Model(seed, target_events, Rates().with_(**rates), hours, settings).run()
     return Workload(model)

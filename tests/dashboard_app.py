@@ -14,6 +14,8 @@ PAGES = {
     "durations": "app_pages/durations.py",
     "alerts": "app_pages/alerts.py",
     "checklist": "app_pages/checklist.py",
+    "whatif": "app_pages/whatif.py",
+    "report": "app_pages/report.py",
 }
 
 

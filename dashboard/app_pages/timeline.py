@@ -104,6 +104,11 @@ def show_key(url: str, snap: str, key: str) -> bool:
     forensics = forensics_of(frame, answer, key)
     found = forensics.executions
     show_verdict(forensics.verdict)
+    st.download_button(
+        "Download report", lambda: loaders.key_report_html(url, snap, key),
+        file_name="dupescope-report.html", mime="text/html", icon=":material/download:",
+        help="One self-contained HTML file: verdict, chart, executions, locks, the settings "
+        "that would have prevented it, related keys. No script; it asks no host.")
     ui.plot("timeline chart", lambda: swimlane_figure(frame, found), "swimlane")
     st.subheader("Executions")
     st.dataframe(found.assign(duration_ms=found["duration_ms"].round(0)), hide_index=True)
