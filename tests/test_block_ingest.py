@@ -18,6 +18,7 @@ from collectors.jsonlines import decode_lines
 from collectors.mapping import DEFAULT_MAPPING, FieldMapping
 from collectors.normalise import Normaliser
 from collectors.uids import line_uids
+from store.clickhouse import ChdbStore
 from store.embedded import EmbeddedStore
 from store.schema import EVENTS_SCHEMA
 
@@ -257,34 +258,21 @@ def test_ingest_in_worker_processes_keeps_line_numbers(tmp_path: Path, monkeypat
     assert_same_rows(stored.drop_columns(["source"]).cast(expected.schema), expected)
 
 
-class _ListStore:
-    """A store with no segment writer: the pool hands its rows back to be written here."""
-
-    dialect = "duckdb"
-
-    def __init__(self) -> None:
-        self.tables: list[pa.Table] = []
-
-    def write(self, table: pa.Table) -> int:
-        self.tables.append(table)
-        return table.num_rows
-
-    def segmented(self) -> None:
-        return None
-
-
 def test_workers_hand_rows_back_to_a_store_they_cannot_write(tmp_path: Path, monkeypatch):
+    # chDB has no segments a worker process could write: the pool hands its rows back.
     lines = corpus(1500, seed=6)
     path = tmp_path / "events.jsonl"
     path.write_bytes(b"\n".join(lines) + b"\n")
     monkeypatch.setattr(files, "BLOCK_BYTES", 16_384)
     monkeypatch.setattr(files, "_workers", lambda: 2)
-    store = _ListStore()
-    report = files.ingest_files([str(path)], store)  # type: ignore[arg-type]
+    store = ChdbStore(str(tmp_path / "chdb"))
+    report = files.ingest_files([str(path)], store)
     want, _ = row_path(lines, DEFAULT_MAPPING)
-    stored = pa.concat_tables(store.tables)
-    assert report.rows == stored.num_rows == want.num_rows
-    assert stored["event_uid"].to_pylist() == want["event_uid"].to_pylist()
+    stored = store.arrow("SELECT event_uid FROM events")["event_uid"].to_pylist()
+    uids = set(want["event_uid"].to_pylist())
+    assert report.rows == want.num_rows
+    assert set(stored) == uids
+    assert report.already_stored == want.num_rows - len(uids)  # the corpus repeats a line
 
 
 def test_line_views_hold_the_bytes_of_their_ranges() -> None:
