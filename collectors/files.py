@@ -34,25 +34,15 @@ import pyarrow.ipc
 from collectors import ingest_pool
 from collectors.arrow_batch import rows_to_table
 from collectors.blocks import BlockResult
-from collectors.celery_log import (
-    CELERY_LOG,
-    CeleryLogOptions,
-    CeleryLogReader,
-    looks_like_celery_log,
-)
+from collectors.celery_log import CeleryLogOptions
 from collectors.decoders import REGISTRY, Decoder, GivesViews, Output
-from collectors.decoders.celery_log import CeleryLogText
-from collectors.decoders.dramatiq_log import DramatiqLogText
-from collectors.dramatiq_log import DRAMATIQ_LOG, DramatiqLogReader, sniff_dramatiq
 from collectors.jsonlines import Rejected
 from collectors.mapping import FieldMapping
 from collectors.normalise import Normaliser
-from collectors.queue_log import QueueLogReader
-from collectors.sidekiq_log import SIDEKIQ_LOG, SidekiqLogReader, looks_like_sidekiq_log
+from collectors.text_logs import TEXT_LOGS, TextLogReader, tell
+from collectors.text_logs import reader as text_log_reader
 from collectors.time_of_day import DayBasis
-from collectors.time_only_logs import TIME_ONLY_FORMATS, basis_for
-from collectors.time_only_logs import reader as time_only_reader
-from collectors.time_only_logs import sniff as sniff_time_only
+from collectors.time_only_logs import basis_for
 from store.base import Store
 from store.counts import distinct_events
 from store.schema import empty_table
@@ -68,8 +58,6 @@ CELERY_BLOCK_BYTES = 8 << 20
 SNIFF_BYTES = 64 << 10
 #: The input formats: `auto` tells them apart from content; `json-lines` is JSON lines and
 #: OTLP JSON Lines, told apart line by line.
-#: The formats read line by line by a reader of their own, which keeps what later lines need.
-TEXT_LOGS = (CELERY_LOG, SIDEKIQ_LOG, DRAMATIQ_LOG, *TIME_ONLY_FORMATS)
 FORMATS = ("auto", "json-lines", *TEXT_LOGS)
 
 
@@ -154,23 +142,6 @@ def lines_decoder(*, views: bool = False) -> Decoder:
     the reference; one giving text as views (no copy) for a store that writes them."""
     decoder = REGISTRY.serving("lines", "ndjson", bulk=True)
     return decoder.with_views() if views and isinstance(decoder, GivesViews) else decoder
-
-
-def celery_log_reader(
-    normaliser: Normaliser, options: CeleryLogOptions | None, source: str
-) -> CeleryLogReader:
-    """The registered Celery-log decoder's reader, for one log read block after block: a
-    line may end the run an earlier block began, so one reader reads them all, in order."""
-    decoder = REGISTRY.reference(CELERY_LOG, "text")
-    assert isinstance(decoder, CeleryLogText), decoder
-    return decoder.configured(options).reader(normaliser, source)
-
-
-def dramatiq_log_reader(normaliser: Normaliser, source: str) -> DramatiqLogReader:
-    """The registered Dramatiq-log decoder's reader, for one log read block after block."""
-    decoder = REGISTRY.reference(DRAMATIQ_LOG, "text")
-    assert isinstance(decoder, DramatiqLogText), decoder
-    return decoder.reader(normaliser, source)
 
 
 def _result(output: Output) -> BlockResult:
@@ -368,27 +339,11 @@ def ingest_files(
             plain = isinstance(stream, io.BufferedReader) and path != "-"
             large = ingest_pool.large(size or 0, compressed=not plain, block_bytes=BLOCK_BYTES)
             try:
-                if fmt == SIDEKIQ_LOG or (fmt == "auto" and looks_like_sidekiq_log(_head(stream))):
-                    sidekiq = REGISTRY.reference(SIDEKIQ_LOG, "text")
-                    reader = sidekiq.reader(normaliser, source)  # type: ignore[attr-defined]
-                    _read_celery_log(stream, reader, source, path, record)
-                    continue
-                told = fmt if fmt in TIME_ONLY_FORMATS else (
-                    sniff_time_only(_head(stream)) if fmt == "auto" else None
-                )
-                if told is not None:
+                told = tell(_head(stream), celery) if fmt == "auto" else fmt
+                if told in TEXT_LOGS:
                     dated = basis_for(path, day) if path != "-" else day or DayBasis()
-                    timed = time_only_reader(told, normaliser, dated, source)
-                    _read_celery_log(stream, timed, source, path, record)
-                    continue
-                if fmt == DRAMATIQ_LOG or (fmt == "auto" and sniff_dramatiq(_head(stream))):
-                    dramatiq = dramatiq_log_reader(normaliser, source)
-                    _read_celery_log(stream, dramatiq, source, path, record)
-                    continue
-                sniffed = fmt == "auto" and looks_like_celery_log(_head(stream), celery)
-                if fmt == CELERY_LOG or sniffed:
-                    reader = celery_log_reader(normaliser, celery, source)
-                    _read_celery_log(stream, reader, source, path, record)
+                    text = text_log_reader(told, normaliser, source, celery=celery, day=dated)
+                    _read_text_log(stream, text, source, path, record)
                     continue
                 if large and path != "-" and _workers() > 1:
                     if pool is None:
@@ -425,9 +380,9 @@ def _head(stream: BinaryIO) -> bytes:
     return peek(SNIFF_BYTES)[:SNIFF_BYTES] if peek is not None else b""
 
 
-def _read_celery_log(
+def _read_text_log(
     stream: BinaryIO,
-    reader: CeleryLogReader | SidekiqLogReader | QueueLogReader | DramatiqLogReader,
+    reader: TextLogReader,
     source: str,
     path: str,
     record: Callable[[BlockResult, int], None],

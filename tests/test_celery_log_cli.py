@@ -10,7 +10,7 @@ from pathlib import Path
 from click.testing import CliRunner
 from test_celery_log import ADD, BANNER, FLAKY
 
-from collectors import files
+from collectors import files, text_logs
 from collectors.celery_log import CeleryLogReader
 from collectors.decoders import Registry
 from collectors.decoders.celery_log import CeleryLogText
@@ -94,6 +94,7 @@ def test_ingest_reads_a_celery_log_with_the_registrys_decoder(
     registry.register(LinesReference())
     registry.register(decoder)
     monkeypatch.setattr(files, "REGISTRY", registry)
+    monkeypatch.setattr(text_logs, "REGISTRY", registry)
     log, store = tmp_path / "worker.log", tmp_path / "store"
     log.write_bytes(ADD)
     code, _, err = _run("ingest", "--store", str(store), "--format", "celery-log", str(log))

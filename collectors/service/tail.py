@@ -21,17 +21,14 @@ collector was down can have the same inode and have grown past the old offset. S
 position also keeps a fingerprint of the file's first bytes read (up to HEAD_BYTES); a
 file whose first bytes no longer match is a new file, read from its start.
 
-A file's format is told from its first lines read (`time_only_logs.sniff`, then
-`celery_log.sniff_format`), or given: JSON lines and OTLP JSON Lines go to the
-collector's decoder; a Celery, RQ or arq worker's log goes to a reader of its own per path
-(across rotations), which keeps what later lines need (which run a line ends) and is
-rolled back with the offset when a chunk's rows were not stored. RQ's and arq's lines
-carry only a time of day: they are dated by `--date`, else by the time they are read
-(collectors/time_of_day.py).
-Resumed after a restart, that reader first reads again (storing nothing) up to
-PRIME_BYTES of the file before the saved offset, to learn what those lines said. A
-Sidekiq process's log (`sidekiq_log.looks_like_sidekiq_log`, told before the others: its
-JSON format is JSON lines too) is read the same way, by a reader of its own per path.
+A file's format is told from its first lines read (`text_logs.tell`), or given: JSON lines
+and OTLP JSON Lines go to the collector's decoder; a Celery, Sidekiq, Dramatiq, RQ or arq
+worker's log goes to a reader of its own per path (across rotations), which keeps what
+later lines need (which run a line ends) and is rolled back with the offset when a chunk's
+rows were not stored. RQ's and arq's lines carry only a time of day: they are dated by
+`--date`, else by the time they are read (collectors/time_of_day.py). Resumed after a
+restart, that reader first reads again (storing nothing) up to PRIME_BYTES of the file
+before the saved offset, to learn what those lines said.
 
 A line longer than a read chunk is skipped (and counted as rejected) once its end is
 found, looking for it a chunk at a time: memory stays bounded by the chunk however long
@@ -53,22 +50,16 @@ from typing import BinaryIO
 
 import orjson
 
-from collectors.celery_log import CELERY_LOG, CeleryLogOptions, CeleryLogReader, sniff_format
-from collectors.dramatiq_log import DRAMATIQ_LOG, DramatiqLogReader, sniff_dramatiq
-from collectors.queue_log import QueueLogReader
+from collectors.celery_log import CeleryLogOptions, CeleryLogReader
 from collectors.service.bodies import DecodeResult, from_decoded
 from collectors.service.collector import Collector
 from collectors.service.log_limit import SummarisedLog
 from collectors.service.pipeline import QueueFull, WriteFailed
-from collectors.sidekiq_log import SIDEKIQ_LOG, SidekiqLogReader, looks_like_sidekiq_log
+from collectors.text_logs import TEXT_LOGS, TextLogReader, tell
+from collectors.text_logs import reader as text_log_reader
 from collectors.time_of_day import DayBasis
-from collectors.time_only_logs import TIME_ONLY_FORMATS
-from collectors.time_only_logs import reader as time_only_reader
-from collectors.time_only_logs import sniff as sniff_time_only
 
 log = logging.getLogger("dupescope.collect")
-#: A reader of one log format that keeps what later lines need (which run a line ends).
-TextLogReader = CeleryLogReader | SidekiqLogReader | QueueLogReader | DramatiqLogReader
 
 READ_CHUNK = 4 * 1024 * 1024
 #: How many of a file's first bytes its fingerprint covers.
@@ -322,13 +313,7 @@ class Tailer:
         if self.fmt != "auto":
             return self.fmt
         if name not in self.formats:
-            head = chunk[: 64 << 10]
-            if looks_like_sidekiq_log(head):
-                told = SIDEKIQ_LOG
-            else:
-                told = sniff_time_only(head) or sniff_format(head, self.celery)
-                if told not in (CELERY_LOG, *TIME_ONLY_FORMATS) and sniff_dramatiq(head):
-                    told = DRAMATIQ_LOG
+            told = tell(chunk[: 64 << 10], self.celery)
             if told is None:
                 return "json-lines"  # not yet told: as before, each line on its own
             self.formats[name] = told
@@ -343,20 +328,12 @@ class Tailer:
         file still `growing`)."""
         source = f"tail:{name}"
         fmt = self._format(name, lines)
-        if fmt not in (CELERY_LOG, SIDEKIQ_LOG, DRAMATIQ_LOG, *TIME_ONLY_FORMATS):
+        if fmt not in TEXT_LOGS:
             return self.collector.jsonlines(lines, source).accepted, len(lines)
         reader = self.celery_readers.get(name)
         if reader is None:
             normaliser = self.collector.decoder.normaliser
-            reader: TextLogReader
-            if fmt == SIDEKIQ_LOG:
-                reader = SidekiqLogReader(normaliser, name=name)
-            elif fmt == DRAMATIQ_LOG:
-                reader = DramatiqLogReader(normaliser, name=name)
-            elif fmt == CELERY_LOG:
-                reader = CeleryLogReader(normaliser, self.celery, name=name)
-            else:
-                reader = time_only_reader(fmt, normaliser, self.day, name)
+            reader = text_log_reader(fmt, normaliser, name, celery=self.celery, day=self.day)
             if offset > 0:  # resumed: what the lines before the offset said, read again
                 handle.seek(max(0, offset - PRIME_BYTES))
                 before = handle.read(offset - handle.tell())
