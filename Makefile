@@ -66,7 +66,7 @@ demo: $(STAMP)
 	$(BIN)/dupescope demo
 
 # Two pytest workers, a test file each at a time: many tests wait on real brokers, workers
-# and collector processes, so two share the 2 cores well (the suite took 9.4 min so).
+# and collector processes, so two share the 2 cores well (the suite takes about 12.5 min so).
 test: $(STAMP) browser sidekiq bullmq-lab labs
 	$(BIN)/ruff check .
 	$(BIN)/mypy --strict store queries
