@@ -150,7 +150,11 @@ class QueueLogReader:
             run = (event.worker, event.job_id)
             if event.kind == "deliver":
                 open_at[run] = index
-            elif run in open_at:
+                continue
+            if not event.job_id:  # a line naming no job ends the worker's one open run
+                mine = [key for key in open_at if key[0] == event.worker]
+                run = mine[0] if len(mine) == 1 else run
+            if run in open_at:
                 start = open_at.pop(run)
                 if events[start].ts == event.ts:
                     slot = SHORT_SLOT if event.kind == "ack" else SHORT_FAILED_SLOT

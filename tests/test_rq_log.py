@@ -184,3 +184,22 @@ def test_rq_2_0_lines_name_the_worker_once_and_no_job_when_a_horse_dies() -> Non
         ("deliver", "abc123"), ("fail", "abc123"), ("deliver", "abc123"), ("nack", "abc123")]
     assert rows[3]["execution_id"] == rows[2]["execution_id"]
     assert _attrs(rows[3])["settled_by"] == "abc123 main process"
+
+
+def test_rq_2_0_a_horse_killed_and_its_job_done_again_within_one_second_in_order() -> None:
+    # The lines of a lab run on RQ 2.0: the kill's line names no job, and the job's rerun
+    # starts and succeeds within the same second.
+    old = (b"09:13:41 lab-19307: support.rq_lab_jobs.charge('order-killed-1', 'crash_once') "
+           b"(753e338e-bf18-458c-9274-be9f10b7d439)\n"
+           b"09:13:41 Moving job to FailedJobRegistry (Work-horse terminated unexpectedly; "
+           b"waitpid returned 9 (signal 9); )\n"
+           b"09:13:41 lab-19307: support.rq_lab_jobs.charge('order-killed-1', 'crash_once') "
+           b"(753e338e-bf18-458c-9274-be9f10b7d439)\n"
+           b"09:13:41 Successfully completed support.rq_lab_jobs.charge('order-killed-1', "
+           b"'crash_once') job in 0:00:00.311367s on worker cf364abefddd49e1a36cb732971051d8\n"
+           b"09:13:41 lab-19307: Job OK (753e338e-bf18-458c-9274-be9f10b7d439)\n")
+    rows, rejected, _ = _rows(old)
+    assert rejected == []
+    assert [r["event"] for r in rows] == ["deliver", "nack", "deliver", "ack"]
+    assert rows[0]["ts"] < rows[1]["ts"] < rows[2]["ts"] < rows[3]["ts"]
+    assert rows[1]["execution_id"] == rows[0]["execution_id"]
