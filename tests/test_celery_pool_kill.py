@@ -46,12 +46,21 @@ def test_the_killed_pool_processes_tasks_ran_again(requeued) -> None:
 
 
 def test_the_event_stream_calls_a_killed_pool_process_a_worker_crash(requeued) -> None:
+    # Redis sometimes hands the requeued task out twice (the requeue, and the restore of
+    # its unacked copy): the ledger shows a third run. The stream dates a run by its
+    # `task-received`, which a prefetching worker sends while the run before still goes
+    # on, so it reads that third run as a visibility timeout; the crash is then among the
+    # causes, not first. Keys the ledger shows ran exactly twice must be called a crash.
     rows = requeued.duplicates("events")
-    result = score(rows, requeued.truth.by_key)
-    why = f"{requeued.broker}: {result.summary()}; logs in {requeued.folder}"
-    assert result.precision >= 0.99 and result.recall >= 0.99, why
-    assert result.cause_accuracy >= 0.95, why
-    assert {row["cause"] for row in rows} == {"worker_crash"}, why
+    truth = requeued.truth
+    runs = {key: sum(run.key == key for run in truth.runs) for key in truth.by_key}
+    twice = {key: cause for key, cause in truth.by_key.items() if runs[key] == 2}
+    why = f"{requeued.broker}: runs per key {runs}; rows {rows}; logs in {requeued.folder}"
+    found = score(rows, truth.by_key)
+    assert found.precision >= 0.99 and found.recall >= 0.99, why
+    assert all("worker_crash" in row["causes"] for row in rows), why
+    judged = score([row for row in rows if row["key"] in twice], twice)
+    assert judged.cause_judged == len(twice) and judged.cause_accuracy >= 0.95, why
 
 
 def test_without_reject_on_worker_lost_the_task_is_not_run_again(not_requeued) -> None:
