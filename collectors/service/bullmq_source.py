@@ -24,17 +24,13 @@ stream id, what is wrong); the others are kept.
 from __future__ import annotations
 
 import logging
-import os
-import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
-from collectors.arrow_batch import rows_to_table
 from collectors.bullmq_events import (
     HASH_FIELDS,
     NEEDS_HASH,
@@ -46,11 +42,13 @@ from collectors.bullmq_events import (
 )
 from collectors.mapping import DEFAULT_MAPPING, FieldMapping
 from collectors.normalise import RecordError, Row
-from collectors.service.bodies import DecodeResult
-from collectors.service.celery_source import Backoff
+from collectors.service.broker_source import (
+    Backoff,
+    BrokerSource,
+    save_atomically,
+    without_password,
+)
 from collectors.service.collector import Collector
-from collectors.service.log_limit import SummarisedLog
-from collectors.service.pipeline import QueueFull, WriteFailed
 
 log = logging.getLogger("dupescope.collect")
 
@@ -75,17 +73,6 @@ def require_redis() -> None:
         raise RedisMissing(f"--bullmq-redis needs the redis client: {INSTALL_HINT}") from exc
 
 
-def shown_url(url: str) -> str:
-    """The URL without its password, for logs, /healthz and event uids."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    netloc = f"{user}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
-
-
 class StreamState:
     """The last stored entry id of each stream, in a JSON file written atomically."""
 
@@ -104,17 +91,14 @@ class StreamState:
             self.ids = {str(k): str(v) for k, v in loaded.items() if isinstance(v, str)}
 
     def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        with open(temporary, "wb") as out:
-            out.write(orjson.dumps(self.ids, option=orjson.OPT_SORT_KEYS))
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, self.path)
+        save_atomically(self.path, orjson.dumps(self.ids, option=orjson.OPT_SORT_KEYS))
 
 
-class BullMQSource:
+class BullMQSource(BrokerSource):
     """Reads one Redis's BullMQ events streams until `stop()`."""
+
+    label = "bullmq redis"
+    thread_name = "dupescope-bullmq"
 
     def __init__(
         self,
@@ -133,58 +117,29 @@ class BullMQSource:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         require_redis()
-        self.collector = collector
+        super().__init__(collector, backoff)
         self.url = url
-        self.shown_url = shown_url(url)
+        self.shown_url = without_password(url)
         self.prefix = prefix
         self.named_queues = list(queues)
         self.list_clients = list_clients
         self.block_ms = block_ms
         self.read_count = read_count
         self.discover_seconds = discover_seconds
-        self.backoff = backoff or Backoff()
         self.clock = clock
         self.mapper = BullMQMapper(stream_name=self.shown_url, prefix=prefix, mapping=mapping)
         self.state = StreamState(state_path)
-        self.connected = threading.Event()
         self.stats = {"entries": 0, "rows": 0, "malformed": 0, "connects": 0, "queues": 0,
                       "trimmed": 0}
         self._streams: dict[str, str] = {}  # stream key -> queue
         self._discovered_at = -1e18
-        self._problems = SummarisedLog(log, every=30.0)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="dupescope-bullmq", daemon=True)
-
-    def start(self) -> BullMQSource:
-        self._thread.start()
-        return self
-
-    def stop(self, timeout: float = 10.0) -> None:
-        self._stop.set()
-        self._thread.join(timeout)
 
     def _state_key(self, queue: str) -> str:
         return f"{self.shown_url}|{self.prefix}|{queue}"
 
     # -- the loop ---------------------------------------------------------------------
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self._consume()
-            except Exception as exc:  # Redis went away (or refused us): try again
-                self.connected.clear()
-                if self._stop.is_set():
-                    break
-                delay = self.backoff.next()
-                self._problems.warn(
-                    "connection", "bullmq redis %s: %s: %s; reconnecting in %.1f s",
-                    self.shown_url, type(exc).__name__, exc, delay,
-                )
-                self._stop.wait(delay)
-        self.connected.clear()
-
-    def _consume(self) -> None:
+    def _session(self) -> None:
         import redis
 
         client = redis.Redis.from_url(
@@ -197,8 +152,7 @@ class BullMQSource:
             self._streams = {}
             self._discovered_at = -1e18
             self._discover(client)
-            self.connected.set()
-            self.backoff.reset()
+            self._connected()
             log.info("bullmq: reading %s (prefix %s, %d queue(s))", self.shown_url,
                      self.prefix, len(self._streams))
             while not self._stop.is_set():
@@ -287,7 +241,7 @@ class BullMQSource:
             if read < self.read_count:
                 rows.extend(self.mapper.settle(queue))
         if rows or rejected:
-            self._commit(rows, rejected)
+            self._store(rows, rejected)
         if last_ids:
             for queue, sid in last_ids.items():
                 held = self.mapper.held(queue)  # its row waits for the next entry
@@ -309,9 +263,8 @@ class BullMQSource:
                 for ident, got in zip(wanted, values, strict=True)}
 
     def _list_clients(self, client: Any, entries: list[Entry]) -> Clients | None:
-        """The named worker connections now (on Redis's clock), listed after the entries
-        were read (so at or after each of them), when entries need them; None where
-        CLIENT LIST is not allowed (then stalls are `stall or crash`)."""
+        """The named worker connections now, when entries need them; None where CLIENT
+        LIST is not allowed (then stalls are `stall or crash`)."""
         if not self.list_clients:
             return None
         if not any(e.fields.get("event") in ("active", "stalled") for e in entries):
@@ -319,24 +272,12 @@ class BullMQSource:
         import redis
 
         try:
-            pipe = client.pipeline(transaction=False)
-            pipe.time()
-            pipe.client_list(_type="normal")
-            (seconds, micros), listed = pipe.execute()
+            return worker_connections(client, self.prefix)
         except redis.exceptions.ResponseError as exc:
             self.list_clients = False
             log.warning("bullmq: CLIENT LIST refused (%s): a stall and a crash cannot be "
                         "told apart, and are reported as `stall or crash`", exc)
             return None
-        ids: dict[str, set[str]] = {}
-        for conn in listed:
-            name = conn.get("name") or ""
-            if name.startswith(f"{self.prefix}:") and ":w:" in name:
-                ids.setdefault(name, set()).add(str(conn.get("id")))
-        return Clients(
-            now_ms=int(seconds) * 1000 + int(micros) // 1000,
-            ids_by_name={k: frozenset(v) for k, v in ids.items()},
-        )
 
     def _refuse(self, entry: Entry, why: str) -> None:
         self.stats["malformed"] += 1
@@ -345,22 +286,11 @@ class BullMQSource:
             self.shown_url, entry.queue, entry.stream_id, entry.fields.get("event"), why,
         )
 
-    def _commit(self, rows: list[Row], rejected: int) -> None:
+    def _store(self, rows: list[Row], rejected: int) -> None:
         """Make the rows durable, waiting while the store refuses them. Stopped before,
         the stream ids are not saved: the next start reads the entries again."""
-        backoff = Backoff(0.1, 5.0)
-        while True:
-            result = DecodeResult(rows_to_table(rows), rejected=rejected)
-            try:
-                self.collector.commit(result)
-                break
-            except (QueueFull, WriteFailed) as exc:
-                rejected = 0  # counted once, by the first try
-                if self._stop.is_set():
-                    raise RuntimeError(f"stopping with {len(rows)} rows not stored") from exc
-                self._problems.warn("store", "bullmq: %d rows wait for the store (%s)",
-                                    len(rows), exc)
-                self._stop.wait(backoff.next())
+        if not self._commit(rows, rejected):
+            raise RuntimeError(f"stopping with {len(rows)} rows not stored")
         self.stats["rows"] += len(rows)
 
     def health(self) -> dict[str, Any]:
@@ -371,6 +301,27 @@ class BullMQSource:
 
     def describe(self) -> str:
         return f"bullmq={self.shown_url}"
+
+
+def worker_connections(client: Any, prefix: str) -> Clients:
+    """The BullMQ worker connections open now (on Redis's clock), listed after the entries
+    were read (so at or after each of them). Only those on the client's own database:
+    CLIENT LIST spans the server, and apps on other databases may name their queues and
+    workers alike."""
+    db = str(client.connection_pool.connection_kwargs.get("db", 0))
+    pipe = client.pipeline(transaction=False)
+    pipe.time()
+    pipe.client_list(_type="normal")
+    (seconds, micros), listed = pipe.execute()
+    ids: dict[str, set[str]] = {}
+    for conn in listed:
+        name = conn.get("name") or ""
+        if name.startswith(f"{prefix}:") and ":w:" in name and str(conn.get("db")) == db:
+            ids.setdefault(name, set()).add(str(conn.get("id")))
+    return Clients(
+        now_ms=int(seconds) * 1000 + int(micros) // 1000,
+        ids_by_name={k: frozenset(v) for k, v in ids.items()},
+    )
 
 
 def stream_ids_path(tail_state: Path) -> Path:

@@ -19,11 +19,11 @@ How much survives the receiver's absence depends on the transport:
   the tasks each worker held are forgotten (their settling may have been missed), so no
   task is reported lost on evidence that was never seen.
 
-A lost connection is retried with exponential backoff (BACKOFF_FIRST to BACKOFF_MAX
-seconds); after each (re)connect the workers are asked for a heartbeat, and their silence
-while the receiver was cut off does not count against them. A malformed event is counted
-as rejected and logged (broker, event type, emitter, what is wrong); its message's other
-events are kept.
+A lost connection is retried with exponential backoff
+(collectors/service/broker_source.py); after each (re)connect the workers are asked for a
+heartbeat, and their silence while the receiver was cut off does not count against them.
+A malformed event is counted as rejected and logged (broker, event type, emitter, what is
+wrong); its message's other events are kept.
 """
 
 from __future__ import annotations
@@ -31,18 +31,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from collectors.arrow_batch import rows_to_table
 from collectors.celery_events import CeleryEventMapper, events_of
-from collectors.normalise import RecordError, Row, content_uid
-from collectors.service.bodies import DecodeResult
+from collectors.normalise import RecordError, content_uid
+from collectors.service.broker_source import AckedBatch, AckingBrokerSource, Backoff
 from collectors.service.collector import Collector
-from collectors.service.log_limit import SummarisedLog
-from collectors.service.pipeline import QueueFull, WriteFailed
 
 log = logging.getLogger("dupescope.collect")
 
@@ -55,8 +51,6 @@ PREFETCH = 1_000
 QUEUE_EXPIRES = 24 * 3600.0
 #: Messages the queue holds for an absent receiver; beyond, RabbitMQ drops the oldest.
 QUEUE_MAX_LENGTH = 1_000_000
-BACKOFF_FIRST = 0.5
-BACKOFF_MAX = 30.0
 EVENT_EXCHANGE = "celeryev"
 #: A flush that took longer than this (seconds; a slow or failing store) leaves the
 #: heartbeats unread meanwhile: no worker is judged silent for it.
@@ -108,23 +102,11 @@ def default_queue_name(store_description: str, broker_url: str, exchange: str) -
     return f"{exchange}.dupescope-{content_uid(store_description, broker_url, exchange)[:16]}"
 
 
-class Backoff:
-    """Seconds to wait before the next reconnect: doubling up to a ceiling."""
-
-    def __init__(self, first: float = BACKOFF_FIRST, ceiling: float = BACKOFF_MAX) -> None:
-        self.first, self.ceiling = first, ceiling
-        self.delay = first
-
-    def next(self) -> float:
-        delay, self.delay = self.delay, min(self.delay * 2, self.ceiling)
-        return delay
-
-    def reset(self) -> None:
-        self.delay = self.first
-
-
-class CeleryEventSource:
+class CeleryEventSource(AckingBrokerSource):
     """Consumes one broker's event stream until `stop()`."""
+
+    label = "celery events"
+    thread_name = "dupescope-celery-events"
 
     def __init__(
         self,
@@ -142,7 +124,7 @@ class CeleryEventSource:
         require_celery()
         from kombu import Connection
 
-        self.collector = collector
+        super().__init__(collector, AckedBatch(flush_seconds, flush_rows, PREFETCH), backoff)
         self.broker_url = broker_url
         self.shown_url = Connection(broker_url).as_uri()  # without the password
         self.exchange = exchange
@@ -150,52 +132,14 @@ class CeleryEventSource:
             collector.store.describe(), broker_url, exchange
         )
         self.flush_seconds = flush_seconds
-        self.flush_rows = flush_rows
-        self.backoff = backoff or Backoff()
         self.clock = clock
         self.mapper = CeleryEventMapper(key_kwargs=key_kwargs)
-        self.connected = threading.Event()
         self.stats = {"events": 0, "rows": 0, "malformed": 0, "connects": 0, "messages": 0}
-        self._rows: list[Row] = []
-        self._rejected = 0
-        self._ignored = 0
-        self._messages: list[Any] = []  # received, acknowledged once their rows are durable
-        self._first_pending: float | None = None
         self._connection: Any = None
-        self._problems = SummarisedLog(log, every=30.0)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self._run, name="dupescope-celery-events", daemon=True
-        )
-
-    def start(self) -> CeleryEventSource:
-        self._thread.start()
-        return self
-
-    def stop(self, timeout: float = 10.0) -> None:
-        self._stop.set()
-        self._thread.join(timeout)
 
     # -- the loop ---------------------------------------------------------------------
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self._consume()
-            except Exception as exc:  # the broker went away (or refused us): try again
-                self.connected.clear()
-                self._flush_quietly()
-                if self._stop.is_set():
-                    break
-                delay = self.backoff.next()
-                self._problems.warn(
-                    "connection", "celery broker %s: %s: %s; reconnecting in %.1f s",
-                    self.shown_url, type(exc).__name__, exc, delay,
-                )
-                self._stop.wait(delay)
-        self.connected.clear()
-
-    def _consume(self) -> None:
+    def _session(self) -> None:
         from kombu import Connection, Queue
 
         with Connection(self.broker_url, connect_timeout=5) as conn:
@@ -231,8 +175,7 @@ class CeleryEventSource:
                 # before it: poll once before saying the stream is being read.
                 with contextlib.suppress(TimeoutError):
                     conn.drain_events(timeout=0.05)
-                self.connected.set()
-                self.backoff.reset()
+                self._connected()
                 log.info("celery events: consuming %s (queue %s)", self.shown_url,
                          self.queue_name)
                 while not self._stop.is_set():
@@ -242,8 +185,8 @@ class CeleryEventSource:
                     except TimeoutError:  # socket.timeout: nothing waiting
                         caught_up = True
                         conn.heartbeat_check()
-                    self._rows.extend(self.mapper.expire(self.clock(), caught_up))
-                    if self._due(caught_up):
+                    self.batch.rows.extend(self.mapper.expire(self.clock(), caught_up))
+                    if self.batch.due(caught_up, self.clock()):
                         self._flush()
                 self._flush()
 
@@ -273,25 +216,23 @@ class CeleryEventSource:
                 self._refuse(event, index, f"{type(exc).__name__}: {exc}")
                 continue
             if mapped.row is None:
-                self._ignored += 1
-            self._rows.extend(mapped.rows())
-        self._messages.append(message)
-        if self._first_pending is None:
-            self._first_pending = self.clock()
+                self.batch.ignored += 1
+            self.batch.rows.extend(mapped.rows())
+        self.batch.took(message, self.clock())
 
     def _on_decode_error(self, message: Any, exc: Exception) -> None:
         """A message that is not JSON (or not allowed): refused, acknowledged, not fatal."""
         self.stats["malformed"] += 1
-        self._rejected += 1
+        self.batch.rejected += 1
         self._problems.warn(
             "decode", "celery broker %s: a message could not be decoded (%s): %s",
             self.shown_url, message.content_type, exc,
         )
-        self._messages.append(message)
+        self.batch.took(message, self.clock())
 
     def _refuse(self, event: Any, index: int, why: str) -> None:
         self.stats["malformed"] += 1
-        self._rejected += 1
+        self.batch.rejected += 1
         what = event.get("type") if isinstance(event, dict) else None
         sender = event.get("hostname") if isinstance(event, dict) else None
         self._problems.warn(
@@ -299,66 +240,17 @@ class CeleryEventSource:
             "refused: %s", self.shown_url, index, what, sender, why,
         )
 
-    # -- acknowledgement --------------------------------------------------------------
-
-    def _due(self, caught_up: bool) -> bool:
-        if not self._messages and not self._rows:
-            return False
-        # Waiting on the broker's prefetch window would look like being caught up.
-        if caught_up or len(self._rows) >= self.flush_rows or len(self._messages) >= PREFETCH // 2:
-            return True
-        return self._first_pending is not None and (
-            self.clock() - self._first_pending >= self.flush_seconds
-        )
-
     def _flush(self) -> None:
-        """Make the pending rows durable (waiting while the store refuses them), then
-        acknowledge their messages. Stopped before the store took them, the messages
-        stay unacknowledged (amqp sends them again to the next receiver)."""
+        """As every acknowledging source does; a flush that stalled (a slow or failing
+        store) left the heartbeats unread meanwhile, so no worker is judged silent for it."""
         started = self.clock()
-        rows = self._rows
-        if rows or self._rejected or self._ignored:
-            backoff = Backoff(0.1, 5.0)
-            while True:
-                result = DecodeResult(rows_to_table(rows), rejected=self._rejected,
-                                      ignored=self._ignored)
-                try:
-                    self.collector.commit(result)
-                    break
-                except (QueueFull, WriteFailed) as exc:
-                    self._rejected = self._ignored = 0  # counted once, by the first try
-                    if self._stop.is_set():
-                        self._rows, self._messages = [], []
-                        log.warning("celery events: stopping with %d rows not stored (%s)",
-                                    len(rows), exc)
-                        return
-                    self._problems.warn("store", "celery events: %d rows wait for the "
-                                        "store (%s)", len(rows), exc)
-                    self._stop.wait(backoff.next())
-            self.stats["rows"] += len(rows)
-            self._rows, self._rejected, self._ignored = [], 0, 0
-        messages, self._messages = self._messages, []
-        self._first_pending = None
-        for message in messages:
-            if not message.acknowledged:
-                message.ack()
+        super()._flush()
         if self.clock() - started > STALL:
             self.mapper.grace(self.clock())
 
-    def _flush_quietly(self) -> None:
-        """After a lost connection: store what was read (amqp sends it again anyway,
-        with the same uids); its messages can no longer be acknowledged."""
-        self._messages = []
-        try:
-            self._flush()
-        except Exception as exc:
-            log.warning("celery events: %d rows not stored: %s", len(self._rows), exc)
-            self._rows = []
-
     def health(self) -> dict[str, Any]:
         """For /healthz: the broker (no password), whether it is connected now, counts."""
-        return {"broker": self.shown_url, "connected": self.connected.is_set(),
-                "queue": self.queue_name, **self.stats}
+        return {**super().health(), "queue": self.queue_name}
 
     def describe(self) -> str:
         return f"celery={self.shown_url}"

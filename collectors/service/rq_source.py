@@ -15,20 +15,20 @@ contract event is counted as rejected, its poll's other rows kept.
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import threading
 from pathlib import Path
 from typing import Any
 
-from collectors.arrow_batch import rows_to_table
 from collectors.normalise import Row
 from collectors.rq_redis import PollState, RqRedisReader
-from collectors.service.bodies import DecodeResult
-from collectors.service.celery_source import Backoff
+from collectors.service.broker_source import (
+    Backoff,
+    BrokerSource,
+    save_atomically,
+    without_password,
+)
 from collectors.service.collector import Collector
-from collectors.service.log_limit import SummarisedLog
-from collectors.service.pipeline import QueueFull, WriteFailed
 from store.contract import content_uid
 
 log = logging.getLogger("dupescope.collect")
@@ -60,54 +60,39 @@ def check_redis_url(url: str) -> None:
         raise ValueError(f"--rq-redis: not a Redis URL ({exc})") from exc
 
 
-def shown(url: str) -> str:
-    """The URL without its password."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
 def rq_state_path(state_dir: Path, url: str) -> Path:
     return state_dir / f"rq-redis-{content_uid('rq-redis', url)[:16]}.json"
 
 
-class RqRedisSource:
+class RqRedisSource(BrokerSource):
     """Polls one Redis database's RQ state until `stop()`."""
+
+    label = "rq-redis"
+    thread_name = "dupescope-rq-redis"
 
     def __init__(
         self, collector: Collector, url: str, state_path: Path, *,
         interval: float = INTERVAL, backoff: Backoff | None = None,
     ) -> None:
         require_redis()
-        self.collector = collector
+        super().__init__(collector, backoff)
         self.url = url
-        self.shown_url = shown(url)
+        self.shown_url = without_password(url)
         self.state_path = state_path
         self.interval = interval
-        self.backoff = backoff or Backoff()
-        self.connected = threading.Event()
         self.stats = {"polls": 0, "rows": 0, "rejected": 0, "connects": 0}
-        self._problems = SummarisedLog(log, every=30.0)
-        self._stop = threading.Event()
         self._polled = threading.Event()  # the poller has stopped: the writer drains
         self._pending: queue.Queue[tuple[list[Row], int, bytes]] = queue.Queue(PENDING_POLLS)
-        self._thread = threading.Thread(target=self._run, name="dupescope-rq-redis", daemon=True)
         self._writer = threading.Thread(target=self._write, name="dupescope-rq-redis-write",
                                         daemon=True)
 
     def start(self) -> RqRedisSource:
-        self._thread.start()
+        super().start()
         self._writer.start()
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
-        self._stop.set()
-        self._thread.join(timeout)
+        super().stop(timeout)
         self._polled.set()
         self._writer.join(timeout)
 
@@ -121,37 +106,15 @@ class RqRedisSource:
                         exc)
             return PollState()
 
-    def _save(self, state: bytes) -> None:
-        self.state_path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.state_path.with_name(self.state_path.name + ".tmp")
-        with open(temporary, "wb") as handle:
-            handle.write(state)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, self.state_path)
-
-    def _run(self) -> None:
+    def _session(self) -> None:
         import redis
 
-        while not self._stop.is_set():
-            try:
-                client = redis.Redis.from_url(self.url, decode_responses=True,
-                                              socket_timeout=5, socket_connect_timeout=5)
-                client.ping()
-                self.stats["connects"] += 1
-                self.connected.set()
-                self.backoff.reset()
-                log.info("rq-redis: polling %s", self.shown_url)
-                self._poll_until_stopped(client)
-            except redis.RedisError as exc:
-                self.connected.clear()
-                delay = self.backoff.next()
-                self._problems.warn("connection", "rq-redis %s: %s: %s; reconnecting in "
-                                    "%.1f s", self.shown_url, type(exc).__name__, exc, delay)
-                self._stop.wait(delay)
-        self.connected.clear()
-
-    def _poll_until_stopped(self, client: Any) -> None:
+        client = redis.Redis.from_url(self.url, decode_responses=True,
+                                      socket_timeout=5, socket_connect_timeout=5)
+        client.ping()
+        self.stats["connects"] += 1
+        self._connected()
+        log.info("rq-redis: polling %s", self.shown_url)
         reader = RqRedisReader(client, self.collector.decoder.normaliser, self._load())
         while not self._stop.is_set():
             seconds, micros = client.time()
@@ -176,26 +139,11 @@ class RqRedisSource:
                 rows, rejected, state = self._pending.get(timeout=0.2)
             except queue.Empty:
                 continue
-            backoff = Backoff(0.1, 5.0)
-            while True:
-                try:
-                    self.collector.commit(DecodeResult(rows_to_table(rows), rejected=rejected))
-                    break
-                except (QueueFull, WriteFailed) as exc:
-                    if self._polled.is_set():
-                        log.warning("rq-redis: stopping with %d rows not stored (%s)",
-                                    len(rows), exc)
-                        return
-                    self._problems.warn("store", "rq-redis: rows wait for the store (%s)",
-                                        exc)
-                    self._polled.wait(backoff.next())
+            if not self._commit(rows, rejected, stop=self._polled):
+                return
             self.stats["rows"] += len(rows)
             self.stats["rejected"] += rejected
-            self._save(state)
+            save_atomically(self.state_path, state)
 
     def health(self) -> dict[str, Any]:
         return {"redis": self.shown_url, "connected": self.connected.is_set(), **self.stats}
-
-    def describe(self) -> str:
-        return f"rq-redis={self.shown_url}"
-
