@@ -5,8 +5,9 @@ read from the event stream alone (see tests/celery_world).
 With `task_acks_late` and `task_reject_on_worker_lost` Celery 5.7 requeues the task and
 sends `task-rejected` (requeue), no `task-failed`; the task runs again, and the stream must
 call that a worker crash, not a retry after failure. Under the default (no
-`task_reject_on_worker_lost`) Celery sends `task-failed` with `WorkerLostError` and the
-task does not run again."""
+`task_reject_on_worker_lost`) Celery sends `task-failed` with `WorkerLostError`, and the
+task mostly does not run again; on a loaded machine Redis sometimes restores the unacked
+copy and it does. Either way the stream must report what the ledger shows."""
 
 from __future__ import annotations
 
@@ -63,10 +64,12 @@ def test_the_event_stream_calls_a_killed_pool_process_a_worker_crash(requeued) -
     assert judged.cause_judged == len(twice) and judged.cause_accuracy >= 0.95, why
 
 
-def test_without_reject_on_worker_lost_the_task_is_not_run_again(not_requeued) -> None:
+def test_without_reject_on_worker_lost_the_stream_reports_what_the_ledger_shows(
+    not_requeued,
+) -> None:
     truth = not_requeued.truth
     killed = {k for k, cause in truth.planned.items() if cause == "worker_crash"}
     assert not_requeued.killed_pool_processes
-    assert truth.by_key == {}  # every task ran once, the killed ones too
-    assert {r.key for r in truth.runs} >= killed
-    assert not_requeued.duplicates("events") == []
+    assert {r.key for r in truth.runs} >= killed  # the killed tasks had started
+    reported = {row["key"] for row in not_requeued.duplicates("events")}
+    assert reported == set(truth.by_key), f"ledger: {truth.by_key}"
