@@ -53,7 +53,6 @@ one per path across its reads.
 
 from __future__ import annotations
 
-import copy
 import re
 import time
 from collections.abc import Iterator
@@ -66,6 +65,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from collectors.jsonlines import Decoded, Rejected
 from collectors.normalise import Normaliser, RecordError, Row
 from collectors.timestamps import MICROS_RANGE
+from collectors.worker_log_reader import WorkerLogReader
 
 CELERY_LOG = "celery-log"  # the name of the format in `--format`
 #: How far a success line's start (its time less its runtime) may fall before the
@@ -250,7 +250,7 @@ class _Note:
     node: str = ""
 
 
-class CeleryLogReader:
+class CeleryLogReader(WorkerLogReader[_State]):
     """Reads one Celery log in order, chunk after chunk, keeping what later lines need.
 
     One reader per file (or per tailed path, across its rotations). A chunk ends at a line
@@ -276,12 +276,6 @@ class CeleryLogReader:
         self._lead = lead[:1]  # what every line in the format starts with, if anything
         self._ambiguous: tuple[int, bytes] | None = None  # the first unsure WorkerLostError
         self._held: tuple[bytes, float] | None = None  # the line a tail waits at, since
-
-    def checkpoint(self) -> _State:
-        return copy.deepcopy(self.state)
-
-    def restore(self, state: _State) -> None:
-        self.state = state
 
     def prime(self, block: bytes) -> None:
         """Learn what lines read before said (the worker's name, the runs still open),

@@ -55,8 +55,6 @@ read again stores nothing twice.
 
 from __future__ import annotations
 
-import ast
-import copy
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -64,9 +62,11 @@ from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
+from collectors.call_args import call_attrs
 from collectors.jsonlines import Decoded, Rejected
 from collectors.normalise import Normaliser, RecordError, Row
 from collectors.timestamps import MICROS_RANGE
+from collectors.worker_log_reader import WorkerLogReader
 
 DRAMATIQ_LOG = "dramatiq-log"  # the name of the format in `--format`
 #: The most of a traceback kept in a failure's attrs.
@@ -122,29 +122,8 @@ def parse_call(call: str) -> tuple[str, dict[str, str]] | None:
     found = _CALL.fullmatch(call.strip())
     if found is None:
         return None
-    try:
-        node = ast.parse(f"f({found['params']})", mode="eval").body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return found["actor"], {}
-    assert isinstance(node, ast.Call)
-    named: dict[str, str] = {}
-    for index, arg in enumerate(node.args):
-        text = _literal(arg)
-        if text is not None:
-            named[f"dramatiq.args.{index}"] = text
-    for keyword in node.keywords:
-        text = _literal(keyword.value)
-        if keyword.arg is not None and text is not None:
-            named[f"dramatiq.kwargs.{keyword.arg}"] = text
-    return found["actor"], named
-
-
-def _literal(node: ast.expr) -> str | None:
-    try:
-        value = ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
-        return None
-    return argument_text(value)
+    attrs = call_attrs(found["params"], "dramatiq")
+    return found["actor"], {name: argument_text(value) for name, value in attrs.items()}
 
 
 def argument_text(value: Any) -> str:
@@ -187,7 +166,7 @@ class _Line:
     traceback: list[str] | None = None
 
 
-class DramatiqLogReader:
+class DramatiqLogReader(WorkerLogReader[_State]):
     """Reads one Dramatiq log in order, chunk after chunk, keeping what later lines need.
 
     The same surface as the Celery log's reader, so `ingest` and the tail read both alike:
@@ -206,23 +185,6 @@ class DramatiqLogReader:
         self.options = options or DramatiqLogOptions()
         self.host = self.options.hostname or Path(name.removeprefix("tail:")).name or "dramatiq"
         self.state = _State()
-
-    def checkpoint(self) -> _State:
-        return copy.deepcopy(self.state)
-
-    def restore(self, state: _State) -> None:
-        self.state = state
-
-    def prime(self, block: bytes) -> None:
-        """Learn what lines read before said (the runs still open), storing nothing."""
-        self.decode(block, 1, "")
-
-    def decode_growing(
-        self, block: bytes, first_line: int, source: str, now: float | None = None
-    ) -> tuple[Decoded, int]:
-        """For a log still being written: every line is read at once (no line waits for
-        later ones here)."""
-        return self.decode(block, first_line, source), len(block)
 
     def decode(self, block: bytes, first_line: int, source: str) -> Decoded:
         """Rows of the lines in `block` (numbered from `first_line`), in line order."""

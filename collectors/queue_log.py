@@ -18,7 +18,6 @@ runs are open and which worker writes.
 
 from __future__ import annotations
 
-import copy
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +34,7 @@ from collectors.time_of_day import (
     DayBasis,
     LineClock,
 )
+from collectors.worker_log_reader import WorkerLogReader
 
 #: The most of a traceback kept in a failure's attrs.
 MAX_TRACEBACK = 8_192
@@ -82,7 +82,7 @@ class ReaderState:
     runs: dict[tuple[str, str], list[Run]] = field(default_factory=dict)
 
 
-class QueueLogReader:
+class QueueLogReader(WorkerLogReader[ReaderState]):
     """Reads one worker's log in order; subclasses say what each message is (`classify`)."""
 
     #: The log's name for `worker_id` where the lines do not name the worker.
@@ -103,16 +103,6 @@ class QueueLogReader:
         )
 
     # -- the interface the ingest and the tail use --------------------------------------
-
-    def checkpoint(self) -> ReaderState:
-        return copy.deepcopy(self.state)
-
-    def restore(self, state: ReaderState) -> None:
-        self.state = state
-
-    def prime(self, block: bytes) -> None:
-        """Learn what lines read before said, storing nothing."""
-        self.decode(block, 1, "")
 
     def decode(self, block: bytes, first_line: int, source: str) -> Decoded:
         """Rows of the lines in `block` (numbered from `first_line`), in line order."""

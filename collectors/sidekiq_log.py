@@ -62,6 +62,7 @@ import orjson
 from collectors.jsonlines import Decoded, Rejected
 from collectors.normalise import Normaliser, RecordError, flatten
 from collectors.timestamps import MICROS_RANGE
+from collectors.worker_log_reader import WorkerLogReader
 
 SIDEKIQ_LOG = "sidekiq-log"  # the name of the format in `--format`
 
@@ -217,7 +218,7 @@ def _args_fields(args: Any) -> dict[str, Any]:
     return {k: v for k, v in fields.items() if not isinstance(v, dict | list)}
 
 
-class SidekiqLogReader:
+class SidekiqLogReader(WorkerLogReader[_State]):
     """Reads one Sidekiq log in order, chunk after chunk, keeping what later lines need.
 
     One reader per file (or per tailed path). `checkpoint`/`restore` let a caller take a
@@ -244,20 +245,6 @@ class SidekiqLogReader:
         return _State(OrderedDict(state.starts),
                       {key: copy.copy(run) for key, run in state.runs.items()},
                       copy.deepcopy(state.in_progress), set(state.dead))
-
-    def restore(self, state: _State) -> None:
-        self.state = state
-
-    def prime(self, block: bytes) -> None:
-        """Learn what lines read before said (the runs still open), storing nothing."""
-        self.decode(block, 1, "")
-
-    def decode_growing(
-        self, block: bytes, first_line: int, source: str, now: float | None = None
-    ) -> tuple[Decoded, int]:
-        """For a log still being written (a tail): every line is read at once."""
-        del now
-        return self.decode(block, first_line, source), len(block)
 
     def decode(self, block: bytes, first_line: int, source: str) -> Decoded:
         """Rows of the lines in `block` (numbered from `first_line`), in line order."""

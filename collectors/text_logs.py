@@ -6,20 +6,22 @@ so a log is told and read alike wherever it comes from."""
 
 from __future__ import annotations
 
-from collectors.celery_log import CELERY_LOG, CeleryLogOptions, CeleryLogReader, sniff_format
+from typing import Any
+
+from collectors.celery_log import CELERY_LOG, CeleryLogOptions, sniff_format
 from collectors.decoders import REGISTRY
-from collectors.dramatiq_log import DRAMATIQ_LOG, DramatiqLogReader, sniff_dramatiq
+from collectors.dramatiq_log import DRAMATIQ_LOG, sniff_dramatiq
 from collectors.normalise import Normaliser
-from collectors.queue_log import QueueLogReader
-from collectors.sidekiq_log import SIDEKIQ_LOG, SidekiqLogReader, looks_like_sidekiq_log
+from collectors.sidekiq_log import SIDEKIQ_LOG, looks_like_sidekiq_log
 from collectors.time_of_day import DayBasis
 from collectors.time_only_logs import TIME_ONLY_FORMATS
 from collectors.time_only_logs import sniff as sniff_time_only
+from collectors.worker_log_reader import WorkerLogReader
 
 #: The `--format` names of these logs.
 TEXT_LOGS = (CELERY_LOG, SIDEKIQ_LOG, DRAMATIQ_LOG, *TIME_ONLY_FORMATS)
 
-TextLogReader = CeleryLogReader | SidekiqLogReader | DramatiqLogReader | QueueLogReader
+TextLogReader = WorkerLogReader[Any]
 
 
 def tell(head: bytes, celery: CeleryLogOptions | None = None) -> str | None:
@@ -50,5 +52,5 @@ def reader(
     elif fmt in TIME_ONLY_FORMATS:
         decoder = decoder.configured(day)  # type: ignore[attr-defined]
     made = decoder.reader(normaliser, source)  # type: ignore[attr-defined]
-    assert isinstance(made, TextLogReader), made
+    assert isinstance(made, WorkerLogReader), made
     return made

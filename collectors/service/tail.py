@@ -50,7 +50,7 @@ from typing import BinaryIO
 
 import orjson
 
-from collectors.celery_log import CeleryLogOptions, CeleryLogReader
+from collectors.celery_log import CeleryLogOptions
 from collectors.service.bodies import DecodeResult, from_decoded
 from collectors.service.collector import Collector
 from collectors.service.log_limit import SummarisedLog
@@ -346,7 +346,7 @@ class Tailer:
 
         def decode() -> DecodeResult:
             nonlocal read
-            if growing and isinstance(reader, CeleryLogReader):
+            if growing:
                 decoded, read = reader.decode_growing(lines, 1, source)
             else:
                 decoded = reader.decode(lines, 1, source)
