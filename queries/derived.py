@@ -30,9 +30,13 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import duckdb
 import pyarrow as pa
 
-from queries import answers, duplicates_listing, incremental, incremental_clickhouse
+from derive.clickhouse import incremental as incremental_clickhouse
+from derive.clickhouse import kept as clickhouse_derived
+from derive.embedded import incremental
+from derive.embedded import state as derived_state
+from queries import answers, duplicates_listing
 from queries.loader import placeholders, render, sql_text
-from store import clickhouse_derived, derived_state, materialised
+from store import materialised
 from store.base import SegmentedStore, Store, to_frame
 from store.clickhouse import ClickHouseEngine
 from store.lineage import Changes, commits

@@ -31,10 +31,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from derive.embedded import state as derived_state
 from queries import answers
 from queries.duplicates_shape import shaped
 from queries.loader import sql_text
-from store import derived_state
 from store.base import SegmentedStore
 from store.durable import temporary_for
 

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 SQL_DIR = Path(__file__).parent / "sql"
 FRAGMENTS = SQL_DIR / "fragments"
+#: The derivation's files (derive/sql/), found by name like the questions.
+DERIVE_SQL_DIR = Path(__file__).parents[1] / "derive" / "sql"
 _PLACEHOLDER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 _DECLARED = re.compile(r"^[ \t]*--\s*param\s+(\w+)\s*:\s*(.+?)\s*$", re.MULTILINE)
 _INCLUDE = re.compile(r"^([ \t]*)--\s*include:\s*(\w+)\s*$", re.MULTILINE)
@@ -41,7 +43,11 @@ QueryNotFound = SqlNotFound
 
 def sql_text(name: str, dialect: str) -> str:
     """The text of query `name` in `dialect`, its `-- include:` lines filled in."""
-    return with_includes(read(SQL_DIR, name, dialect), dialect)
+    try:
+        text = read(SQL_DIR, name, dialect)
+    except SqlNotFound:
+        text = read(DERIVE_SQL_DIR, name, dialect)
+    return with_includes(text, dialect)
 
 
 def with_includes(sql: str, dialect: str) -> str:

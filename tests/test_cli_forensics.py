@@ -10,11 +10,11 @@ from forensics_cases import locked, run
 
 import sample_data
 from alerts.ids import alert_id
+from derive.embedded.incremental import UNITS as KEPT_TABLES
 from dupescope.cli import main
 from dupescope.output import records
 from queries import duplicates
 from queries.derived import DERIVED_TABLES
-from queries.incremental import UNITS as KEPT_TABLES
 from store.embedded import EmbeddedStore
 
 KEY = {"idempotency_key": "inv-1"}

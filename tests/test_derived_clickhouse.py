@@ -25,8 +25,8 @@ from forensics_cases import (
 )
 from test_derived_state import state
 
+from derive.clickhouse import kept as clickhouse_derived
 from queries import derived, duplicates
-from store import clickhouse_derived
 from store.clickhouse import ChdbStore, ids_ddl
 from store.contract import COLUMNS
 

@@ -28,8 +28,9 @@ from forensics_cases import (
 )
 from test_derived_state import state
 
-from queries import derived, duplicates, incremental
-from store import derived_state
+from derive.embedded import incremental
+from derive.embedded import state as derived_state
+from queries import derived, duplicates
 from store.embedded import EmbeddedStore
 from store.lineage import LINEAGE
 

@@ -20,7 +20,8 @@ from prometheus_client.metrics_core import (
     Metric,
 )
 
-from store import clickhouse_derived, derived_state
+from derive.clickhouse import kept as clickhouse_derived
+from derive.embedded import state as derived_state
 from store.clickhouse import ClickHouseEngine
 
 if TYPE_CHECKING:

@@ -35,9 +35,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from derive.embedded import state as derived_state
 from queries import answers
 from queries.loader import sql_text
-from store import derived_state
 from store.base import SegmentedStore
 from store.hot_log import is_hot, read_hot
 from store.lineage import Changes, lineage

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from store.base import Store
+from store.clickhouse import LOOKUP_GRANULARITY
 from store.sql_files import read, with_identifiers
 
-_SQL = Path(__file__).with_name("sql")
+_SQL = Path(__file__).parents[1] / "sql"
 
 #: The layout of what this module keeps; another one is rebuilt from nothing, but for
 #: those in UPGRADABLE.
@@ -32,13 +33,6 @@ FORMAT = 3
 #: kept the duplicates answer whole (computed again each generation) instead of by key.
 UPGRADABLE = frozenset({1, 2})
 
-#: Rows a mark of a kept table (and of the id index) covers, where ClickHouse's default is
-#: 8192: a batch looks up a thousand or so units scattered over all the kept rows (random
-#: job_ids), and each lookup reads the granule its unit falls in. At 100M events, looking
-#: up a batch's 1,250 job_ids read 859 of 1,531 granules of 12.5M kept jobs; with 1024
-#: the same lookups take a third of the time, and the marks of 15M rows still fit in
-#: 300 kB.
-LOOKUP_GRANULARITY = 1024
 
 #: Columns a kept row carries besides its table's own.
 VERSION_COLUMNS = ("_row", "_version", "_deleted")

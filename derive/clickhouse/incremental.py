@@ -36,9 +36,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from queries import answers, incremental
+from derive.clickhouse import kept
+from derive.embedded import incremental
+from queries import answers
 from queries.loader import literal, render, sql_text
-from store import clickhouse_derived as kept
 from store.clickhouse import ClickHouseEngine
 from store.sql_files import with_identifiers
 
