@@ -21,14 +21,17 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from derive.catalogue import UNFILTERED as _UNFILTERED
 from derive.defaults import SKEW_TOLERANCE_MS, STAMPEDE_MIN_EXECUTIONS, STAMPEDE_WINDOW_US
-from queries.answers import UNFILTERED
 from queries.derived import Mark, answer_changes, narrowed, query, query_arrow
 from queries.duplicates_shape import CAUSE_LISTS, CAUSES, DUPLICATE_COLUMNS, FIRST_CAUSE
 from queries.duplicates_table import Time
 from queries.duplicates_table import filters as _filters
 from queries.lint import lint_findings
 from store.base import Store, to_frame
+
+#: Every execution filter unset (the kept answers' parameters).
+UNFILTERED: dict[str, Any] = dict(_UNFILTERED)
 
 #: For each bit mask of CAUSES, the cause a duplicate is named by (an array to index).
 _FIRST_CAUSE = np.array(FIRST_CAUSE, dtype=object)
