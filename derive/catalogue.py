@@ -113,7 +113,7 @@ ANSWERS: tuple[Answer, ...] = (
 
 #: Per unit, on ClickHouse, the work table that lists the units a batch touches
 #: (derive/sql/clickhouse/derive_work_*.sql); on the embedded store, the temp table.
-TOUCHED: dict[str, MappingProxyType[str, str]] = {
+TOUCHED: MappingProxyType[str, MappingProxyType[str, str]] = MappingProxyType({
     "clickhouse": MappingProxyType({
         "key": "derive_work_keys",
         "job_id": "derive_work_all_jobs",
@@ -127,7 +127,7 @@ TOUCHED: dict[str, MappingProxyType[str, str]] = {
         "execution_uid": "rederived_holders",
         "segment": "recounted_segments",
     }),
-}
+})
 
 #: Units whose tables a batch prunes from a chain built over the touched rows (the
 #: others are derived by steps of their own: lock incidents, lifecycle, segment counts).
