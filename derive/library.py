@@ -23,6 +23,8 @@ from store.sql_files import SqlNotFound, read
 DERIVE_SQL_DIR = Path(__file__).parent / "sql"
 QUESTIONS_DIR = Path(__file__).parents[1] / "queries" / "sql"
 FRAGMENTS = QUESTIONS_DIR / "fragments"
+#: The folders a name is looked up in, the first that has it wins.
+FOLDERS: tuple[Path, ...] = (DERIVE_SQL_DIR, QUESTIONS_DIR)
 _PLACEHOLDER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 _DECLARED = re.compile(r"^[ \t]*--\s*param\s+(\w+)\s*:\s*(.+?)\s*$", re.MULTILINE)
 _INCLUDE = re.compile(r"^([ \t]*)--\s*include:\s*(\w+)\s*$", re.MULTILINE)
@@ -30,11 +32,12 @@ _INCLUDE = re.compile(r"^([ \t]*)--\s*include:\s*(\w+)\s*$", re.MULTILINE)
 
 def text(name: str, dialect: str) -> str:
     """The text of derivation file or question `name` in `dialect`, includes filled in."""
-    try:
-        found = read(DERIVE_SQL_DIR, name, dialect)
-    except SqlNotFound:
-        found = read(QUESTIONS_DIR, name, dialect)
-    return with_includes(found, dialect)
+    for folder in FOLDERS:
+        try:
+            return with_includes(read(folder, name, dialect), dialect)
+        except SqlNotFound:
+            continue
+    raise SqlNotFound(f"no SQL file named {name!r} for {dialect} in {FOLDERS}")
 
 
 def with_includes(sql: str, dialect: str) -> str:

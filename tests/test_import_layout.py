@@ -11,7 +11,8 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("collectors", "store", "derive", "queries", "alerts", "dashboard", "dupescope", "sample_data")
+PACKAGES = ("collectors", "store", "derive", "queries", "alerts", "dashboard", "dupescope",
+            "sample_data")
 
 
 def module_name(path: Path) -> str:
