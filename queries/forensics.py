@@ -150,7 +150,7 @@ def _every_duplicate(store: Store) -> pd.DataFrame:
     if held is not None and changes.mark == held[0]:
         frame = held[1]
     elif held is not None and changes.keys is not None and changes.rows is not None:
-        frame = _replaced(held[1], changes.keys, _duplicates_frame(changes.rows))
+        frame = replaced_in_order(held[1], changes.keys, _duplicates_frame(changes.rows))
     else:
         frame = _duplicates_frame(query_arrow(store, "duplicates", **UNFILTERED))
     if changes.mark is not None:
@@ -161,7 +161,8 @@ def _every_duplicate(store: Store) -> pd.DataFrame:
     return frame.copy(deep=False)
 
 
-def _replaced(frame: pd.DataFrame, keys: frozenset[str], rows: pd.DataFrame) -> pd.DataFrame:
+def replaced_in_order(frame: pd.DataFrame, keys: frozenset[str],
+                      rows: pd.DataFrame) -> pd.DataFrame:
     """`frame` with the rows of `keys` replaced by `rows`, in the query's order (first_ts,
     then key). The rows are put in their places in the ordered frame, which is not sorted
     again (sorting 600k rows by a time and a text took a second), and the frame is taken

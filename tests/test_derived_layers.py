@@ -26,7 +26,7 @@ from forensics_cases import (
     reached_and_unreached_holders,
     run,
 )
-from test_derived_state import state
+from support.derived_rows import state
 
 from derive import base as derive_base
 from derive.embedded import incremental

@@ -24,7 +24,7 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from test_derived_state import state
+from support.derived_rows import state
 
 import sample_data
 from collectors.arrow_batch import rows_to_table
