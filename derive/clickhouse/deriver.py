@@ -8,6 +8,7 @@ reading the store shares it; the store's derivation lock lets one process derive
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Iterable
 
 import pyarrow as pa
@@ -25,12 +26,20 @@ class ClickHouseDeriver:
     """The derived state of one ClickHouse or chDB store, as this process last saw it."""
 
     def __init__(self, store: ClickHouseEngine) -> None:
-        self.store = store
+        # Held weakly: a process keeps its derivers by store, and must not keep the store.
+        self._store = weakref.ref(store)
         self.lock = threading.Lock()
         #: Where the kept tables stood at this process's last derivation.
         self.status: kept.Status | None = None
         #: The kept runs were found to have the evidence column: asked once a process.
         self.has_evidence = False
+
+    @property
+    def store(self) -> ClickHouseEngine:
+        store = self._store()
+        if store is None:
+            raise ReferenceError("the store of this deriver is closed and gone")
+        return store
 
     def ensure(self) -> None:
         with self.lock:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -40,7 +41,8 @@ class EmbeddedDeriver:
     """The derived state of one embedded store, in this process."""
 
     def __init__(self, store: SegmentedStore, rendered: layers.Rendered = _none) -> None:
-        self.store = store
+        # Held weakly: a process keeps its derivers by store, and must not keep the store.
+        self._store = weakref.ref(store)
         self.lock = threading.Lock()
         #: The segments snapshot the attached state is of (None: nothing attached yet).
         self.built: str | None = None
@@ -49,6 +51,13 @@ class EmbeddedDeriver:
         #: What the `only_derived_*` tables hold: units, of which state, on which connection.
         self.narrowed_to: tuple[Any, ...] | None = None
         self.rendered = rendered
+
+    @property
+    def store(self) -> SegmentedStore:
+        store = self._store()
+        if store is None:
+            raise ReferenceError("the store of this deriver is closed and gone")
+        return store
 
     def ensure(self) -> None:
         with self.lock:
