@@ -69,7 +69,7 @@ demo: $(STAMP)
 # and collector processes, so two share the 2 cores well (the suite takes about 12.5 min so).
 test: $(STAMP) browser sidekiq bullmq-lab labs
 	$(BIN)/ruff check .
-	$(BIN)/mypy --strict store queries
+	$(BIN)/mypy --strict store derive queries
 	$(BIN)/pytest -q -n 2 --dist loadfile --ignore=tests/test_collect_footprint.py
 	# Alone: it bounds a collector's peak memory, which a busy second core pushes up.
 	$(BIN)/pytest -q tests/test_collect_footprint.py

@@ -29,8 +29,8 @@ import alerts
 import queries
 from benchmarks.forensics_speed import load
 from dashboard import charts
+from derive.embedded import state as derived_state
 from queries.derived import ensure
-from store import derived_state
 from store.embedded import EmbeddedStore
 
 TARGET_S = 1.5

@@ -31,10 +31,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from queries import answers
+from derive import catalogue
+from derive.embedded import state as derived_state
+from derive.library import text as sql_text
 from queries.duplicates_shape import shaped
-from queries.loader import sql_text
-from store import derived_state
 from store.base import SegmentedStore
 from store.durable import temporary_for
 
@@ -42,7 +42,7 @@ from store.durable import temporary_for
 ANSWER = "answer_duplicates"
 LISTING = "answer_duplicates_listing"
 #: The order of the listing: that of the kept answer.
-ORDER = tuple(answers.LAYERED[ANSWER].split(", "))
+ORDER = tuple(str(catalogue.answer("duplicates").by_key).split(", "))
 
 #: Rows serialised at once.
 _ROWS_A_BLOCK = 65_536

@@ -78,12 +78,12 @@ def shaped(rows: pa.Table) -> pa.Table:
           .alias(f"{end}_ts") for end in ("first", "last")),
         *(flag[name] for name in ("lock_expired_while_running", "overlapped", "split_brain")),
     )
-    frame = _sorted_job_ids(frame).join(
+    frame = sorted_job_ids(frame).join(
         _cause_patterns(), on="_mask", how="left", maintain_order="left")
     return frame.select(DUPLICATE_COLUMNS).to_arrow()
 
 
-def _sorted_job_ids(frame: Any) -> Any:
+def sorted_job_ids(frame: Any) -> Any:
     """`job_ids` of a polars frame without nulls and sorted (a null list: []), sorting
     only the lists that need it: most keys ran under one job_id."""
     import polars as pl

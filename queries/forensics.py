@@ -21,14 +21,17 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from queries.answers import UNFILTERED
-from queries.defaults import SKEW_TOLERANCE_MS, STAMPEDE_MIN_EXECUTIONS, STAMPEDE_WINDOW_US
+from derive.catalogue import UNFILTERED as _UNFILTERED
+from derive.defaults import SKEW_TOLERANCE_MS, STAMPEDE_MIN_EXECUTIONS, STAMPEDE_WINDOW_US
 from queries.derived import Mark, answer_changes, narrowed, query, query_arrow
 from queries.duplicates_shape import CAUSE_LISTS, CAUSES, DUPLICATE_COLUMNS, FIRST_CAUSE
 from queries.duplicates_table import Time
 from queries.duplicates_table import filters as _filters
 from queries.lint import lint_findings
 from store.base import Store, to_frame
+
+#: Every execution filter unset (the kept answers' parameters).
+UNFILTERED: dict[str, Any] = dict(_UNFILTERED)
 
 #: For each bit mask of CAUSES, the cause a duplicate is named by (an array to index).
 _FIRST_CAUSE = np.array(FIRST_CAUSE, dtype=object)
@@ -147,7 +150,7 @@ def _every_duplicate(store: Store) -> pd.DataFrame:
     if held is not None and changes.mark == held[0]:
         frame = held[1]
     elif held is not None and changes.keys is not None and changes.rows is not None:
-        frame = _replaced(held[1], changes.keys, _duplicates_frame(changes.rows))
+        frame = replaced_in_order(held[1], changes.keys, _duplicates_frame(changes.rows))
     else:
         frame = _duplicates_frame(query_arrow(store, "duplicates", **UNFILTERED))
     if changes.mark is not None:
@@ -158,7 +161,8 @@ def _every_duplicate(store: Store) -> pd.DataFrame:
     return frame.copy(deep=False)
 
 
-def _replaced(frame: pd.DataFrame, keys: frozenset[str], rows: pd.DataFrame) -> pd.DataFrame:
+def replaced_in_order(frame: pd.DataFrame, keys: frozenset[str],
+                      rows: pd.DataFrame) -> pd.DataFrame:
     """`frame` with the rows of `keys` replaced by `rows`, in the query's order (first_ts,
     then key). The rows are put in their places in the ordered frame, which is not sorted
     again (sorting 600k rows by a time and a text took a second), and the frame is taken

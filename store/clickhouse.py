@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from store.base import SegmentedStore, Store, StoreError, to_frame
-from store.clickhouse_derived import LOOKUP_GRANULARITY
 from store.contract import COLUMNS
 from store.schema import as_events
 from store.sql_files import read, with_identifiers
@@ -40,6 +39,14 @@ ANY_DAYS = "max_partitions_per_insert_block = 0"
 
 #: When a row was inserted: the server's clock at the insert, never sent by a client.
 INGESTED_AT = "ingested_at DateTime64(6) MATERIALIZED now64(6)"
+
+#: Rows a mark of a kept table (and of the id index) covers, where ClickHouse's default is
+#: 8192: a batch looks up a thousand or so units scattered over all the kept rows (random
+#: job_ids), and each lookup reads the granule its unit falls in. At 100M events, looking
+#: up a batch's 1,250 job_ids read 859 of 1,531 granules of 12.5M kept jobs; with 1024
+#: the same lookups take a third of the time, and the marks of 15M rows still fit in
+#: 300 kB.
+LOOKUP_GRANULARITY = 1024
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

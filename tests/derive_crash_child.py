@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from derive.embedded import state as derived_state  # noqa: E402
 from queries import derived, lock_overruns  # noqa: E402
-from store import derived_state  # noqa: E402
 from store.embedded import EmbeddedStore  # noqa: E402
 
 

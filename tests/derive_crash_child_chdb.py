@@ -20,7 +20,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from test_derived_state import state  # noqa: E402
+from support.derived_rows import state  # noqa: E402
 
 import sample_data  # noqa: E402
 from collectors.files import ingest_files  # noqa: E402

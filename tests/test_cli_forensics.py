@@ -10,11 +10,10 @@ from forensics_cases import locked, run
 
 import sample_data
 from alerts.ids import alert_id
+from derive import catalogue
 from dupescope.cli import main
 from dupescope.output import records
 from queries import duplicates
-from queries.derived import DERIVED_TABLES
-from queries.incremental import UNITS as KEPT_TABLES
 from store.embedded import EmbeddedStore
 
 KEY = {"idempotency_key": "inv-1"}
@@ -211,8 +210,9 @@ def test_rebuild_shows_each_step_as_it_ends(tmp_path, make_table) -> None:
     assert result.exit_code == 0, result.output
     steps = [line.split(" s  ", 1)[1] for line in result.output.splitlines() if " s  " in line]
     shown = " | ".join(steps)
-    assert all(f"derived {table} in" in shown for table, _ in DERIVED_TABLES)
-    assert all(f"kept {table} in" in shown for table in KEPT_TABLES)  # written to disk
+    assert all(f"derived {table.name} in" in shown for table in catalogue.chained("duckdb"))
+    # Written to disk:
+    assert all(f"kept {table.name} in" in shown for table in catalogue.kept("duckdb"))
 
 
 def test_rebuild_of_a_store_that_does_not_exist_is_an_error(tmp_path) -> None:

@@ -23,10 +23,10 @@ from forensics_cases import (
     reached_and_unreached_holders,
     run,
 )
-from test_derived_state import state
+from support.derived_rows import state
 
+from derive.clickhouse import kept as clickhouse_derived
 from queries import derived, duplicates
-from store import clickhouse_derived
 from store.clickhouse import ChdbStore, ids_ddl
 from store.contract import COLUMNS
 

@@ -26,10 +26,12 @@ from forensics_cases import (
     reached_and_unreached_holders,
     run,
 )
-from test_derived_state import state
+from support.derived_rows import state
 
-from queries import derived, duplicates, incremental
-from store import derived_state
+from derive import base as derive_base
+from derive.embedded import incremental
+from derive.embedded import state as derived_state
+from queries import derived, duplicates
 from store.embedded import EmbeddedStore
 from store.lineage import LINEAGE
 
@@ -270,7 +272,7 @@ def test_a_base_keeps_its_executions_in_the_order_they_ended(embedded, make_tabl
     assert ends == sorted(ends)
 
 
-def test_the_kept_holders_read_are_those_whose_span_ends_in_the_window() -> None:
+def test_thekept_holders_read_are_those_whose_span_ends_in_the_window() -> None:
     holders = pa.table({  # span ends: 30, 20 (the lock's expiry), 8, never, another lock's
         "execution_uid": ["run-ends-late", "lock-expires-late", "both-early", "running",
                           "other-lock"],
@@ -289,7 +291,7 @@ def test_the_kept_holders_read_are_those_whose_span_ends_in_the_window() -> None
     schema = holders.select(incremental.HOLDER_COLUMNS).schema
 
     def read(since: int, until: int | None) -> set[str]:
-        table = incremental._kept_holders(con, since, until, schema)
+        table = incremental.kept_holders(con, since, until, schema)
         return set(table["execution_uid"].to_pylist())
 
     assert read(15, None) == {"run-ends-late", "lock-expires-late", "running"}
@@ -483,7 +485,7 @@ def test_a_merge_of_a_log_gone_from_the_trash_counts_as_new_whole(
 def test_a_batch_larger_than_the_store_is_derived_by_a_build_from_nothing(
     embedded, make_table, monkeypatch
 ) -> None:
-    monkeypatch.setattr(derived, "LARGE_BATCH_ROWS", 5)
+    monkeypatch.setattr(derive_base, "LARGE_BATCH_ROWS", 5)
     embedded.write(make_table(acked("j1", "a")))
     derived.ensure(embedded)
     first = derived_state.load(embedded)

@@ -21,11 +21,11 @@ from contextlib import contextmanager
 from datetime import date, timedelta
 from pathlib import Path
 
-import numpy as np
 import orjson
 import pandas as pd
 import pytest
 from forensics_cases import run
+from support.derived_rows import plain, state
 
 import sample_data
 from collectors.files import ingest_files
@@ -43,30 +43,6 @@ EFFECT_EVIDENCE = {"side_effect", "idempotency_hit", "lock_contended", "occ_conf
 SILENT = "silent-"
 #: A day long before the model's, whose events retention drops.
 OLD_DAY = "2026-10-01"
-
-
-def _plain(value: object) -> object:
-    """A value as compared: lists as sets, floats to 10 digits (a sum depends on the
-    order it adds in, which the engine chooses)."""
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return sorted(_plain(v) for v in value)
-    if isinstance(value, float):
-        return f"{value:.10g}"
-    if value is pd.NA:
-        return None
-    return value
-
-
-def state(store: Store) -> dict[str, list[tuple[str, ...]]]:
-    """Every derived table and kept answer, as sorted rows of text (row order and the
-    numbering of a kept answer's rows aside: ties may be numbered either way)."""
-    tables = {}
-    for table, kept in derived.tables(store).items():
-        frame = kept.to_pandas().drop(columns=["answer_row"], errors="ignore")
-        tables[table] = sorted(
-            tuple(repr(_plain(v)) for v in row) for row in frame.itertuples(index=False)
-        )
-    return tables
 
 
 def model_lines(seed: int) -> tuple[list[bytes], dict]:
@@ -146,9 +122,9 @@ def _write(store: Store, lines: list[bytes], folder: Path, n: int) -> None:
 def _duplicates_are_the_truth(store: Store, truth: dict, silent_copies: bool = True) -> None:
     found = duplicates(store).to_dict(orient="records")
     modelled = [r for r in found if not str(r["key"]).startswith(SILENT)]
-    rows = sorted(repr(tuple(_plain(r[f]) for f in DUPLICATE_FIELDS)) for r in modelled)
+    rows = sorted(repr(tuple(plain(r[f]) for f in DUPLICATE_FIELDS)) for r in modelled)
     expected = sorted(
-        repr(tuple(_plain(d[f]) for f in DUPLICATE_FIELDS)) for d in truth["duplicates"]
+        repr(tuple(plain(d[f]) for f in DUPLICATE_FIELDS)) for d in truth["duplicates"]
     )
     assert rows == expected
     if not silent_copies:

@@ -14,11 +14,11 @@ import pytest
 from click.testing import CliRunner
 from forensics_cases import run
 
+from derive.embedded import state as derived_state
 from dupescope.cli import main
 from queries import derived
 from queries.duplicates_listing import LISTING, json_rows, listing_path
 from queries.duplicates_table import duplicates_arrow
-from store import derived_state
 from store.embedded import EmbeddedStore
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,9 +13,9 @@ from forensics_cases import ev, run
 import sample_data
 from queries import duplicates
 from queries.derived import answer_changes
-from queries.duplicates_shape import _sorted_job_ids
+from queries.duplicates_shape import sorted_job_ids
 from queries.duplicates_table import duplicates_arrow
-from queries.forensics import _replaced, sorted_lists
+from queries.forensics import replaced_in_order, sorted_lists
 from store.embedded import EmbeddedStore
 
 KEY = {"idempotency_key": "inv-1"}
@@ -228,7 +228,7 @@ def test_the_arrow_shape_lists_job_ids_sorted_without_nulls_too() -> None:
     lists = [["j2", None, "j1"], None, ["é", "e", "z"], [], [None], ["only"]]
     frame = pl.DataFrame({"_row": range(len(lists)), "job_ids": lists},
                          schema={"_row": pl.Int64, "job_ids": pl.List(pl.String)})
-    assert _sorted_job_ids(frame)["job_ids"].to_list() == [
+    assert sorted_job_ids(frame)["job_ids"].to_list() == [
         ["j1", "j2"], [], ["e", "z", "é"], [], [], ["only"]]
 
 
@@ -299,16 +299,17 @@ def test_rows_replaced_in_a_listing_take_their_places_in_its_order() -> None:
 
     held = listing(("b", "10:00"), ("d", "10:00"), ("a", "11:00"), ("c", "12:00"))
     fresh = listing(("e", "12:30"), ("c", "10:00"), ("a", "09:00"), ("z", "10:00"))
-    replaced = _replaced(held, frozenset({"a", "c", "e", "gone"}), fresh)
+    replaced = replaced_in_order(held, frozenset({"a", "c", "e", "gone"}), fresh)
     assert list(replaced["key"]) == ["a", "b", "c", "d", "z", "e"]
-    assert list(_replaced(held, frozenset({"a", "b", "c", "d"}), fresh.iloc[:0])["key"]) == []
+    emptied = replaced_in_order(held, frozenset({"a", "b", "c", "d"}), fresh.iloc[:0])
+    assert list(emptied["key"]) == []
     # New keys later than every held row are appended; a tie with the last row is ordered
     # by key all the same.
     later = listing(("f", "13:00"), ("a0", "12:00"), ("e", "12:30"))
-    appended = _replaced(held, frozenset({"f", "a0", "e"}), later)
+    appended = replaced_in_order(held, frozenset({"f", "a0", "e"}), later)
     assert list(appended["key"]) == ["b", "d", "a", "a0", "c", "e", "f"]
     assert list(appended.index) == list(range(7))
-    newest = _replaced(held, frozenset({"f", "e"}), later.iloc[[0, 2]])
+    newest = replaced_in_order(held, frozenset({"f", "e"}), later.iloc[[0, 2]])
     assert list(newest["key"]) == ["b", "d", "a", "c", "e", "f"]
 
 
@@ -328,7 +329,7 @@ def test_rows_replaced_in_a_listing_equal_a_listing_sorted_again() -> None:
         })
         expected = pd.concat([held[~held["key"].isin(keys)], fresh], ignore_index=True)
         expected = expected.sort_values(["first_ts", "key"], ignore_index=True)
-        replaced = _replaced(held, frozenset(keys), fresh)
+        replaced = replaced_in_order(held, frozenset(keys), fresh)
         assert replaced.to_dict("list") == expected.to_dict("list")
 
 

@@ -10,10 +10,14 @@ import pytest
 import queries
 from collectors.files import ingest_files
 from collectors.normalise import Normaliser
-from queries import answers
-from queries.derived import query
+from derive import catalogue
+from queries.derived import query, query_live
 from queries.loader import render
+from store.base import to_frame
 from store.embedded import EmbeddedStore
+
+#: Each kept answer's question and the parameters it is kept for.
+KEPT = {answer.name: dict(answer.params) for answer in catalogue.ANSWERS}
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 
@@ -50,11 +54,8 @@ def sample_store(store):
     return store
 
 
-def live(store, name: str, monkeypatch) -> pd.DataFrame:
-    params = answers.KEPT[name]
-    with monkeypatch.context() as patched:
-        patched.setattr(answers, "KEPT", {})
-        return query(store, name, **params)
+def live(store, name: str) -> pd.DataFrame:
+    return to_frame(query_live(store, name, **KEPT[name]))
 
 
 def _lists_sorted(frame: pd.DataFrame) -> pd.DataFrame:
@@ -68,20 +69,20 @@ def _lists_sorted(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-@pytest.mark.parametrize("name", list(answers.KEPT))
-def test_a_kept_answer_equals_the_query_run_live(sample_store, name, monkeypatch) -> None:
-    kept = query(sample_store, name, **answers.KEPT[name])
+@pytest.mark.parametrize("name", list(KEPT))
+def test_a_kept_answer_equals_the_query_run_live(sample_store, name) -> None:
+    kept = query(sample_store, name, **KEPT[name])
     pd.testing.assert_frame_equal(
-        _lists_sorted(kept), _lists_sorted(live(sample_store, name, monkeypatch))
+        _lists_sorted(kept), _lists_sorted(live(sample_store, name))
     )
 
 
 def test_kept_answers_read_back_from_parquet_keep_their_types(tmp_path, make_table) -> None:
     writer = EmbeddedStore(tmp_path / "store")
     ingest_files([str(SAMPLE / "sample.jsonl.gz")], writer, Normaliser())
-    built = {name: query(writer, name, **params) for name, params in answers.KEPT.items()}
+    built = {name: query(writer, name, **params) for name, params in KEPT.items()}
     reader = EmbeddedStore(tmp_path / "store")  # attaches the persisted build
-    for name, params in answers.KEPT.items():
+    for name, params in KEPT.items():
         pd.testing.assert_frame_equal(query(reader, name, **params), built[name], obj=name)
     pd.testing.assert_frame_equal(queries.duplicates(reader), queries.duplicates(writer))
 
@@ -122,16 +123,16 @@ def test_the_checklist_defaults_are_the_kept_ones() -> None:
 
     import pandas as pd
 
-    from queries import answers, forensics
+    from queries import forensics
 
     defaults = inspect.signature(forensics.checklist).parameters
     window_us = int(pd.Timedelta(defaults["stampede_window"].default).value // 1_000)
-    assert answers.KEPT["checklist_stampedes"]["window_us"] == window_us
+    assert KEPT["checklist_stampedes"]["window_us"] == window_us
     assert (
-        answers.KEPT["checklist_stampedes"]["min_executions"]
+        KEPT["checklist_stampedes"]["min_executions"]
         == defaults["stampede_min_executions"].default
     )
     assert (
-        answers.KEPT["checklist_clock_skew"]["tolerance_ms"]
+        KEPT["checklist_clock_skew"]["tolerance_ms"]
         == defaults["skew_tolerance_ms"].default
     )

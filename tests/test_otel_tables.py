@@ -24,14 +24,15 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from test_derived_state import state
+from support.derived_rows import state
 
 import sample_data
 from collectors.arrow_batch import rows_to_table
 from collectors.normalise import Normaliser
 from collectors.otlp import decode_logs, decode_traces
+from derive import catalogue
 from dupescope.cli import main
-from queries import answers, derived, timeline
+from queries import derived, timeline
 from sample_data.clickhouse_exporter import (
     CollectingExporter,
     insert,
@@ -447,8 +448,8 @@ def test_the_derived_state_over_the_exporters_tables_follows_batch_after_batch(
                 fresh.close()
         expected = EmbeddedStore(str(embedded))
         try:
-            assert sorted(derived.query(live, "duplicates", **answers.UNFILTERED)["key"]) == \
-                sorted(derived.query(expected, "duplicates", **answers.UNFILTERED)["key"])
+            assert sorted(derived.query(live, "duplicates", **catalogue.UNFILTERED)["key"]) == \
+                sorted(derived.query(expected, "duplicates", **catalogue.UNFILTERED)["key"])
         finally:
             expected.close()
     finally:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from queries import incremental
+from derive.embedded import incremental
 from store.embedded import EmbeddedStore
 
 

@@ -17,7 +17,14 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from queries.loader import FRAGMENTS, SQL_DIR, placeholders, render, with_includes
+from queries.loader import (
+    DERIVE_SQL_DIR,
+    FRAGMENTS,
+    SQL_DIR,
+    placeholders,
+    render,
+    with_includes,
+)
 from store.sql_files import DIALECTS, SqlNotFound, with_identifiers
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Folder of named SQL -> the dialects its shared (top-level) files serve.
 FOLDERS: dict[Path, tuple[str, ...]] = {
     SQL_DIR: ("duckdb", "clickhouse"),
+    DERIVE_SQL_DIR: ("duckdb", "clickhouse"),
     ROOT / "store" / "sql": ("duckdb", "clickhouse"),
     ROOT / "alerts" / "sql": (),  # SQLite and ClickHouse have a file each, no shared one
 }
@@ -52,7 +60,7 @@ def _dialect_folder(path: Path) -> bool:
 def sent_text(path: Path, dialect: str) -> str:
     """The statement as its engine receives it (identifiers filled in with a stand-in)."""
     text = path.read_text()
-    if path.is_relative_to(SQL_DIR):
+    if path.is_relative_to(SQL_DIR) or path.is_relative_to(DERIVE_SQL_DIR):
         text = with_includes(text, dialect)
         text = render(text, dialect, {name: None for name in placeholders(text)})
     return with_identifiers(text, **{name: "some_name" for name in _identifiers(text)})
@@ -66,7 +74,7 @@ CLAIMS = claims()
 
 
 def test_every_sql_file_is_claimed_by_some_dialect():
-    packages = ("collectors", "store", "queries", "alerts", "dashboard", "dupescope",
+    packages = ("collectors", "store", "derive", "queries", "alerts", "dashboard", "dupescope",
                 "sample_data")
     everywhere = {p for package in packages for p in (ROOT / package).rglob("*.sql")}
     fragments = set(FRAGMENTS.rglob("*.sql"))
@@ -75,7 +83,8 @@ def test_every_sql_file_is_claimed_by_some_dialect():
 
 def test_every_fragment_is_included_by_some_query():
     included = {
-        name for path, _ in CLAIMS if path.is_relative_to(SQL_DIR)
+        name for path, _ in CLAIMS
+        if path.is_relative_to(SQL_DIR) or path.is_relative_to(DERIVE_SQL_DIR)
         for name in re.findall(r"^\s*--\s*include:\s*(\w+)\s*$", path.read_text(), re.M)
     }
     assert {path.stem for path in FRAGMENTS.rglob("*.sql")} == included

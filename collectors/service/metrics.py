@@ -20,7 +20,7 @@ from prometheus_client.metrics_core import (
     Metric,
 )
 
-from store import clickhouse_derived, derived_state
+from derive.open import open_deriver
 from store.clickhouse import ClickHouseEngine
 
 if TYPE_CHECKING:
@@ -89,10 +89,7 @@ class _Scrape:
         segmented = self.collector.store.segmented()
         lag: float | None
         if segmented is not None or isinstance(self.collector.store, ClickHouseEngine):
-            if segmented is not None:
-                lag = derived_state.lag_seconds(segmented)
-            else:
-                lag = clickhouse_derived.lag_seconds(self.collector.store)
+            lag = open_deriver(self.collector.store).lag_seconds()
             yield GaugeMetricFamily(
                 f"{PREFIX}_derivation_lag_seconds",
                 "How long the oldest rows no reader has derived yet have waited (0: the "

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import charts, ui
-from queries.defaults import SKEW_TOLERANCE_MS
+from derive.defaults import SKEW_TOLERANCE_MS
 
 
 @dataclass(frozen=True)

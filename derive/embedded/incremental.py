@@ -16,7 +16,7 @@ those, every idempotency key J's events carry (a job whose key changed leaves it
 key) and J themselves (a job without a key is its own key). Two lookups through the
 lookup index (store `rows_of`) fetch every job of those keys with all its rows, over
 which the same query files as a full build run, in a connection of their own; the rows
-of touched units replace theirs in a new layer (store/derived_state.py). What a layer
+of touched units replace theirs in a new layer (derive/embedded/state.py). What a layer
 costs follows the rows touched and their keys' history, not the size of the store; the
 lock incidents are the exception, as a lock_key's holds are found by a filtered scan of
 the (small) executions table.
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,15 +35,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from queries import answers
-from queries.loader import sql_text
-from store import derived_state
+from derive import catalogue
+from derive.embedded import state as derived_state
+from derive.embedded.build import build_tables, create_on, layered_answers
+from derive.library import text as sql_text
 from store.base import SegmentedStore
 from store.hot_log import is_hot, read_hot
 from store.lineage import Changes, lineage
 from store.lookup_index import segment_name
 from store.schema import EVENTS_SCHEMA, empty_table
 from store.spill import spill_folder
+from store.sql_files import with_identifiers
 
 #: What derive_lock_incidents.sql reads of an execution, and the key it belongs to.
 HOLDER_COLUMNS = ("execution_uid", "key", "lock_key", "lock_owner", "lock_acquired_us",
@@ -52,21 +54,13 @@ HOLDER_COLUMNS = ("execution_uid", "key", "lock_key", "lock_owner", "lock_acquir
 
 log = logging.getLogger("dupescope.queries")
 
-#: Each kept derived table's unit column: a layer replaces all rows of the units it names.
-UNITS: dict[str, str | None] = {
-    "derived_executions": "key",
-    "derived_lock_incidents": "execution_uid",
-    "derived_duplicate_runs": "key",
-    "derived_jobs": "job_id",
-    "derived_lifecycle": "event_uid",
-    "derived_key_runs": "key",
-    "derived_lookup": "key",
-    "derived_redeliveries": "key",
-    "derived_segment_counts": "segment",
-}
 
-#: Build a derived table `table` from query file `name` on a connection.
-Create = Callable[[duckdb.DuckDBPyConnection, str, str], None]
+
+def layered() -> dict[str, str]:
+    """Everything kept in layers, with its unit column: the derived tables and the kept
+    answers of one key a row (a layer replaces all rows of the units it names)."""
+    tables = {t.name: str(t.unit) for t in catalogue.kept("duckdb")}
+    return {**tables, **dict.fromkeys(catalogue.by_key(), "key")}
 
 
 @dataclass
@@ -174,7 +168,7 @@ def _sum_merged_counts(
     return summed
 
 
-def count_segments(con: duckdb.DuckDBPyConnection, paths: list[Path], create: Create) -> None:
+def count_segments(con: duckdb.DuckDBPyConnection, paths: list[Path]) -> None:
     """`derived_segment_counts` on `con` for the segments `paths`."""
     parquet, hot = segment_rows(paths)
     columns = ", ".join(EVENTS_SCHEMA.names)
@@ -195,7 +189,9 @@ def count_segments(con: duckdb.DuckDBPyConnection, paths: list[Path], create: Cr
         con.register("hot_segment_rows", none)
         parts.append(f"SELECT {columns}, segment FROM hot_segment_rows")
     con.execute(f"CREATE OR REPLACE TEMP VIEW segment_rows AS {' UNION ALL '.join(parts)}")
-    create(con, "derived_segment_counts", sql_text("derive_segment_counts", "duckdb"))
+    for table in catalogue.kept("duckdb"):
+        if table.unit == "segment":
+            create_on(con, table.name, sql_text(table.file, "duckdb"))
 
 
 def derive(
@@ -203,16 +199,12 @@ def derive(
     con: duckdb.DuckDBPyConnection,
     changes: Changes,
     layer: str,
-    create: Create,
-    build_tables: Callable[[duckdb.DuckDBPyConnection], None],
-    layered_answers: Callable[[duckdb.DuckDBPyConnection], None],
 ) -> dict[str, int]:
     """Write layer `layer` of what `changes` touch (the state's tables are views on
-    `con`; `layered_answers` computes the kept answers of one key a row over tables of
-    touched keys); returns its rows per table."""
+    `con`); returns its rows per table."""
     work = connection()
     try:
-        units: dict[str, set[str]] = {table: set() for table in [*UNITS, *answers.LAYERED]}
+        units: dict[str, set[str]] = {table: set() for table in layered()}
         rows = changes.rows()
         if rows.num_rows:
             started = time.perf_counter()
@@ -221,35 +213,50 @@ def derive(
                       len(found.jobs), found.rows.num_rows, time.perf_counter() - started)
             added = pa.concat_tables([t.cast(EVENTS_SCHEMA) for t in changes.added]
                                      or [empty_table()])
-            others = _derive_units(con, work, found, rows, added, units, create,
-                                   build_tables)
+            others = _derive_units(con, work, found, rows, added, units)
         else:
             others = set()
-            for table in UNITS:
-                if table != "derived_segment_counts":
-                    _empty_like(con, work, table)
-        _answers_of(con, work, others, units, layered_answers)
-        for table in answers.LAYERED:
+            for kept in catalogue.kept("duckdb"):
+                if kept.unit != "segment":
+                    _empty_like(con, work, kept.name)
+        _answers_of(con, work, others, units)
+        for table in catalogue.by_key():
             units[table] = units["derived_executions"] | others
-        recount = changes.new_segments + [
-            p for p in store.segments() if segment_name(p) in {n for n, _ in changes.grown}
-        ]
-        summed = _sum_merged_counts(con, work, recount)
-        count_segments(work, [p for p in recount if p not in summed], create)
-        if summed:
-            work.execute("INSERT INTO derived_segment_counts SELECT * FROM merged_counts")
-        units["derived_segment_counts"] = {segment_name(p) for p in recount} | set(changes.gone)
-        sizes = {}
-        for table, unit in {**UNITS, **dict.fromkeys(answers.LAYERED, "key")}.items():
-            sizes[table] = derived_state.write(
-                work, f"SELECT * FROM {table}", derived_state.rows_path(store, table, layer))
-            if unit is not None:
-                strings(work, "replaced_units", units[table])
-                derived_state.write(work, "SELECT unit FROM replaced_units",
-                                    derived_state.units_path(store, table, layer))
-        return sizes
+        _recount(store, con, work, changes, units)
+        return _write_layer(store, work, layer, units)
     finally:
         work.close()
+
+
+def _recount(store: SegmentedStore, con: duckdb.DuckDBPyConnection,
+             work: duckdb.DuckDBPyConnection, changes: Changes,
+             units: dict[str, set[str]]) -> None:
+    """The counts of the segments `changes` add or grow, as tables of `work`."""
+    recount = changes.new_segments + [
+        p for p in store.segments() if segment_name(p) in {n for n, _ in changes.grown}
+    ]
+    summed = _sum_merged_counts(con, work, recount)
+    count_segments(work, [p for p in recount if p not in summed])
+    if summed:
+        work.execute("INSERT INTO derived_segment_counts SELECT * FROM merged_counts")
+    counted = {segment_name(p) for p in recount} | set(changes.gone)
+    for kept in catalogue.kept("duckdb"):
+        if kept.unit == "segment":
+            units[kept.name] = counted
+
+
+def _write_layer(store: SegmentedStore, work: duckdb.DuckDBPyConnection, layer: str,
+                 units: dict[str, set[str]]) -> dict[str, int]:
+    """Every layered table's rows on `work` and the units they replace, as layer `layer`;
+    returns its rows per table."""
+    sizes = {}
+    for table in layered():
+        sizes[table] = derived_state.write(
+            work, f"SELECT * FROM {table}", derived_state.rows_path(store, table, layer))
+        strings(work, "replaced_units", units[table])
+        derived_state.write(work, "SELECT unit FROM replaced_units",
+                            derived_state.units_path(store, table, layer))
+    return sizes
 
 
 def _empty_like(con: duckdb.DuckDBPyConnection, work: duckdb.DuckDBPyConnection,
@@ -266,8 +273,6 @@ def _derive_units(
     rows: pa.Table,
     added: pa.Table,
     units: dict[str, set[str]],
-    create: Create,
-    build_tables: Callable[[duckdb.DuckDBPyConnection], None],
 ) -> set[str]:
     """The touched units' rows as tables of `work`, their unit values in `units`; returns
     the other keys whose lock incidents were derived again (see `_relock`)."""
@@ -275,25 +280,33 @@ def _derive_units(
     work.execute("CREATE OR REPLACE TEMP VIEW unique_events AS SELECT * FROM touched_rows")
     work.execute("CREATE OR REPLACE TEMP VIEW events AS SELECT * FROM touched_rows")
     build_tables(work)
-    strings(work, "touched_keys", found.keys)
     strings(con, "touched_keys", found.keys)
-    strings(work, "touched_jobs", found.jobs)
-    for table in ("derived_executions", "derived_duplicate_runs", "derived_key_runs",
-                  "derived_lookup", "derived_redeliveries"):
-        work.execute(f"DELETE FROM {table} "
-                     f"WHERE key IS NULL OR key NOT IN (SELECT unit FROM touched_keys)")
-        units[table] = set(found.keys)
-    work.execute("DELETE FROM derived_jobs "
-                 "WHERE job_id IS NULL OR job_id NOT IN (SELECT unit FROM touched_jobs)")
-    units["derived_jobs"] = set(found.jobs)
+    _prune(work, {"key": found.keys, "job_id": found.jobs}, units)
     # Worker lifecycle events carry no job: the added rows' own, once each (and none of
     # the rows retention dropped).
     work.register("added_rows", added)
     work.execute("CREATE OR REPLACE TEMP VIEW unique_events AS "
                  "SELECT DISTINCT ON (event_uid) * FROM added_rows")
-    create(work, "derived_lifecycle", sql_text("derive_lifecycle", "duckdb"))
-    units["derived_lifecycle"] = _values(rows["event_uid"])
+    for table in catalogue.kept("duckdb"):
+        if table.unit == "event_uid":
+            create_on(work, table.name, sql_text(table.file, "duckdb"))
+            units[table.name] = _values(rows["event_uid"])
     return _relock(con, work, found, rows, units)
+
+
+def _prune(work: duckdb.DuckDBPyConnection, touched: dict[str, list[str]],
+           units: dict[str, set[str]]) -> None:
+    """Keep only the touched units' rows of the tables a batch builds over its rows:
+    those whose unit is a key or a job (catalogue.PRUNED_UNITS)."""
+    slots = catalogue.TOUCHED["duckdb"]
+    for unit in catalogue.PRUNED_UNITS:
+        strings(work, slots[unit], touched[unit])
+    for table in catalogue.kept("duckdb"):
+        if table.unit in catalogue.PRUNED_UNITS:
+            with_slots = sql_text("derive_prune", "duckdb")
+            work.execute(with_identifiers(with_slots, table=table.name, unit=table.unit,
+                                          units=slots[table.unit]))
+            units[table.name] = set(touched[table.unit])
 
 
 def _relock(con: duckdb.DuckDBPyConnection, work: duckdb.DuckDBPyConnection,
@@ -311,7 +324,7 @@ def _relock(con: duckdb.DuckDBPyConnection, work: duckdb.DuckDBPyConnection,
 
     A lock_key is shared by every job of its resource: over a long history, thousands of
     executions hold it. Only those whose time meets the batch's are derived again, and
-    only those whose span ends late enough to meet them are read (`_kept_holders`), so a
+    only those whose span ends late enough to meet them are read (`kept_holders`), so a
     batch costs the holders it reaches, not every holder ever."""
     columns = ", ".join(HOLDER_COLUMNS)
     new = work.sql(f"SELECT {columns} FROM derived_executions").to_arrow_table()
@@ -323,7 +336,7 @@ def _relock(con: duckdb.DuckDBPyConnection, work: duckdb.DuckDBPyConnection,
     # `found`'s or `rows`' (none ends before the earliest of them).
     since = min(_earliest_start(new), _earliest_event_us(found.rows),
                 _earliest_event_us(rows))
-    kept = _kept_holders(con, since, None, new.schema)
+    kept = kept_holders(con, since, None, new.schema)
     work.register("touched_holders_new", new)
     while True:
         was_touched = pc.or_(
@@ -341,7 +354,7 @@ def _relock(con: duckdb.DuckDBPyConnection, work: duckdb.DuckDBPyConnection,
         reach = min(_earliest_start(old), _earliest_start(reached))
         if reach >= since:
             break
-        kept = pa.concat_tables([kept, _kept_holders(con, reach, since, new.schema)])
+        kept = pa.concat_tables([kept, kept_holders(con, reach, since, new.schema)])
         since = reach
     holders = pa.concat_tables([new, involved.select(new.schema.names).cast(new.schema)])
     work.register("lock_holders", holders)
@@ -368,7 +381,7 @@ _NEVER = -9223372036854775807
 _FOREVER = 9223372036854775807
 
 
-def _kept_holders(con: duckdb.DuckDBPyConnection, since: int, until: int | None,
+def kept_holders(con: duckdb.DuckDBPyConnection, since: int, until: int | None,
                   schema: pa.Schema) -> pa.Table:
     """The kept holders of the touched lock_keys whose span ends in [since, until) (from
     `since` on, for `until` None).
@@ -406,7 +419,6 @@ def _answers_of(
     work: duckdb.DuckDBPyConnection,
     others: set[str],
     units: dict[str, set[str]],
-    layered_answers: Callable[[duckdb.DuckDBPyConnection], None],
 ) -> None:
     """The kept answers of one key a row for the touched keys and for `others`, keys a
     batch did not touch whose lock incidents it derived again: a key B that takes a lock

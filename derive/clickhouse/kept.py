@@ -1,7 +1,7 @@
 """The derived tables' kept form on ClickHouse and chDB: rows versioned by unit.
 
 Every derived table is made of units (a key's executions, a job, an execution's lock
-incidents; queries/incremental.py names them). On ClickHouse each is kept as
+incidents; derive/catalogue.py names them). On ClickHouse each is kept as
 `<table>_rows`, a ReplacingMergeTree ordered by (unit, row number in the unit) with a row
 version and a deleted flag: deriving a unit again writes its rows under a newer version,
 and a tombstone for each row number it no longer fills. `FINAL` then gives the newest
@@ -20,10 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from store.base import Store
+from store.clickhouse import LOOKUP_GRANULARITY, ClickHouseEngine
 from store.sql_files import read, with_identifiers
 
-_SQL = Path(__file__).with_name("sql")
+_SQL = Path(__file__).parents[1] / "sql"
 
 #: The layout of what this module keeps; another one is rebuilt from nothing, but for
 #: those in UPGRADABLE.
@@ -32,20 +32,13 @@ FORMAT = 3
 #: kept the duplicates answer whole (computed again each generation) instead of by key.
 UPGRADABLE = frozenset({1, 2})
 
-#: Rows a mark of a kept table (and of the id index) covers, where ClickHouse's default is
-#: 8192: a batch looks up a thousand or so units scattered over all the kept rows (random
-#: job_ids), and each lookup reads the granule its unit falls in. At 100M events, looking
-#: up a batch's 1,250 job_ids read 859 of 1,531 granules of 12.5M kept jobs; with 1024
-#: the same lookups take a third of the time, and the marks of 15M rows still fit in
-#: 300 kB.
-LOOKUP_GRANULARITY = 1024
 
 #: Columns a kept row carries besides its table's own.
 VERSION_COLUMNS = ("_row", "_version", "_deleted")
 
 
 def sql(name: str, **identifiers: str) -> str:
-    """A statement of store/sql/clickhouse with its identifiers put in."""
+    """A statement of derive/sql/clickhouse with its identifiers put in."""
     return with_identifiers(read(_SQL, name, "clickhouse"), **identifiers)
 
 
@@ -69,33 +62,23 @@ class Status:
     partitions: tuple[str, ...]
 
 
-def _cluster(store: Store) -> str | None:
-    cluster: str | None = getattr(store, "cluster", None)
-    return cluster
-
-
-def _database(store: Store) -> str:
-    database: str = getattr(store, "database")  # noqa: B009 - every ClickHouse store has one
-    return database
-
-
-def engine(store: Store, arguments: str = "") -> str:
+def engine(store: ClickHouseEngine, arguments: str = "") -> str:
     """`ReplacingMergeTree(arguments)`, replicated to every node on a cluster (a path
     of the table's own UUID: a table built aside and exchanged keeps its replicas)."""
-    if _cluster(store) is None:
+    if store.cluster is None:
         return f"ReplacingMergeTree({arguments})"
     path = "'/clickhouse/tables/{uuid}', '{replica}'"
     return f"ReplicatedReplacingMergeTree({path}{', ' + arguments if arguments else ''})"
 
 
-def on_cluster(store: Store) -> str:
-    cluster = _cluster(store)
+def on_cluster(store: ClickHouseEngine) -> str:
+    cluster = store.cluster
     return f" ON CLUSTER {cluster}" if cluster else ""
 
 
-def create_bookkeeping(store: Store) -> None:
+def create_bookkeeping(store: ClickHouseEngine) -> None:
     """The status and answer stamp tables, if they are not there."""
-    db, where = _database(store), on_cluster(store)
+    db, where = store.database, on_cluster(store)
     store.command(
         f"CREATE TABLE IF NOT EXISTS {db}.derived_status{where} (format UInt32, epoch String,"
         " generation UInt64, version UInt64, high String, recent String,"
@@ -107,10 +90,10 @@ def create_bookkeeping(store: Store) -> None:
         f" ENGINE = {engine(store, 'version')} ORDER BY name")
 
 
-def status(store: Store) -> Status | None:
+def status(store: ClickHouseEngine) -> Status | None:
     """The recorded status, or None where nothing was derived yet."""
     create_bookkeeping(store)
-    rows = store.arrow(sql("derived_status", db=_database(store))).to_pylist()
+    rows = store.arrow(sql("derived_status", db=store.database)).to_pylist()
     if not rows:
         return None
     row = rows[0]
@@ -119,29 +102,29 @@ def status(store: Store) -> Status | None:
                   tuple(row["partitions"]))
 
 
-def set_status(store: Store, new: Status) -> None:
-    store.command(sql("derived_status_set", db=_database(store)),
+def set_status(store: ClickHouseEngine, new: Status) -> None:
+    store.command(sql("derived_status_set", db=store.database),
                   {"format": new.format, "epoch": new.epoch, "generation": new.generation,
                    "version": new.version, "high": new.high,
                    "recent": new.recent, "partitions": list(new.partitions)})
 
 
-def now_us(store: Store) -> int:
+def now_us(store: ClickHouseEngine) -> int:
     """The server's clock: row versions order writes made by any process."""
     return int(store.arrow(sql("server_version_us"))["now_us"][0].as_py())
 
 
-def partitions(store: Store) -> tuple[str, ...]:
-    table = "events_local" if _cluster(store) else "events"
+def partitions(store: ClickHouseEngine) -> tuple[str, ...]:
+    table = "events_local" if store.cluster else "events"
     found = store.arrow(sql("events_partitions"),
-                        {"database": _database(store), "table": table})["partitions"]
+                        {"database": store.database, "table": table})["partitions"]
     return tuple(sorted(found[0].as_py() or []))
 
 
-def columns(store: Store, table: str) -> list[tuple[str, str]]:
+def columns(store: ClickHouseEngine, table: str) -> list[tuple[str, str]]:
     """(name, type) of a table of the store's database, in order."""
     rows = store.arrow(sql("relation_columns"),
-                       {"database": _database(store), "table": table}).to_pylist()
+                       {"database": store.database, "table": table}).to_pylist()
     return [(r["name"], r["type"]) for r in rows]
 
 
@@ -149,14 +132,14 @@ def rows_table(table: str) -> str:
     return f"{table}_rows"
 
 
-def create_rows_table(store: Store, name: str, shape: list[tuple[str, str]],
+def create_rows_table(store: ClickHouseEngine, name: str, shape: list[tuple[str, str]],
                       unit: str, lookup: str | None = None) -> None:
     """`name`: kept rows of the columns `shape`, by `unit` (replacing any table there).
 
     `lookup` names a column the units are also found by: a projection keeps its values
     sorted with their unit, so a read of a few of them finds their units without a scan
     of every row (merges rebuild it, as rows are replaced)."""
-    db, where = _database(store), on_cluster(store)
+    db, where = store.database, on_cluster(store)
     listed = ",\n  ".join(f"`{column}` {kind}" for column, kind in shape)
     projection = settings = ""
     if lookup is not None:
@@ -181,10 +164,10 @@ def _projection(unit: str, lookup: str) -> str:
     return f"by_{lookup} (SELECT `{lookup}`, `{unit}` ORDER BY `{lookup}`)"
 
 
-def add_lookup(store: Store, name: str, unit: str, lookup: str) -> None:
+def add_lookup(store: ClickHouseEngine, name: str, unit: str, lookup: str) -> None:
     """The `lookup` projection of `create_rows_table`, added to a table made without it
     and filled from the rows there (a few seconds for 16M kept executions)."""
-    db, where = _database(store), on_cluster(store)
+    db, where = store.database, on_cluster(store)
     store.command(f"ALTER TABLE {db}.{name}{where} MODIFY SETTING {_REBUILD_PROJECTIONS}")
     store.command(f"ALTER TABLE {db}.{name}{where} "
                   f"ADD PROJECTION IF NOT EXISTS {_projection(unit, lookup)}")
@@ -192,10 +175,10 @@ def add_lookup(store: Store, name: str, unit: str, lookup: str) -> None:
                   "SETTINGS mutations_sync = 2")
 
 
-def replace_table(store: Store, name: str, built: str) -> None:
+def replace_table(store: ClickHouseEngine, name: str, built: str) -> None:
     """Put the table `built` in the place of `name` (one atomic exchange where `name`
     exists), then drop what was there."""
-    db, where = _database(store), on_cluster(store)
+    db, where = store.database, on_cluster(store)
     exists = store.arrow(sql("relation_columns"), {"database": db, "table": name})
     if exists.num_rows:
         store.command(f"EXCHANGE TABLES {db}.{built} AND {db}.{name}{where}")
@@ -204,10 +187,10 @@ def replace_table(store: Store, name: str, built: str) -> None:
         store.command(f"RENAME TABLE {db}.{built} TO {db}.{name}{where}")
 
 
-def create_view(store: Store, table: str, numbered: str | None = None) -> None:
+def create_view(store: ClickHouseEngine, table: str, numbered: str | None = None) -> None:
     """`table` as its readers know it: the newest version of each row, no tombstone
     (`numbered`: a kept answer's rows, numbered as `answer_row` in that order)."""
-    db, where = _database(store), on_cluster(store)
+    db, where = store.database, on_cluster(store)
     hidden = ", ".join(VERSION_COLUMNS)
     number = "" if numbered is None else (
         f"toUInt64(row_number() OVER (ORDER BY {numbered})) AS answer_row, ")
@@ -215,30 +198,30 @@ def create_view(store: Store, table: str, numbered: str | None = None) -> None:
                   f"* EXCEPT ({hidden}) FROM {db}.{rows_table(table)} FINAL WHERE _deleted = 0")
 
 
-def drop_table(store: Store, name: str) -> None:
+def drop_table(store: ClickHouseEngine, name: str) -> None:
     """Drop table `name` if there is one (a kept answer of an earlier layout, where this
     one keeps a view)."""
-    db, where = _database(store), on_cluster(store)
+    db, where = store.database, on_cluster(store)
     store.command(f"DROP TABLE IF EXISTS {db}.{name}{where} SYNC")
 
 
-def answer_stamps(store: Store) -> dict[str, tuple[str, int]]:
+def answer_stamps(store: ClickHouseEngine) -> dict[str, tuple[str, int]]:
     """Kept answer -> (epoch, generation) it was computed at."""
     create_bookkeeping(store)
-    rows = store.arrow(sql("derived_answers", db=_database(store))).to_pylist()
+    rows = store.arrow(sql("derived_answers", db=store.database)).to_pylist()
     return {r["name"]: (r["epoch"], int(r["generation"])) for r in rows}
 
 
-def stamp_answer(store: Store, name: str, epoch: str, generation: int) -> None:
-    store.command(sql("derived_answer_set", db=_database(store)),
+def stamp_answer(store: ClickHouseEngine, name: str, epoch: str, generation: int) -> None:
+    store.command(sql("derived_answer_set", db=store.database),
                   {"name": name, "epoch": epoch, "generation": generation})
 
 
-def lag_seconds(store: Store) -> float | None:
+def lag_seconds(store: ClickHouseEngine) -> float | None:
     """How long the oldest row the derived tables have not read has waited: 0 when they
     hold everything, None before anything was derived (the collector's /metrics)."""
     current = status(store)
     if current is None:
         return None
-    found = store.arrow(sql("derivation_lag", db=_database(store)), {"high": current.high})
+    found = store.arrow(sql("derivation_lag", db=store.database), {"high": current.high})
     return max(float(found["lag"][0].as_py()), 0.0)

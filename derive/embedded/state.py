@@ -42,7 +42,7 @@ from store.lookup_index import segment_name
 from store.sql_files import read, with_identifiers
 
 STATE = "state.json"
-_SQL = Path(__file__).parent / "sql"
+_SQL = Path(__file__).parents[2] / "store" / "sql"
 STALE_GRACE_SECONDS = 300.0
 MAX_LAYERS = 8
 #: Generations whose touched units stay answerable (`touched_since`).

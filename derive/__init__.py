@@ -1,0 +1,1 @@
+"""The derive stage: derived tables and kept answers, kept current batch by batch."""

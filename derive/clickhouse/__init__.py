@@ -1,0 +1,1 @@
+"""Derivation on ClickHouse and chDB: rows versioned by unit beside `events`."""

@@ -1,0 +1,1 @@
+"""Derivation on the embedded store: layers of Parquet files beside the segments."""

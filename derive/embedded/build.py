@@ -1,0 +1,87 @@
+"""Derived tables and kept answers made on one DuckDB connection, from its `unique_events`.
+
+A build from nothing runs this over every event; a batch (derive/embedded/incremental.py)
+runs the same over the rows of the units it touches, on a connection of its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import duckdb
+
+from derive import answers, catalogue
+from derive.embedded import state as derived_state
+from derive.library import render, text
+
+log = logging.getLogger("dupescope.queries")
+
+
+def create_on(con: duckdb.DuckDBPyConnection, name: str, select: str,
+              view: bool = False) -> None:
+    """CREATE OR REPLACE a temp view or table on an embedded store's DuckDB connection."""
+    started = time.perf_counter()
+    derived_state.drop(con, name)
+    con.execute(f"CREATE OR REPLACE TEMP {'VIEW' if view else 'TABLE'} {name} AS {select}")
+    log.debug("derived %s in %.2f s", name, time.perf_counter() - started)
+
+
+def retype_hugeints(con: duckdb.DuckDBPyConnection, name: str, kind: str) -> None:
+    """Give a built table's HUGEINT columns a type Parquet keeps, so that a process that
+    attaches the kept files reads what the building process reads (written as they are,
+    they came back as DOUBLE: `side_effect_events` 0 in one process, 0.0 in the next).
+    The derived tables' counts fit BIGINT; a kept answer keeps the Decimal its live
+    query gives."""
+    columns = text("hugeint_columns", "duckdb")
+    wide = con.execute(render(columns, "duckdb", {"name": name}), {"name": name}).fetchall()
+    for (column,) in wide:
+        con.execute(f'ALTER TABLE {name} ALTER "{column}" TYPE {kind}')
+
+
+def create_answer(con: duckdb.DuckDBPyConnection, name: str, select: str) -> None:
+    """A kept answer as a table whose types survive Parquet: DuckDB writes a HUGEINT (what
+    it sums integers into) as DOUBLE, so such columns are kept as DECIMAL(38, 0), which
+    comes back as the same Decimal values a live query gives."""
+    create_on(con, name, select)
+    retype_hugeints(con, name, "DECIMAL(38, 0)")
+
+
+def build_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """event_facts and every chained derived table on `con`, over its `unique_events`
+    (a build stage, a table without a unit, is dropped once the others are built)."""
+    create_on(con, "event_facts", text("event_facts", "duckdb"), view=True)
+    for table in catalogue.chained("duckdb"):
+        create_on(con, table.name, text(table.file, "duckdb"))
+        retype_hugeints(con, table.name, "BIGINT")
+    for table in catalogue.TABLES:
+        if table.unit is None:
+            con.execute(f"DROP TABLE IF EXISTS {table.name}")
+
+
+def layered_answers(con: duckdb.DuckDBPyConnection) -> None:
+    """The kept answers kept in layers, over the derived tables on `con`."""
+    for table in catalogue.by_key():
+        name = table.removeprefix("answer_")
+        create_answer(con, table, answers.select(name, "duckdb", counted=True))
+
+
+def every_answer(con: duckdb.DuckDBPyConnection) -> None:
+    """Every kept answer over the derived tables and segment counts on `con`."""
+    answers.build("duckdb", lambda table, select: create_answer(con, table, select),
+                  counted=True)
+
+
+def exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    """Whether a table or view of that name is on `con`."""
+    found = con.execute(render(text("relation_exists", "duckdb"), "duckdb", {"name": table}),
+                        {"name": table}).fetchall()
+    return bool(found[0][0])
+
+
+def kept_order(table: catalogue.Table, built: bool) -> str:
+    """The ORDER BY a kept table is written with (`built`: by a build, whose query may
+    sort it already)."""
+    if not table.order or (built and table.sorted_by_query):
+        return ""
+    return f" ORDER BY {table.order}"
