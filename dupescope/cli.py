@@ -54,8 +54,22 @@ TIMELINE_COLUMNS = [
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="dupescope")
 @group_store_option
-def main(store_url: str | None) -> None:
+@click.option(
+    "--memory",
+    metavar="SIZE",
+    default=None,
+    help="Memory budget of every heavy step (build, compaction, ingest, collector), e.g. "
+    "4GB; beyond it they spill to disk. Default: $DUPESCOPE_MEMORY, else a quarter of the "
+    "machine's RAM, never above the cgroup limit.",
+)
+def main(store_url: str | None, memory: str | None) -> None:
     """Find, explain and alert on duplicate job executions in at-least-once queues."""
+    from store import memory as budget
+
+    try:
+        budget.configure(memory)
+    except budget.BudgetError as exc:
+        raise click.BadParameter(str(exc), param_hint="--memory") from exc
 
 
 @main.command()

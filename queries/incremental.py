@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 
 from queries import answers
 from queries.loader import sql_text
-from store import derived_state
+from store import derived_state, memory
 from store.base import SegmentedStore
 from store.hot_log import is_hot, read_hot
 from store.lineage import Changes, lineage
@@ -111,7 +111,9 @@ def _once(rows: pa.Table) -> pa.Table:
 
 
 def connection() -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect(config={"temp_directory": spill_folder()})
+    con = duckdb.connect(
+        config={"temp_directory": spill_folder(), "memory_limit": memory.reader_limit()}
+    )
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET enable_progress_bar = false")
     return con

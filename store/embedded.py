@@ -35,6 +35,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from store import memory
 from store.base import SegmentedStore, StoreError, to_frame
 from store.durable import fsync_dir, place, temporary_for
 from store.hot_log import HotLogs, HotTables, frame_count, is_hot, is_log, is_open, read_hot, sizes
@@ -68,9 +69,9 @@ TIER_BASE_ROWS = 65_536
 #: A compacted segment this large is not merged again (a key lookup opens one row group of
 #: it through the index, however many segments the day has).
 SETTLED_ROWS = 16_000_000
-#: What DuckDB may hold while it merges (sorting, dropping repeats); beyond it, it spills to
-#: `<store>/.compaction-spill`. Unbounded, merging 1.6M rows took 5.4 GB.
-COMPACTION_MEMORY = "256MB"
+#: What DuckDB may hold while it merges (sorting, dropping repeats) is a share of the
+#: memory budget (`store/memory.py`); beyond it, it spills to `<store>/.compaction-spill`.
+#: Unbounded, merging 1.6M rows took 5.4 GB.
 #: A compacted row group ends at this many bytes too: the Parquet writer holds a row group
 #: until it is complete, and 4096 rows of 10 MB attributes would have been 40 GB.
 COMPACTED_ROW_GROUP_BYTES = "16MB"
@@ -112,11 +113,12 @@ class EmbeddedStore(SegmentedStore):
     def __init__(
         self,
         root: str | Path,
-        compaction_memory: str = COMPACTION_MEMORY,
+        compaction_memory: str | None = None,
         wide_merge_bytes: int = WIDE_MERGE_BYTES,
     ) -> None:
         self.root = Path(root)
-        self.compaction_memory = compaction_memory  # DuckDB's memory_limit for a merge
+        # DuckDB's memory_limit for a merge: a share of the budget (store/memory.py)
+        self.compaction_memory = compaction_memory or memory.compaction_limit()
         self.wide_merge_bytes = wide_merge_bytes  # bytes of wide rows merged at once
         self.events_dir = self.root / "events"
         self.trash_dir = self.root / ".trash"
@@ -177,7 +179,9 @@ class EmbeddedStore(SegmentedStore):
 
     def _connection(self) -> duckdb.DuckDBPyConnection:
         if self._con is None:
-            self._con = duckdb.connect(config={"temp_directory": spill_folder()})
+            self._con = duckdb.connect(
+                config={"temp_directory": spill_folder(), "memory_limit": memory.reader_limit()}
+            )
             self._con.execute("SET TimeZone = 'UTC'")
             self._con.execute("SET parquet_metadata_cache = true")
         return self._con
