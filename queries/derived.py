@@ -321,7 +321,10 @@ def _build_in_memory(
     """Everything built on the reader's connection (`every_answer`: every kept answer, as
     a read-only store needs; else only those kept in layers)."""
     deduplicated = materialised.unique_events(store, con)
-    con.execute(f"CREATE OR REPLACE TEMP VIEW unique_events AS {deduplicated}")
+    # Held once, where DuckDB can spill it, when repeats are dropped: a view would drop
+    # them again for every table that reads it.
+    held = "VIEW" if deduplicated == "SELECT * FROM events" else "TABLE"
+    con.execute(f"CREATE OR REPLACE TEMP {held} unique_events AS {deduplicated}")
     _build_tables(con)
     incremental.count_segments(con, store.segments(), _create_on)
     if every_answer:
