@@ -166,6 +166,12 @@ def ingest(
     if shown > 50 and not quiet:
         click.echo(f"... and {shown - 50} more rejected lines", err=True)
     click.echo(report.summary(), err=True)
+    if report.rows and (segmented_store := store.segmented()) is not None:
+        # Readers pay for every small segment a day holds; merged now, the next
+        # `timeline` or `duplicates` reads a compacted store.
+        merged = segmented_store.compact()
+        if merged and not quiet:
+            click.echo(f"compacted {merged} segment(s)", err=True)
     # Every segment is durable once written: with the store closed, nothing is left that
     # the interpreter's teardown would finish (a database store may still be flushing).
     segmented = store.segmented() is not None
