@@ -18,6 +18,7 @@ from dupescope import (
     cli_demo,
     cli_forensics,
     cli_report,
+    cli_status,
     cli_watch,
     cli_whatif,
     prompt_exit,
@@ -301,6 +302,7 @@ for command in (
     cli_demo.demo,
     cli_whatif.whatif,
     cli_report.report,
+    cli_status.status,
 ):
     main.add_command(command)
 
