@@ -54,7 +54,7 @@ class Status:
 
 def _rows(path: Path) -> int:
     try:
-        return read_hot(path).num_rows if is_hot(path) else pq.read_metadata(path).num_rows
+        return int(read_hot(path).num_rows if is_hot(path) else pq.read_metadata(path).num_rows)
     except (OSError, ValueError):  # compacted away as it was read
         return 0
 
