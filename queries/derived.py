@@ -324,7 +324,14 @@ def _build_in_memory(
     # Held once, where DuckDB can spill it, when repeats are dropped: a view would drop
     # them again for every table that reads it.
     held = "VIEW" if deduplicated == "SELECT * FROM events" else "TABLE"
-    con.execute(f"CREATE OR REPLACE TEMP {held} unique_events AS {deduplicated}")
+    kind = con.execute(
+        "SELECT 'VIEW' FROM duckdb_views() WHERE view_name = 'unique_events' AND temporary "
+        "UNION ALL SELECT 'TABLE' FROM duckdb_tables() WHERE table_name = 'unique_events' "
+        "AND temporary"
+    ).fetchall()
+    for (existing,) in kind:  # a view or a table from an earlier build on this connection
+        con.execute(f"DROP {existing} unique_events")
+    con.execute(f"CREATE TEMP {held} unique_events AS {deduplicated}")
     _build_tables(con)
     incremental.count_segments(con, store.segments(), _create_on)
     if every_answer:
