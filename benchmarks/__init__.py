@@ -13,5 +13,6 @@ HARNESSES = {
     "queue_labs": "the Sidekiq and SQS labs at --scale N, each source scored against its ledger",
     "bullmq_lab": "the BullMQ lab at a larger size: score, scenario time, replay entries/s",
     "rq_worker_lost": "RQ: a whole worker SIGKILLed; its job run again once abandoned, scored",
+    "store_budget": "load, full build and compaction of N events under --memory: time, peak RSS",
     "whatif": "whatif predicted vs the model run again at the proposed settings; whatif timed",
 }

@@ -18,6 +18,7 @@ from dupescope import (
     cli_demo,
     cli_forensics,
     cli_report,
+    cli_status,
     cli_watch,
     cli_whatif,
     prompt_exit,
@@ -54,8 +55,22 @@ TIMELINE_COLUMNS = [
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="dupescope")
 @group_store_option
-def main(store_url: str | None) -> None:
+@click.option(
+    "--memory",
+    metavar="SIZE",
+    default=None,
+    help="Memory budget of every heavy step (build, compaction, ingest, collector), e.g. "
+    "4GB; beyond it they spill to disk. Default: $DUPESCOPE_MEMORY, else a quarter of the "
+    "machine's RAM, never above the cgroup limit.",
+)
+def main(store_url: str | None, memory: str | None) -> None:
     """Find, explain and alert on duplicate job executions in at-least-once queues."""
+    from store import memory as budget
+
+    try:
+        budget.configure(memory)
+    except budget.BudgetError as exc:
+        raise click.BadParameter(str(exc), param_hint="--memory") from exc
 
 
 @main.command()
@@ -152,6 +167,12 @@ def ingest(
     if shown > 50 and not quiet:
         click.echo(f"... and {shown - 50} more rejected lines", err=True)
     click.echo(report.summary(), err=True)
+    if report.rows and (segmented_store := store.segmented()) is not None:
+        # Readers pay for every small segment a day holds; merged now, the next
+        # `timeline` or `duplicates` reads a compacted store.
+        merged = segmented_store.compact()
+        if merged and not quiet:
+            click.echo(f"compacted {merged} segment(s)", err=True)
     # Every segment is durable once written: with the store closed, nothing is left that
     # the interpreter's teardown would finish (a database store may still be flushing).
     segmented = store.segmented() is not None
@@ -281,6 +302,7 @@ for command in (
     cli_demo.demo,
     cli_whatif.whatif,
     cli_report.report,
+    cli_status.status,
 ):
     main.add_command(command)
 

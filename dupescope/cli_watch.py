@@ -6,10 +6,12 @@ import logging
 import signal
 import threading
 from datetime import timedelta
+from typing import Any
 
 import click
 
 from dupescope.options import open_store_or_exit, rules_option, store_option
+from store.base import SegmentedStore
 
 
 @click.command()
@@ -155,6 +157,7 @@ def watch(
             return
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, lambda *_: stop.set())
+        compactor = _background_compaction(segmented)
         click.echo(
             f"watching {store.describe()} every {interval:g}s; "
             f"{len(sinks)} webhook(s)"
@@ -163,7 +166,24 @@ def watch(
         )
         watcher.run(interval, stop)
     finally:
+        if "compactor" in locals() and compactor is not None:
+            compactor.stop()
         if server is not None:
             server.shutdown()  # type: ignore[attr-defined]
         state.close()
         store.close()
+
+
+def _background_compaction(segmented: SegmentedStore | None) -> Any:
+    """A store fed by a collector without its own compaction, or by repeated ingests,
+    is kept merged while `watch` runs (on a store object of its own: merges take the
+    store's maintenance lock, so a collector compacting too waits its turn)."""
+    if segmented is None:
+        return None
+    from collectors.service.compaction import Compactor
+    from store.open import open_store
+
+    own = open_store(str(segmented.root)).segmented()
+    if own is None:
+        return None
+    return Compactor(own, interval=30.0, min_segments=16).start()

@@ -35,6 +35,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from store import compaction_journal, compaction_runs, memory
 from store.base import SegmentedStore, StoreError, to_frame
 from store.durable import fsync_dir, place, temporary_for
 from store.hot_log import HotLogs, HotTables, frame_count, is_hot, is_log, is_open, read_hot, sizes
@@ -68,15 +69,12 @@ TIER_BASE_ROWS = 65_536
 #: A compacted segment this large is not merged again (a key lookup opens one row group of
 #: it through the index, however many segments the day has).
 SETTLED_ROWS = 16_000_000
-#: What DuckDB may hold while it merges (sorting, dropping repeats); beyond it, it spills to
-#: `<store>/.compaction-spill`. Unbounded, merging 1.6M rows took 5.4 GB.
-COMPACTION_MEMORY = "256MB"
+#: What DuckDB may hold while it merges (sorting, dropping repeats) is a share of the
+#: memory budget (`store/memory.py`); beyond it, it spills to `<store>/.compaction-spill`.
+#: Unbounded, merging 1.6M rows took 5.4 GB.
 #: A compacted row group ends at this many bytes too: the Parquet writer holds a row group
 #: until it is complete, and 4096 rows of 10 MB attributes would have been 40 GB.
 COMPACTED_ROW_GROUP_BYTES = "16MB"
-#: Per day folder, the segments compaction set aside (name -> reason): readers read them
-#: as they are, compaction merges them no more.
-SET_ASIDE = ".set-aside.json"
 #: DuckDB spills a merge's sort to disk in blocks, but not rows of large values: 30 rows of
 #: 10 MB attributes (300 MB) ran out of its 256 MB, and so did 30,000 of 10 KB, where
 #: 300,000 of 1 KB spilled and merged. Rows above WIDE_ROW_BYTES on average are merged
@@ -112,11 +110,12 @@ class EmbeddedStore(SegmentedStore):
     def __init__(
         self,
         root: str | Path,
-        compaction_memory: str = COMPACTION_MEMORY,
+        compaction_memory: str | None = None,
         wide_merge_bytes: int = WIDE_MERGE_BYTES,
     ) -> None:
         self.root = Path(root)
-        self.compaction_memory = compaction_memory  # DuckDB's memory_limit for a merge
+        # DuckDB's memory_limit for a merge: a share of the budget (store/memory.py)
+        self.compaction_memory = compaction_memory or memory.compaction_limit()
         self.wide_merge_bytes = wide_merge_bytes  # bytes of wide rows merged at once
         self.events_dir = self.root / "events"
         self.trash_dir = self.root / ".trash"
@@ -162,7 +161,8 @@ class EmbeddedStore(SegmentedStore):
         """Every segment, Parquet and hot, in order of arrival within each day."""
         if not self.events_dir.exists():
             return []
-        return sorted(_segments_in(self.events_dir.glob("day=*/*")))
+        entries = compaction_journal.without_replaced(list(self.events_dir.glob("day=*/*")))
+        return sorted(_segments_in(entries))
 
     def days(self) -> list[str]:
         if not self.events_dir.exists():
@@ -177,7 +177,9 @@ class EmbeddedStore(SegmentedStore):
 
     def _connection(self) -> duckdb.DuckDBPyConnection:
         if self._con is None:
-            self._con = duckdb.connect(config={"temp_directory": spill_folder()})
+            self._con = duckdb.connect(
+                config={"temp_directory": spill_folder(), "memory_limit": memory.reader_limit()}
+            )
             self._con.execute("SET TimeZone = 'UTC'")
             self._con.execute("SET parquet_metadata_cache = true")
         return self._con
@@ -350,6 +352,7 @@ class EmbeddedStore(SegmentedStore):
             changed = False
             for folder in sorted(self.events_dir.glob("day=*")):
                 day = folder.name.removeprefix("day=")
+                compaction_journal.recover(folder, self._discard)
                 merged, compacted = self._compact_day(
                     folder, self._day_covers(day), min_segments
                 )
@@ -370,11 +373,10 @@ class EmbeddedStore(SegmentedStore):
     ) -> tuple[int, list[Path]]:
         """How many of the day's segments were merged away (see `compact`), and its
         compacted segments now."""
-        aside = _set_aside(folder)
         # A log a writer holds may grow still: it waits for a later round.
         segments = [p for p in sorted(_segments_in(folder.iterdir())) if not _is_open_log(p)]
         compacted = [p for p in segments if p.name in covered]
-        new = [p for p in segments if p.name not in covered and p.name not in aside]
+        new = [p for p in segments if p.name not in covered]
         replaced = 0
         commits = {p: frame_count(p) if is_log(p) else 1 for p in new}
         if empty := [p for p in new if commits[p] == 0]:  # a log closed before its first
@@ -382,58 +384,18 @@ class EmbeddedStore(SegmentedStore):
             new = [p for p in new if commits[p]]
         if new and (len(compacted) + sum(commits.values()) >= min_segments or not compacted):
             for group, wide in _by_wide_bytes(new, self.wide_merge_bytes):
-                compacted += self._merge_new(folder, group, aside, wide)
-            replaced += len(new) - len([p for p in new if p.name in aside])
+                compacted.append(self._merge(folder, group, wide))
+            replaced += len(new)
         tiered = [
-            p for p in compacted
-            if p.name not in aside
-            and _wide_bytes(p) <= self.wide_merge_bytes // MERGE_FANOUT
+            p for p in compacted if _wide_bytes(p) <= self.wide_merge_bytes // MERGE_FANOUT
         ]
         while group := _tier_to_merge(tiered):
-            try:
-                merged_tier = self._merge(folder, group)
-            except duckdb.OutOfMemoryException as exc:
-                # They stay as they are, compacted and indexed; merged again, they would
-                # fail again every round.
-                self._set_aside(folder, aside, group, f"too large to merge in memory: {exc}")
-                tiered = [p for p in tiered if p not in group]
-                continue
+            self._stop_if_interrupted()
+            merged_tier = self._merge(folder, group)
             compacted = [p for p in compacted if p not in group] + [merged_tier]
             tiered = [p for p in tiered if p not in group] + [merged_tier]
             replaced += len(group)
         return replaced, compacted
-
-    def _merge_new(
-        self, folder: Path, new: list[Path], aside: dict[str, str], wide: bool = False
-    ) -> list[Path]:
-        """New segments merged into one compacted segment or, when DuckDB runs out of
-        memory (rows of multi-MB values, which it cannot spill), halves merged apart; a
-        segment that fails alone is set aside (left as it is, still read, never merged)."""
-        try:
-            return [self._merge(folder, new, wide)]
-        except duckdb.OutOfMemoryException as exc:
-            if len(new) == 1:
-                self._set_aside(folder, aside, new, f"too large to merge in memory: {exc}")
-                return []
-        half = len(new) // 2
-        return self._merge_new(folder, new[:half], aside, wide) + self._merge_new(
-            folder, new[half:], aside, wide
-        )
-
-    def _set_aside(
-        self, folder: Path, aside: dict[str, str], paths: list[Path], reason: str
-    ) -> None:
-        """Compaction merges `paths` no more, saying why once (in the log and in the day
-        folder's SET_ASIDE file)."""
-        reason = reason.splitlines()[0]
-        for path in paths:
-            aside[path.name] = reason
-        log.warning("compaction set aside %d segment(s) of %s: %s (they are read as they "
-                    "are, and not merged again)", len(paths), folder.name, reason)
-        target = folder / SET_ASIDE
-        temporary = temporary_for(target)
-        temporary.write_text(json.dumps(aside, indent=1, sort_keys=True))
-        place(temporary, target)
 
     def _day_covers(self, day: str) -> set[str]:
         path = self.index_dir / f"day={day}.parquet"
@@ -480,42 +442,43 @@ class EmbeddedStore(SegmentedStore):
     def _merge(self, folder: Path, inputs: list[Path], wide: bool = False) -> Path:
         """`inputs` merged into one compacted segment, sorted and without repeats; with
         `wide` rows (large values), on one DuckDB thread: each thread holds rows of its
-        own while it sorts (30 MB less at peak for 60 MB of such rows)."""
+        own while it sorts (30 MB less at peak for 60 MB of such rows). Rows beyond what
+        the merge's memory holds are merged in sorted runs (`store/compaction_runs.py`)."""
         final = folder / _segment_name()
         temporary = temporary_for(final)
         target = str(temporary).replace("'", "''")  # COPY's target cannot be a parameter
         columns = ", ".join(EVENTS_SCHEMA.names)
-        parquet = [str(p) for p in inputs if not is_hot(p)]
-        hot = [p for p in inputs if is_hot(p)]
-        sources = []
-        if parquet:
-            sources.append(
-                f"SELECT {columns} FROM read_parquet($files, union_by_name = true, "
-                f"hive_partitioning = false)"
-            )
         lineage = json.dumps(inputs_of(inputs)).replace("'", "''")
+        options = (
+            f"(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE {COMPACTED_ROW_GROUP}, "
+            f"ROW_GROUP_SIZE_BYTES '{COMPACTED_ROW_GROUP_BYTES}', "
+            f"KV_METADATA {{'{LINEAGE}': '{lineage}'}})"
+        )
+        select = (
+            f"SELECT {columns} FROM rows "
+            f"QUALIFY row_number() OVER (PARTITION BY event_uid ORDER BY ts) = 1 "
+            f"ORDER BY idempotency_key NULLS LAST, job_id, ts"
+        )
+        runs = compaction_runs.runs_needed(
+            compaction_runs.uncompressed_bytes(inputs), self.compaction_memory
+        )
         con = duckdb.connect(config={
             "memory_limit": self.compaction_memory, "temp_directory": str(self._spill_dir),
             **({"threads": 1} if wide else {}),
         })
         self._merging = con
+        work = self._spill_dir / f"runs-{uuid.uuid4().hex[:12]}"
         try:
             self._stop_if_interrupted()
             con.execute("SET TimeZone = 'UTC'")
             con.execute("SET enable_progress_bar = false")  # a collector's stderr is its log
-            if hot:  # streamed a segment at a time, not expanded all at once
-                con.register("hot_segments", _hot_rows(hot))
-                sources.append(f"SELECT {columns} FROM hot_segments")
-            con.execute(
-                f"COPY (SELECT {columns} FROM ({' UNION ALL '.join(sources)}) "
-                f"QUALIFY row_number() OVER (PARTITION BY event_uid ORDER BY ts) = 1 "
-                f"ORDER BY idempotency_key NULLS LAST, job_id, ts) "
-                f"TO '{target}' (FORMAT parquet, COMPRESSION zstd, "
-                f"ROW_GROUP_SIZE {COMPACTED_ROW_GROUP}, "
-                f"ROW_GROUP_SIZE_BYTES '{COMPACTED_ROW_GROUP_BYTES}', "
-                f"KV_METADATA {{'{LINEAGE}': '{lineage}'}})",
-                {"files": parquet} if parquet else {},
-            )
+            if runs == 1:
+                try:
+                    self._merge_at_once(con, inputs, select, target, options)
+                except duckdb.OutOfMemoryException:
+                    runs = compaction_runs.FIRST_SPLIT
+            if runs > 1:
+                self._merge_in_runs(con, inputs, select, target, options, runs, work)
             self._stop_if_interrupted()  # asked before the COPY began, which clears it
         except BaseException as exc:
             temporary.unlink(missing_ok=True)
@@ -525,9 +488,70 @@ class EmbeddedStore(SegmentedStore):
         finally:
             self._merging = None
             con.close()
+            shutil.rmtree(work, ignore_errors=True)
+        compaction_journal.begin(folder, final.name, inputs)
         place(temporary, final)
         self._discard(inputs)
+        compaction_journal.end(folder, final.name)
         return final
+
+    def _merge_at_once(
+        self, con: duckdb.DuckDBPyConnection, inputs: list[Path], select: str, target: str,
+        options: str,
+    ) -> None:
+        """The merge in one statement: sorted and deduplicated within the memory limit."""
+        columns = ", ".join(EVENTS_SCHEMA.names)
+        parquet = [str(p) for p in inputs if not is_hot(p)]
+        hot = [p for p in inputs if is_hot(p)]
+        sources = []
+        if parquet:
+            sources.append(
+                f"SELECT {columns} FROM read_parquet($files, union_by_name = true, "
+                f"hive_partitioning = false)"
+            )
+        if hot:  # streamed a segment at a time, not expanded all at once
+            con.register("hot_segments", _hot_rows(hot))
+            sources.append(f"SELECT {columns} FROM hot_segments")
+        con.execute(
+            f"COPY (WITH rows AS ({' UNION ALL '.join(sources)}) {select}) TO '{target}' "
+            f"{options}",
+            {"files": parquet} if parquet else {},
+        )
+
+    def _merge_in_runs(
+        self, con: duckdb.DuckDBPyConnection, inputs: list[Path], select: str, target: str,
+        options: str, runs: int, work: Path,
+    ) -> None:
+        """The merge as sorted runs by key range, then copied in order into `target`."""
+        columns = ", ".join(EVENTS_SCHEMA.names)
+        work.mkdir(parents=True, exist_ok=True)
+        files = [str(p) for p in inputs if not is_hot(p)]
+        if hot := [p for p in inputs if is_hot(p)]:  # read once per run: made Parquet once
+            files.append(str(work / "hot.parquet"))
+            with pq.ParquetWriter(files[-1], EVENTS_SCHEMA) as writer:
+                for batch in _hot_rows(hot):
+                    writer.write_batch(batch)
+        source = (
+            f"SELECT {columns} FROM read_parquet($files, union_by_name = true, "
+            f"hive_partitioning = false)"
+        )
+        while True:
+            ranges = compaction_runs.ranges(con, source, {"files": files}, runs)
+            try:
+                written = compaction_runs.write_runs(
+                    con, source, {"files": files}, select, work, ranges, files,
+                    between=self._stop_if_interrupted,
+                )
+                break
+            except duckdb.OutOfMemoryException:
+                if runs >= compaction_runs.MAX_RUNS:
+                    raise
+                runs = min(runs * 4, compaction_runs.MAX_RUNS)
+        log.info("merged %d segment(s) in %d sorted runs", len(inputs), len(written))
+        compaction_runs.concatenate(
+            written, Path(target.replace("''", "'")), {LINEAGE: json.dumps(inputs_of(inputs))},
+            COMPACTED_ROW_GROUP, compaction_runs.duckdb_bytes(COMPACTED_ROW_GROUP_BYTES),
+        )
 
     def _discard(self, paths: list[Path]) -> None:
         self.trash_dir.mkdir(parents=True, exist_ok=True)
@@ -608,16 +632,6 @@ def _by_wide_bytes(paths: list[Path], limit: int) -> Iterator[tuple[list[Path], 
         held += wide
     if group:
         yield group, held > 0
-
-
-def _set_aside(folder: Path) -> dict[str, str]:
-    """The day's segments set aside by compaction, with the reason for each."""
-    try:
-        return dict(json.loads((folder / SET_ASIDE).read_text()))
-    except FileNotFoundError:
-        return {}
-    except (OSError, ValueError):  # unreadable: merged again, and set aside again if so
-        return {}
 
 
 def _is_open_log(path: Path) -> bool:

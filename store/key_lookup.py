@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from store import compaction_journal
 from store.hot_log import HotTables, is_hot
 from store.lookup_index import IndexSet, LookupIndex, current_indexes
 from store.schema import EVENTS_SCHEMA, empty_table
@@ -99,7 +100,10 @@ class DayListing:
                     else:
                         listed_at = time.time_ns()
                         in_day = os.listdir(entry.path)
-                        names = tuple(sorted(n for n in in_day if n.endswith(SEGMENT_SUFFIXES)))
+                        hidden = compaction_journal.replaced(Path(entry.path), in_day)
+                        names = tuple(sorted(
+                            n for n in in_day if n.endswith(SEGMENT_SUFFIXES) and n not in hidden
+                        ))
                         self._days[entry.name] = (mtime, listed_at, names)
                 except FileNotFoundError:  # retention moved the day away meanwhile
                     continue

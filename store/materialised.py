@@ -73,10 +73,16 @@ def unique_events(store: SegmentedStore, con: duckdb.DuckDBPyConnection) -> str:
     if not dirty:
         return "SELECT * FROM events"
     days = ", ".join(f"DATE '{day}'" for day in dirty)
+    # Only the repeated uids go through DISTINCT ON, which holds whole rows in memory and
+    # cannot spill; finding them is an aggregate of one column, which can.
+    dirty_rows = f"SELECT * FROM events WHERE CAST(ts AS DATE) IN ({days})"
+    repeated = f"SELECT event_uid FROM ({dirty_rows}) GROUP BY event_uid HAVING count(*) > 1"
     return (
         f"SELECT * FROM events WHERE CAST(ts AS DATE) NOT IN ({days}) "
         f"UNION ALL BY NAME "
-        f"SELECT DISTINCT ON (event_uid) * FROM events WHERE CAST(ts AS DATE) IN ({days})"
+        f"SELECT * FROM ({dirty_rows}) WHERE event_uid NOT IN ({repeated}) "
+        f"UNION ALL BY NAME "
+        f"SELECT DISTINCT ON (event_uid) * FROM ({dirty_rows}) WHERE event_uid IN ({repeated})"
     )
 
 

@@ -153,3 +153,16 @@ def test_derivation_lag_on_chdb_counts_from_the_oldest_row_not_derived(tmp_path:
             _lag_follows_derivation(collector, lambda: derived.ensure(store))
     finally:
         store.close()
+
+
+def test_metrics_carry_the_figures_of_status(tmp_path: Path) -> None:
+    store = EmbeddedStore(tmp_path / "store")
+    with running(store, compact_every=0) as collector:
+        url = f"http://127.0.0.1:{collector.http.port}/v1/jsonlines"
+        body = b'{"ts": 1764504000, "event": "deliver", "job_id": "j1", "job_type": "t"}\n'
+        assert post(url, body, "application/x-ndjson")[0] == 200
+        _, values = _scrape(collector.http.port)
+    assert values["dupescope_collector_store_events"] == 1
+    assert values["dupescope_collector_store_segments_awaiting_compaction{day=2025-11-30}"] == 1
+    assert values["dupescope_collector_store_disk_bytes{part=events}"] > 0
+    assert values["dupescope_collector_memory_budget_bytes"] > 0

@@ -1,17 +1,15 @@
-"""Compaction of rows whose attributes are megabytes: bounded memory, or set aside."""
+"""Compaction of rows whose attributes are megabytes: bounded memory, and merged all the same."""
 
 from __future__ import annotations
 
 import json
-import logging
 import threading
 import time
 from pathlib import Path
 
 import pyarrow as pa
-import pytest
 
-from store.embedded import SET_ASIDE, EmbeddedStore
+from store.embedded import EmbeddedStore
 from store.schema import EVENTS_SCHEMA
 
 DAY_START = 1_764_504_000_000_000  # µs
@@ -71,20 +69,12 @@ def test_thirty_rows_of_10_mb_attrs_are_compacted_in_bounded_memory(tmp_path: Pa
     assert time.monotonic() - started < 5
 
 
-def test_a_segment_too_large_to_merge_is_set_aside_once_and_still_read(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    caplog.set_level(logging.WARNING, logger="dupescope.store")
+def test_a_segment_too_large_to_merge_in_memory_is_merged_all_the_same(tmp_path: Path) -> None:
     store = EmbeddedStore(tmp_path / "store", compaction_memory="32MB")
     store.write_hot(pa.concat_tables([_wide_row(0, 24), _wide_row(1, 24)]))
     for i in range(2, 6):
         store.write_hot(_wide_row(i, 0))  # small rows, merged as ever
     store.compact(min_segments=2)
-    warnings = [r.getMessage() for r in caplog.records if r.name == "dupescope.store"]
-    assert len(warnings) == 1 and "too large to merge in memory" in warnings[0]
-    aside = json.loads(next(store.events_dir.glob(f"day=*/{SET_ASIDE}")).read_text())
-    assert [Path(name).suffix for name in aside] == [".arrow"]
-    assert sorted(p.suffix for p in store.segments()) == [".arrow", ".parquet"]
+    assert {p.suffix for p in store.segments()} == {".parquet"}
     assert len(_attr_lengths(store)) == 6  # acknowledged rows, all still read
-    assert store.compact(min_segments=2) == 0  # not tried again
-    assert len([r for r in caplog.records if r.name == "dupescope.store"]) == 1
+    assert store.compact(min_segments=2) == 0  # nothing left over to merge again

@@ -5,9 +5,8 @@ thousands of them and every reader would open them all. Every `interval` seconds
 compactor merges the days that have gathered `min_segments` segments (the embedded store
 only: ClickHouse merges by itself). The global lookup index, which reads every day kept,
 is merged again at most every 10 minutes; readers take the day indexes written since
-beside it. A failed round is logged and tried again later; a segment that cannot be
-merged in the memory compaction has (rows of multi-MB values) is set aside by the store,
-logged once, and not tried again.
+beside it. A failed round is logged and tried again later; a day larger than the memory
+compaction has is merged in sorted runs (store/compaction_runs.py), within the budget.
 """
 
 from __future__ import annotations

@@ -22,6 +22,8 @@ from prometheus_client.metrics_core import (
 
 from derive.open import open_deriver
 from store.clickhouse import ClickHouseEngine
+from store.embedded import EmbeddedStore
+from store.status import Status, status
 
 if TYPE_CHECKING:
     from collectors.service.collector import Collector
@@ -96,6 +98,8 @@ class _Scrape:
                 "kept derived state holds everything; -1: no reader has derived any).",
                 value=-1.0 if lag is None else round(lag, 3),
             )
+        if isinstance(self.collector.store, EmbeddedStore):
+            yield from _store_status(status(self.collector.store))
         durations = self.collector.pipeline.durations()
         cumulative, buckets = 0, []
         for bound, count in zip(durations.bounds, durations.counts, strict=False):
@@ -108,6 +112,35 @@ class _Scrape:
             buckets=buckets,
             sum_value=durations.total_seconds,
         )
+
+
+def _store_status(found: Status) -> Iterator[Metric]:
+    """The figures of `dupescope status` (store/status.py)."""
+    yield GaugeMetricFamily(f"{PREFIX}_store_events", "Events in the store.", value=found.events)
+    segments = GaugeMetricFamily(f"{PREFIX}_store_segments", "Segments per day.", labels=["day"])
+    awaiting = GaugeMetricFamily(
+        f"{PREFIX}_store_segments_awaiting_compaction",
+        "Segments per day that compaction has not merged yet.", labels=["day"],
+    )
+    for day in found.days:
+        segments.add_metric([day.day], day.segments)
+        awaiting.add_metric([day.day], day.awaiting_compaction)
+    yield segments
+    yield awaiting
+    disk = GaugeMetricFamily(
+        f"{PREFIX}_store_disk_bytes", "Disk the store takes, per part.", labels=["part"]
+    )
+    for part, size in found.disk_bytes.items():
+        disk.add_metric([part], size)
+    yield disk
+    yield GaugeMetricFamily(f"{PREFIX}_store_disk_free_bytes", "Free disk where the store is.",
+                            value=found.disk_free_bytes)
+    yield GaugeMetricFamily(f"{PREFIX}_memory_budget_bytes",
+                            "The memory budget of the heavy steps (--memory).",
+                            value=found.memory_budget_bytes)
+    yield GaugeMetricFamily(f"{PREFIX}_store_warnings",
+                            "Warnings `dupescope status` prints (fragmented days, derived "
+                            "state behind, disk nearly full).", value=len(found.warnings))
 
 
 class CollectorMetrics:

@@ -39,6 +39,7 @@ from derive import catalogue
 from derive.embedded import state as derived_state
 from derive.embedded.build import build_tables, create_on, layered_answers
 from derive.library import text as sql_text
+from store import memory
 from store.base import SegmentedStore
 from store.hot_log import is_hot, read_hot
 from store.lineage import Changes, lineage
@@ -105,7 +106,9 @@ def _once(rows: pa.Table) -> pa.Table:
 
 
 def connection() -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect(config={"temp_directory": spill_folder()})
+    con = duckdb.connect(
+        config={"temp_directory": spill_folder(), "memory_limit": memory.reader_limit()}
+    )
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET enable_progress_bar = false")
     return con

@@ -41,14 +41,28 @@ def build_in_memory(store: SegmentedStore, con: duckdb.DuckDBPyConnection,
                     answers: bool = True) -> None:
     """Everything built on the reader's connection (`answers`: every kept answer, as a
     read-only store needs; else only those kept in layers)."""
-    deduplicated = materialised.unique_events(store, con)
-    con.execute(f"CREATE OR REPLACE TEMP VIEW unique_events AS {deduplicated}")
+    _hold_unique_events(con, materialised.unique_events(store, con))
     build_tables(con)
     incremental.count_segments(con, store.segments())
     if answers:
         every_answer(con)
     else:
         layered_answers(con)
+
+
+def _hold_unique_events(con: duckdb.DuckDBPyConnection, deduplicated: str) -> None:
+    """`unique_events` held once, where DuckDB can spill it, when repeats are dropped: a
+    view would drop them again for every table that reads it. An earlier build's view or
+    table on this connection is replaced."""
+    held = "VIEW" if deduplicated == "SELECT * FROM events" else "TABLE"
+    kind = con.execute(
+        "SELECT 'VIEW' FROM duckdb_views() WHERE view_name = 'unique_events' AND temporary "
+        "UNION ALL SELECT 'TABLE' FROM duckdb_tables() WHERE table_name = 'unique_events' "
+        "AND temporary"
+    ).fetchall()
+    for (existing,) in kind:
+        con.execute(f"DROP {existing} unique_events")
+    con.execute(f"CREATE TEMP {held} unique_events AS {deduplicated}")
 
 
 def base(store: SegmentedStore, con: duckdb.DuckDBPyConnection, snapshot: str,
