@@ -14,4 +14,5 @@ HARNESSES = {
     "bullmq_lab": "the BullMQ lab at a larger size: score, scenario time, replay entries/s",
     "rq_worker_lost": "RQ: a whole worker SIGKILLed; its job run again once abandoned, scored",
     "whatif": "whatif predicted vs the model run again at the proposed settings; whatif timed",
+    "index_writes": "what the id index costs a write on chDB, per event and per batch",
 }

@@ -9,10 +9,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from test_derived_state import state
 from test_otel_tables import exporter_tables
 
 import sample_data
+from alerts.metrics import AlertMetrics
+from dupescope.cli import main
 from sample_data.clickhouse_exporter import CollectingExporter, insert, span_rows
 from sample_data.otlp import export_spans
 from store.base import StoreError
@@ -144,3 +147,27 @@ def test_a_chunked_read_killed_halfway_resumes_and_equals_one_read(
         assert got == state(fresh)
     finally:
         fresh.close()
+
+
+def test_the_cli_says_how_far_a_read_has_come(rows: list[dict], tmp_path: Path) -> None:
+    folder = _two_days(rows, tmp_path)
+    result = CliRunner().invoke(main, ["--store", f"chdb://{folder}?source=otel&database=otel",
+                                       "duplicates", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if "Collector's tables" in line]
+    assert lines[0].startswith("reading the Collector's tables: day ")
+    assert lines[-1].startswith("read the Collector's tables") and "(100%)" in lines[-1]
+
+
+def test_metrics_show_a_reads_rows(rows: list[dict], tmp_path: Path) -> None:
+    folder = _two_days(rows, tmp_path)
+    store = OtelChdbStore(str(folder), OtelSource("otel"))
+    metrics = AlertMetrics()
+    metrics.follow_reads(store)
+    try:
+        store.refresh()
+    finally:
+        store.close()
+    read = metrics.registry.get_sample_value("dupescope_otel_read_rows")
+    assert read == len(rows)
+    assert metrics.registry.get_sample_value("dupescope_otel_read_chunks_left") == 0
