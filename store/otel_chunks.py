@@ -1,11 +1,12 @@
 """How a read of the exporter's tables is cut into bounded chunks, newest first.
 
-A first read of a billion spans in one insert gives no answer until the last row is
-mapped, and holds the whole mapping's intermediate stage at once. Cut by the tables' own
-layout instead: day partitions, newest first, then parts of at most `max_rows` rows (a
-part larger than that is a chunk of its own). Each chunk is mapped and added to `events`
-on its own and recorded as read, so the recent days answer first, memory stays bounded,
-and a read killed halfway resumes at the chunk it was in.
+A first read of a billion spans in one insert holds the whole mapping's intermediate
+stage at once, and a read killed near its end starts again from nothing. Cut by the
+tables' own layout instead: day partitions, newest first, and their parts, in chunks of at
+most `max_rows` rows (a part larger than that is a chunk of its own). Each chunk is mapped
+and added to `events` on its own and recorded as read, so the recent days are in `events`
+first, memory stays bounded, and a read killed halfway resumes at the chunk it was in.
+The questions still wait for the whole read of a refresh (limit it with `since`).
 
 `since` keeps only the days on or after a cutoff (whole days: the exporter partitions by
 day, and a part's rows are never filtered by time).
@@ -78,21 +79,18 @@ def within(parts: list[Part], first_day: date | None) -> list[Part]:
 
 def plan(parts: list[Part], max_rows: int = CHUNK_ROWS) -> list[list[Part]]:
     """The parts to read in chunks: newest partition first, each partition's parts
-    newest block first, a chunk never spanning two partitions nor (but for one large
-    part) holding more than `max_rows` rows."""
-    by_partition: dict[str, list[Part]] = {}
-    for part in parts:
-        by_partition.setdefault(part.partition, []).append(part)
+    newest block first, a chunk holding at most `max_rows` rows (a part larger than that
+    alone). Small days share a chunk: each chunk pays some statements of its own."""
+    ordered = sorted(parts, key=lambda p: (p.partition, p.max_block, p.name), reverse=True)
     chunks: list[list[Part]] = []
-    for partition in sorted(by_partition, reverse=True):
-        chunk: list[Part] = []
-        held = 0
-        for part in sorted(by_partition[partition], key=lambda p: (-p.max_block, p.name)):
-            if chunk and held + part.rows > max_rows:
-                chunks.append(chunk)
-                chunk, held = [], 0
-            chunk.append(part)
-            held += part.rows
-        if chunk:
+    chunk: list[Part] = []
+    held = 0
+    for part in ordered:
+        if chunk and held + part.rows > max_rows:
             chunks.append(chunk)
+            chunk, held = [], 0
+        chunk.append(part)
+        held += part.rows
+    if chunk:
+        chunks.append(chunk)
     return chunks
