@@ -1,8 +1,8 @@
 -- Each event's (key, job_id) pair under its job_id and under its key, with when it was
 -- inserted: the rows of the id index (events_ids), which tells a derivation which pairs
 -- have rows from before what it reads (queries/sql/clickhouse/derive_work_history.sql).
--- Grouped within each insert: a job's several events make one row, not one each, which
--- halves what the index costs a write (benchmarks/index_writes.py).
+-- Grouped within each insert: a job's several events of a day make one row, not one each
+-- (what the index costs a write: python -m benchmarks index_writes).
 SELECT
     value,
     idempotency_key,
