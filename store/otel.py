@@ -346,10 +346,15 @@ class OtelReading(Store):
             # A parent span and its step children may fall in different chunks: only a
             # read in one chunk may take the first read's shortcut.
             self._append(chunk, first=first and len(chunks) == 1)
-            self.command(statement("otel_read_parts_add", own=self.source.own_db),
-                         {"tables": [p.table for p in chunk], "names": [p.name for p in chunk]})
             for part in chunk:
                 left[(part.table, part.partition)] -= 1
+            # By name only the parts of days not read whole yet: a day read whole is
+            # recorded by its newest block, so the list stays as short as a read's backlog.
+            partial = [p for p in chunk if left[(p.table, p.partition)] > 0]
+            if partial:
+                self.command(statement("otel_read_parts_add", own=self.source.own_db),
+                             {"tables": [p.table for p in partial],
+                              "names": [p.name for p in partial]})
             self._record([(t, d, newest[(t, d)]) for (t, d) in {(p.table, p.partition)
                                                                for p in chunk}
                           if left[(t, d)] == 0])
