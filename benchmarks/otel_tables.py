@@ -134,7 +134,8 @@ def main(argv: list[str]) -> int:
             exporter.close()
         print(f"\n{'':16}" + "".join(f"{k:>15}" for k in figures))
         for name, found in (("exporter tables", figures), ("own schema", own_figures)):
-            print(f"{name:16}" + "".join(f"{v:14.2f}s" for v in found.values()))
+            print(f"{name:16}" + "".join(f"{found[k]:14.2f}s" if k in found else f"{'-':>15}"
+                                          for k in figures))
         print(f"\nnew batch: {rows.num_rows:,} spans ({carried.num_rows:,} events); "
               f"steady batch: {steady_rows.num_rows:,} spans")
         first = [(at, p) for at, p in chunks if p.chunks_read >= 1]
