@@ -72,6 +72,32 @@ class AlertMetrics:
             registry=r,
         )
 
+    def follow_reads(self, store: object) -> None:
+        """Gauges of a read of the Collector's tables (a first read takes minutes), where
+        the store reads them (store/otel_progress.py)."""
+        from store.otel_progress import Progress, ReadProgress
+
+        progress = getattr(store, "progress", None)
+        if not isinstance(progress, Progress):
+            return
+        r = self.registry
+        rows = Gauge("dupescope_otel_read_rows", "Rows of the Collector's tables read by "
+                     "the current (or last) read.", registry=r)
+        total = Gauge("dupescope_otel_read_rows_total_planned", "Rows the current (or last) "
+                      "read of the Collector's tables has to read.", registry=r)
+        left = Gauge("dupescope_otel_read_chunks_left", "Chunks the current read of the "
+                     "Collector's tables has still to read.", registry=r)
+        rate = Gauge("dupescope_otel_read_rows_per_second", "Rows a second of the current "
+                     "(or last) read of the Collector's tables.", registry=r)
+
+        def show(p: ReadProgress) -> None:
+            rows.set(p.rows_read)
+            total.set(p.rows_total)
+            left.set(p.chunks_total - p.chunks_read)
+            rate.set(p.rate())
+
+        progress.follow(show)
+
     def fired(self, alert: Alert) -> None:
         job_type = alert.job_type or ""
         self.alerts.labels(alert.rule, job_type, alert.severity).inc()

@@ -15,4 +15,5 @@ HARNESSES = {
     "rq_worker_lost": "RQ: a whole worker SIGKILLed; its job run again once abandoned, scored",
     "store_budget": "load, full build and compaction of N events under --memory: time, peak RSS",
     "whatif": "whatif predicted vs the model run again at the proposed settings; whatif timed",
+    "index_writes": "what the id index costs a write on chDB, per event and per batch",
 }

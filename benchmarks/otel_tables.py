@@ -9,9 +9,12 @@ events those spans carry, in dupescope's own `events` table (database `own`). Fo
   read of them into dupescope's events, then the derived build), then warm;
 - **timeline** of a duplicated key, cold and warm;
 - **new batch**: `--batch` more spans inserted (on the own side, their events written), then
-  the next `duplicates`: what a live store pays for new data.
+  the next `duplicates`: what a live store pays for new data; on the exporter's side the
+  batch right after the first read, then a **steady batch** after that;
+- for the exporter's tables, the **first read** alone (chunked, newest day first:
+  `--chunk-rows`), its spans a second, and when the newest chunk was in `events`.
 
-    python -m benchmarks otel_tables --spans 10000000 [--batch 10000]
+    python -m benchmarks otel_tables --spans 10000000 [--batch 10000] [--chunk-rows N]
 """
 
 from __future__ import annotations
@@ -33,7 +36,9 @@ from queries import duplicates, timeline
 from sample_data.clickhouse_exporter import traces_ddl
 from store.base import Store
 from store.clickhouse import ChdbStore
-from store.otel import OtelChdbStore, OtelSource
+from store.otel import OtelChdbStore, OtelReading, OtelSource
+from store.otel_chunks import CHUNK_ROWS
+from store.otel_progress import ReadProgress
 
 
 def build(folder: Path, spans: int) -> tuple[int, int]:
@@ -68,12 +73,16 @@ def timed(call: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
-def measure(store: Store, key: str | None, add: Callable[[], None]
-            ) -> tuple[dict[str, float], str]:
+def measure(store: Store, key: str | None, add: Callable[[], None],
+            steady: Callable[[], None] | None = None) -> tuple[dict[str, float], str]:
     """Figures of `store` (the timeline of `key`, else of its first duplicated key)."""
     started = time.perf_counter()
+    figures: dict[str, float] = {}
+    if isinstance(store, OtelReading):
+        store.refresh()
+        figures["first read"] = time.perf_counter() - started
     found = duplicates(store)
-    figures = {"cold": time.perf_counter() - started}
+    figures["cold"] = time.perf_counter() - started
     print(f"  {store.describe()}: cold {figures['cold']:.1f} s", flush=True)
     figures["warm"] = timed(lambda: duplicates(store))
     key = key or str(found["key"].iloc[0])
@@ -82,6 +91,9 @@ def measure(store: Store, key: str | None, add: Callable[[], None]
         "timeline warm": timed(lambda: timeline(store, key))}
     add()
     figures["new batch"] = timed(lambda: duplicates(store))
+    if steady is not None:
+        steady()
+        figures["steady batch"] = timed(lambda: duplicates(store))
     return figures, key
 
 
@@ -89,6 +101,8 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks otel_tables")
     parser.add_argument("--spans", type=int, default=200_000)
     parser.add_argument("--batch", type=int, default=10_000, help="spans in the new batch")
+    parser.add_argument("--chunk-rows", type=int, default=CHUNK_ROWS,
+                        help="rows a chunk of the first read holds at most")
     args = parser.parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="dupescope-otel-bench-"))
     try:
@@ -103,16 +117,34 @@ def main(argv: list[str]) -> int:
                                        lambda: own.write(canonical(carried, events)))
         finally:
             own.close()
+        steady_rows, _ = next(otel_spans.batches(args.batch, chunk_events=args.batch * 3,
+                                                 seed=98))
         exporter = OtelChdbStore(str(folder), OtelSource("otel"))
+        exporter.chunk_rows = args.chunk_rows
+        chunks: list[tuple[float, ReadProgress]] = []
+        opened = time.perf_counter()
+        exporter.progress.follow(lambda p: chunks.append(
+            (time.perf_counter() - opened, ReadProgress(**vars(p)))))
         try:
-            figures, _ = measure(exporter, key, lambda: otel_spans.insert(
-                exporter._session, "otel.otel_traces", rows))
+            figures, _ = measure(
+                exporter, key,
+                lambda: otel_spans.insert(exporter._session, "otel.otel_traces", rows),
+                lambda: otel_spans.insert(exporter._session, "otel.otel_traces", steady_rows))
         finally:
             exporter.close()
         print(f"\n{'':16}" + "".join(f"{k:>15}" for k in figures))
         for name, found in (("exporter tables", figures), ("own schema", own_figures)):
-            print(f"{name:16}" + "".join(f"{v:14.2f}s" for v in found.values()))
-        print(f"\nnew batch: {rows.num_rows:,} spans ({carried.num_rows:,} events)")
+            print(f"{name:16}" + "".join(f"{found[k]:14.2f}s" if k in found else f"{'-':>15}"
+                                          for k in figures))
+        print(f"\nnew batch: {rows.num_rows:,} spans ({carried.num_rows:,} events); "
+              f"steady batch: {steady_rows.num_rows:,} spans")
+        first = [(at, p) for at, p in chunks if p.chunks_read >= 1]
+        if first:
+            at, p = first[0]
+            print(f"first read: {spans:,} spans in {figures['first read']:.1f} s = "
+                  f"{spans / figures['first read']:,.0f} spans/s, {p.chunks_total} chunk(s) "
+                  f"of at most {args.chunk_rows:,} rows; the newest chunk (from day "
+                  f"{p.partition}) in events after {at:.1f} s")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return 0

@@ -128,6 +128,7 @@ def watch(
         segmented.connection().execute("SET enable_progress_bar = false")
     state = open_state(store)
     metrics = AlertMetrics()
+    metrics.follow_reads(store)
     stop = threading.Event()
     server = None
     if metrics_port is not None:

@@ -129,9 +129,21 @@ def open_store_or_exit(url: str | None, *, existing: bool = False, writable: boo
     from store import StoreError, open_store
 
     try:
-        return open_store(url, existing=existing, writable=writable)
+        store = open_store(url, existing=existing, writable=writable)
     except StoreError as exc:
         raise click.ClickException(str(exc)) from exc
+    _show_reads(store)
+    return store
+
+
+def _show_reads(store: object) -> None:
+    """A read of the Collector's tables takes minutes the first time: say on stderr where
+    it stands after each chunk (store/otel_progress.py)."""
+    from store.otel_progress import Progress
+
+    progress = getattr(store, "progress", None)
+    if isinstance(progress, Progress):
+        progress.follow(lambda p: click.echo(p.describe(), err=True))
 
 
 # ---- times --------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 `?source=otel` on either ClickHouse form reads the OpenTelemetry Collector's exporter
 tables in place (store/otel.py): `clickhouse://host:8123/otel?source=otel` names the
 exporter's database in the path; `chdb:///path?source=otel&database=otel` names it as an
-option. `dupescope_db=`, `traces_table=` and `logs_table=` name the rest.
+option. `dupescope_db=`, `traces_table=` and `logs_table=` name the rest; `since=7d` (hours,
+days or weeks) reads only the days from then on.
 """
 
 from __future__ import annotations
@@ -94,12 +95,20 @@ def _otel(options: dict[str, str]) -> bool:
 
 def _otel_source(database: str, options: dict[str, str]) -> OtelSource:
     from store.otel import DEFAULT_LOGS, DEFAULT_TRACES, OtelSource
+    from store.otel_chunks import parse_since
 
+    since = None
+    if "since" in options:
+        try:
+            since = parse_since(options["since"])
+        except ValueError as exc:
+            raise StoreError(f"in the store URL: {exc}") from exc
     return OtelSource(
         database,
         options.get("dupescope_db"),
         traces_table=options.get("traces_table", DEFAULT_TRACES),
         logs_table=options.get("logs_table", DEFAULT_LOGS),
+        since=since,
     )
 
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,8 @@ import pyarrow as pa
 from store.base import Store, StoreError
 from store.clickhouse import ChdbStore, ClickHouseStore, events_ddl
 from store.clickhouse import _identifier as identifier
+from store.otel_chunks import CHUNK_ROWS, Part, cutoff_day, plan, within
+from store.otel_progress import Progress, ReadProgress
 from store.sql_files import read, with_identifiers
 
 DEFAULT_TRACES = "otel_traces"
@@ -162,8 +165,11 @@ class OtelSource:
         own_db: str | None = None,
         traces_table: str = DEFAULT_TRACES,
         logs_table: str = DEFAULT_LOGS,
+        since: timedelta | None = None,
     ) -> None:
         self.source_db = identifier(source_db)
+        #: History read: the days from `now - since` on (`?since=7d`), or all of it.
+        self.since = since
         self.own_db = identifier(own_db or f"{source_db}_dupescope")
         if self.own_db == self.source_db:
             raise StoreError(
@@ -246,8 +252,10 @@ class OtelSource:
         for ddl in events_ddl(own):
             command(ddl)
         command(statement("otel_read_create", own=own))
+        command(statement("otel_read_parts_create", own=own))
         if not keeps_children:
             command(statement("otel_read_forget", own=own))
+            command(statement("otel_read_parts_forget", own=own))
 
     def tables(self) -> list[tuple[Layout, str]]:
         """(layout, its source view) of each of the exporter's tables present."""
@@ -265,16 +273,6 @@ REFILL_WAIT_S = 300
 REFILL_STALE_S = 900
 
 
-@dataclass(frozen=True)
-class Part:
-    """An active part of one of the exporter's tables (system.parts)."""
-
-    table: str
-    partition: str
-    name: str
-    max_block: int
-
-
 class OtelReading(Store):
     """What both kinds of store do over the exporter's tables: keep `events` current.
 
@@ -283,6 +281,10 @@ class OtelReading(Store):
 
     source: OtelSource
     _refreshed: str | None = None
+    #: Rows a chunk of a read holds at most (store/otel_chunks.py).
+    chunk_rows: int = CHUNK_ROWS
+    #: Where reads stand, for the CLI and /metrics (store/otel_progress.py).
+    progress: Progress
 
     def refresh(self) -> str:
         """Add the mapping of the exporter's new rows to `events`; returns a signature
@@ -300,9 +302,8 @@ class OtelReading(Store):
             parts, read = self._parts(), self._read()
             unread, gone = self._unread(parts, read), self._days_gone(parts, read)
             if unread or gone:
-                self._append(unread, first=not read)
+                self._read_chunks(unread, first=not read)
                 self._drop_days(gone)
-                self._record(parts)
             current = _signature(parts)
         finally:
             self.command(statement("otel_refill_unlock", own=self.source.own_db))
@@ -314,16 +315,55 @@ class OtelReading(Store):
         found = self.arrow(sql_text("otel_parts"),
                            {"database": self.source.source_db, "tables": tables}).to_pylist()
         return [Part(str(r["table"]), str(r["partition_id"]), str(r["name"]),
-                     int(r["max_block_number"])) for r in found]
+                     int(r["max_block_number"]), int(r["rows"])) for r in found]
 
     def _read(self) -> dict[tuple[str, str], int]:
         read = self.arrow(statement("otel_read", own=self.source.own_db)).to_pylist()
         return {(str(r["table"]), str(r["partition_id"])): int(r["max_block"]) for r in read}
 
-    @staticmethod
-    def _unread(parts: list[Part], read: dict[tuple[str, str], int]) -> list[Part]:
-        """Parts holding a block not read yet (a new insert, or a merge that took one)."""
-        return [p for p in parts if p.max_block > read.get((p.table, p.partition), -1)]
+    def _unread(self, parts: list[Part], read: dict[tuple[str, str], int]) -> list[Part]:
+        """Parts holding a block not read yet (a new insert, or a merge that took one), of
+        the days `since` keeps, less those a chunked read took before it was stopped."""
+        done = {(str(r["table"]), str(r["name"])) for r in self.arrow(
+            statement("otel_read_parts", own=self.source.own_db)).to_pylist()}
+        first_day = cutoff_day(self.source.since, datetime.now(UTC))
+        return [p for p in within(parts, first_day)
+                if p.max_block > read.get((p.table, p.partition), -1)
+                and (p.table, p.name) not in done]
+
+    def _read_chunks(self, unread: list[Part], *, first: bool) -> None:
+        """The unread parts mapped into `events` chunk by chunk, newest day first, each
+        chunk recorded as read once it is in (a read killed halfway resumes at the chunk
+        it was in), with its progress told to whoever follows it."""
+        chunks = plan(unread, self.chunk_rows)
+        progress = ReadProgress(rows_total=sum(p.rows for p in unread),
+                                chunks_total=len(chunks))
+        left: dict[tuple[str, str], int] = {}
+        for part in unread:
+            left[(part.table, part.partition)] = left.get((part.table, part.partition), 0) + 1
+        newest = _newest(unread)
+        for chunk in chunks:
+            # A parent span and its step children may fall in different chunks: only a
+            # read in one chunk may take the first read's shortcut.
+            self._append(chunk, first=first and len(chunks) == 1)
+            for part in chunk:
+                left[(part.table, part.partition)] -= 1
+            # By name only the parts of days not read whole yet: a day read whole is
+            # recorded by its newest block, so the list stays as short as a read's backlog.
+            partial = [p for p in chunk if left[(p.table, p.partition)] > 0]
+            if partial:
+                self.command(statement("otel_read_parts_add", own=self.source.own_db),
+                             {"tables": [p.table for p in partial],
+                              "names": [p.name for p in partial]})
+            self._record([(t, d, newest[(t, d)]) for (t, d) in {(p.table, p.partition)
+                                                               for p in chunk}
+                          if left[(t, d)] == 0])
+            progress.chunks_read += 1
+            progress.rows_read += sum(p.rows for p in chunk)
+            progress.partition = chunk[0].partition
+            self.progress.tell(progress)
+        progress.finished = True
+        self.progress.tell(progress)
 
     def _days_gone(self, parts: list[Part], read: dict[tuple[str, str], int]) -> list[str]:
         """Partitions `events` holds that were read and that no exporter table holds any
@@ -388,13 +428,13 @@ class OtelReading(Store):
                     self.command(statement("otel_bookkeeping_drop_day", own=own, table=table),
                                  {"partition": day})
 
-    def _record(self, parts: list[Part]) -> None:
-        newest = _newest(parts)
-        if newest:
+    def _record(self, done: list[tuple[str, str, int]]) -> None:
+        """Partitions read whole, each up to its newest block: (table, partition, block)."""
+        if done:
             self.command(statement("otel_read_set", own=self.source.own_db),
-                         {"tables": [t for t, _ in newest],
-                          "partitions": [d for _, d in newest],
-                          "blocks": list(newest.values())})
+                         {"tables": [t for t, _, _ in done],
+                          "partitions": [d for _, d, _ in done],
+                          "blocks": [b for _, _, b in done]})
 
     def _lock_refill(self) -> None:
         """One refresh at a time (a dashboard and `watch` may share the store): the stage
@@ -446,6 +486,7 @@ class OtelChdbStore(OtelReading, ChdbStore):
         self.path = path
         self.source = source
         self.database = source.own_db
+        self.progress = Progress()
         self._session = session.Session(path) if path else session.Session()
         source.install(self.command, self._query, lambda db: self.command(f"USE {db}"))
         self._upgrade()
@@ -468,6 +509,7 @@ class OtelClickHouseStore(OtelReading, ClickHouseStore):
         self.source = source
         self.database = source.own_db
         self.cluster = None
+        self.progress = Progress()
         self._where = f"ClickHouse at {host}:{port}"
         try:
             self._client = clickhouse_connect.get_client(

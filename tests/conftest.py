@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -68,15 +69,39 @@ def stories(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedStore]
     opened.close()
 
 
-@pytest.fixture(params=["embedded", "chdb"])
+@pytest.fixture(params=["embedded", "chdb", pytest.param("clickhouse", marks=[
+    pytest.mark.clickhouse,
+    pytest.mark.skipif(not os.environ.get("DUPESCOPE_CLICKHOUSE_URL"),
+                       reason="no live ClickHouse server: set DUPESCOPE_CLICKHOUSE_URL")])])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """The same behaviour suite runs on the embedded store and on chDB."""
+    """The same behaviour suite runs on the embedded store and on chDB, and on a live
+    ClickHouse server where DUPESCOPE_CLICKHOUSE_URL names one (a database per test)."""
     if request.param == "embedded":
         opened: Store = EmbeddedStore(tmp_path / "store")
-    else:
+    elif request.param == "chdb":
         opened = ChdbStore(str(tmp_path / "chdb"))
+    else:
+        yield from _live_clickhouse()
+        return
     yield opened
     opened.close()
+
+
+def _live_clickhouse() -> Iterator[Store]:
+    """A fresh database on the server DUPESCOPE_CLICKHOUSE_URL names, dropped after."""
+    import uuid
+    from urllib.parse import urlparse, urlunparse
+
+    from store.open import open_store
+
+    database = f"dupescope_test_{uuid.uuid4().hex[:12]}"
+    parsed = urlparse(os.environ["DUPESCOPE_CLICKHOUSE_URL"])
+    opened = open_store(urlunparse(parsed._replace(path=f"/{database}")))
+    try:
+        yield opened
+    finally:
+        opened.command(f"DROP DATABASE IF EXISTS {database}")
+        opened.close()
 
 
 @pytest.fixture

@@ -1,0 +1,79 @@
+"""What the id index (events_ids, store/clickhouse.py ids_ddl) costs a write on chDB.
+
+Batches of the workload model's events are written into two chDB databases: a store's
+`events` with its id index, and the same `events` table with no index. The difference
+per event is what the index costs a write; a derivation reads the index, so it must stay
+cheap for every batch.
+
+    python -m benchmarks index_writes [--batches 20] [--batch 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+
+import pyarrow as pa
+
+from benchmarks.forensics_speed import canonical
+from sample_data import fast
+from store.clickhouse import ChdbStore, events_ddl
+
+
+class _Bare(ChdbStore):
+    """`events` alone: the baseline without the index."""
+
+    def _upgrade(self) -> None:
+        return None
+
+
+def _write_all(store: ChdbStore, batches: list[pa.Table]) -> float:
+    started = time.perf_counter()
+    for batch in batches:
+        store.write(batch)
+    return time.perf_counter() - started
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks index_writes")
+    parser.add_argument("--batches", type=int, default=20)
+    parser.add_argument("--batch", type=int, default=10_000, help="events a batch")
+    args = parser.parse_args(argv)
+    batches, offset = [], 0
+    for batch in fast.arrow_batches(args.batches * args.batch, seed=17,
+                                    batch_rows=args.batch):
+        batches.append(canonical(batch, offset))
+        offset += batch.num_rows
+    events = sum(b.num_rows for b in batches)
+    folder = tempfile.mkdtemp(prefix="dupescope-index-bench-")
+    try:
+        indexed = ChdbStore(folder, database="indexed")
+        bare_db = "bare"
+        for statement in events_ddl(bare_db):
+            indexed.command(statement)
+        bare = _Bare.__new__(_Bare)
+        bare.path, bare.database, bare._session = folder, bare_db, indexed._session
+        # Alternate, so that load from elsewhere on the machine falls on both alike.
+        with_index = without = 0.0
+        for batch in batches:
+            with_index += _write_all(indexed, [batch])
+            without += _write_all(bare, [batch])
+        per_event = (with_index - without) / events * 1e6
+        print(f"{len(batches)} batches, {events:,} events")
+        print(f"write with the index:    {with_index / len(batches) * 1000:8.1f} ms a batch")
+        print(f"write without the index: {without / len(batches) * 1000:8.1f} ms a batch")
+        print(f"the index costs {per_event:.2f} us an event, "
+              f"{(with_index - without) / len(batches) * 1000:.1f} ms a batch")
+        rows = indexed.execute("SELECT count() AS n FROM indexed.events_ids")["n"][0]
+        print(f"index rows: {int(rows):,} ({int(rows) / events:.2f} an event)")
+        indexed.close()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,65 @@
+"""Where a read of the exporter's tables stands, for the CLI and for `/metrics`.
+
+A first read of a large table takes minutes: a person watching it wants the day being
+read, how much is left and how fast it goes, and a scraper the same as numbers. The store
+reports each chunk here; whoever shows it subscribes (`follow`), and a listener's error is
+logged, never raised into the read.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+log = logging.getLogger("dupescope.store.otel")
+
+
+@dataclass
+class ReadProgress:
+    """One read of the exporter's tables (a first read, or a refresh), chunk by chunk."""
+
+    rows_total: int = 0
+    rows_read: int = 0
+    chunks_total: int = 0
+    chunks_read: int = 0
+    #: The partition (day) of the chunk read last: the read goes newest day first.
+    partition: str = ""
+    started: float = field(default_factory=time.monotonic)
+    finished: bool = False
+
+    def rate(self) -> float:
+        """Rows a second so far."""
+        elapsed = time.monotonic() - self.started
+        return self.rows_read / elapsed if elapsed > 0 else 0.0
+
+    def describe(self) -> str:
+        share = 100.0 * self.rows_read / self.rows_total if self.rows_total else 100.0
+        where = f"day {self.partition}, " if self.partition else ""
+        state = "read" if self.finished else "reading"
+        return (f"{state} the Collector's tables: {where}chunk {self.chunks_read} of "
+                f"{self.chunks_total}, {self.rows_read:,} of {self.rows_total:,} rows "
+                f"({share:.0f}%), {self.rate():,.0f} rows/s")
+
+
+Listener = Callable[[ReadProgress], None]
+
+
+class Progress:
+    """The listeners of a store's reads, and the last state they were told."""
+
+    def __init__(self) -> None:
+        self.listeners: list[Listener] = []
+        self.last: ReadProgress | None = None
+
+    def follow(self, listener: Listener) -> None:
+        self.listeners.append(listener)
+
+    def tell(self, progress: ReadProgress) -> None:
+        self.last = progress
+        for listener in self.listeners:
+            try:
+                listener(progress)
+            except Exception:  # a display's failure must not stop the read
+                log.exception("a read progress listener failed")

@@ -1,0 +1,173 @@
+"""A read of the Collector's tables in bounded chunks, newest day first, limited by
+`?since=`, resumable after SIGKILL, with its progress told as it goes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from test_derived_state import state
+from test_otel_tables import exporter_tables
+
+import sample_data
+from alerts.metrics import AlertMetrics
+from dupescope.cli import main
+from sample_data.clickhouse_exporter import CollectingExporter, insert, span_rows
+from sample_data.otlp import export_spans
+from store.base import StoreError
+from store.open import open_store
+from store.otel import OtelChdbStore, OtelSource
+from store.otel_chunks import Part, parse_since, plan
+from store.otel_progress import ReadProgress
+
+CHILD = Path(__file__).with_name("otel_chunk_kill_child.py")
+
+
+@pytest.fixture(scope="module")
+def rows() -> list[dict]:
+    workload = sample_data.generate(seed=21, target_events=400, worker_crash=0.05)
+    exporter = CollectingExporter()
+    export_spans(workload, exporter)
+    return span_rows(exporter.requests)
+
+
+def _moved(rows: list[dict], days: int) -> list[dict]:
+    """The rows `days` earlier (a whole earlier day's traces)."""
+    def shift(stamp: str) -> str:
+        moved = datetime.strptime(stamp[:19], "%Y-%m-%d %H:%M:%S") - timedelta(days=days)
+        return moved.strftime("%Y-%m-%d %H:%M:%S") + stamp[19:]
+
+    return [r | {"Timestamp": shift(r["Timestamp"]),
+                 "Events.Timestamp": [shift(t) for t in r["Events.Timestamp"]]} for r in rows]
+
+
+def _two_days(rows: list[dict], tmp_path: Path) -> Path:
+    """The workload's first half of traces three days before the second, in parts of a
+    few hundred spans."""
+    traces = sorted({r["TraceId"] for r in rows})
+    older = set(traces[: len(traces) // 2])
+    spans = (_moved([r for r in rows if r["TraceId"] in older], 3)
+             + [r for r in rows if r["TraceId"] not in older])
+    folder = exporter_tables(tmp_path / "otel", json_attrs=False, logs="current")
+    from chdb import session
+
+    s = session.Session(str(folder))
+    try:
+        insert(s, "otel.otel_traces", spans, chunk=300)
+    finally:
+        s.close()
+    return folder
+
+
+def test_chunks_go_newest_day_first_and_hold_at_most_the_bound() -> None:
+    parts = [Part("t", "20261201", "a", 1, 60), Part("t", "20261203", "b", 2, 60),
+             Part("t", "20261203", "c", 5, 60), Part("t", "20261202", "d", 3, 500)]
+    chunks = plan(parts, max_rows=100)
+    assert [[p.name for p in c] for c in chunks] == [["c"], ["b"], ["d"], ["a"]]
+
+
+def test_parts_under_the_bound_share_a_chunk() -> None:
+    parts = [Part("t", "20261203", n, b, 10) for n, b in (("a", 1), ("b", 2), ("c", 3))]
+    assert [[p.name for p in c] for c in plan(parts, max_rows=25)] == [["c", "b"], ["a"]]
+
+
+def test_since_is_hours_days_or_weeks() -> None:
+    assert parse_since("36h") == timedelta(hours=36)
+    assert parse_since("2w") == timedelta(weeks=2)
+    with pytest.raises(ValueError, match="since='7x'"):
+        parse_since("7x")
+
+
+def test_a_bad_since_on_the_store_url_says_where(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="store URL.*since='soon'"):
+        open_store(f"chdb://{tmp_path}?source=otel&since=soon")
+
+
+def test_a_read_in_chunks_derives_what_one_read_does(rows: list[dict], tmp_path: Path) -> None:
+    folder = _two_days(rows, tmp_path)
+    chunked = OtelChdbStore(str(folder), OtelSource("otel", own_db="chunked"))
+    try:
+        chunked.chunk_rows = 250
+        told: list[ReadProgress] = []
+        chunked.progress.follow(lambda p: told.append(ReadProgress(**vars(p))))
+        got = state(chunked)
+        whole = OtelChdbStore(str(folder), OtelSource("otel", own_db="whole"))
+        whole.chunk_rows = 10**9
+        try:
+            assert got == state(whole)
+        finally:
+            whole.close()
+    finally:
+        chunked.close()
+    assert told[-1].finished and told[-1].chunks_read == told[-1].chunks_total > 4
+    days = [t.partition for t in told if not t.finished]
+    assert days == sorted(days, reverse=True) and len(set(days)) == 2
+
+
+def test_since_reads_only_the_days_from_then_on(rows: list[dict], tmp_path: Path) -> None:
+    # The newer half on today, the older three days before: since=2d keeps today's only.
+    newest = max(datetime.strptime(r["Timestamp"][:10], "%Y-%m-%d") for r in rows)
+    moved = _moved(rows, (newest.date() - datetime.now(UTC).date()).days)
+    folder = _two_days(moved, tmp_path)
+    store = open_store(f"chdb://{folder}?source=otel&database=otel&since=2d")
+    try:
+        store.snapshot_id()  # reads the exporter's tables
+        days = store.execute("SELECT DISTINCT toString(toDate(ts)) AS d FROM events")["d"]
+    finally:
+        store.close()
+    today = datetime.now(UTC).date()
+    assert today.isoformat() in set(days)
+    assert min(days) >= (today - timedelta(days=2)).isoformat()
+
+
+def test_a_chunked_read_killed_halfway_resumes_and_equals_one_read(
+    rows: list[dict], tmp_path: Path, monkeypatch
+) -> None:
+    import store.otel
+
+    folder = _two_days(rows, tmp_path)
+    killed = subprocess.run([sys.executable, str(CHILD), str(folder), "2"],
+                            capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -9, killed.stderr
+    # The killed read left its refill lock: taken over once stale (no wait in a test).
+    monkeypatch.setattr(store.otel, "REFILL_STALE_S", -1)
+    resumed = OtelChdbStore(str(folder), OtelSource("otel"))
+    try:
+        taken = resumed.execute("SELECT count() AS n FROM otel_dupescope.otel_read_parts")
+        assert int(taken["n"][0]) > 0  # the chunks read before the kill were kept
+        got = state(resumed)
+    finally:
+        resumed.close()
+    fresh = OtelChdbStore(str(folder), OtelSource("otel", own_db="fresh"))
+    try:
+        assert got == state(fresh)
+    finally:
+        fresh.close()
+
+
+def test_the_cli_says_how_far_a_read_has_come(rows: list[dict], tmp_path: Path) -> None:
+    folder = _two_days(rows, tmp_path)
+    result = CliRunner().invoke(main, ["--store", f"chdb://{folder}?source=otel&database=otel",
+                                       "duplicates", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if "Collector's tables" in line]
+    assert lines[0].startswith("reading the Collector's tables: day ")
+    assert lines[-1].startswith("read the Collector's tables") and "(100%)" in lines[-1]
+
+
+def test_metrics_show_a_reads_rows(rows: list[dict], tmp_path: Path) -> None:
+    folder = _two_days(rows, tmp_path)
+    store = OtelChdbStore(str(folder), OtelSource("otel"))
+    metrics = AlertMetrics()
+    metrics.follow_reads(store)
+    try:
+        store.refresh()
+    finally:
+        store.close()
+    read = metrics.registry.get_sample_value("dupescope_otel_read_rows")
+    assert read == len(rows)
+    assert metrics.registry.get_sample_value("dupescope_otel_read_chunks_left") == 0
