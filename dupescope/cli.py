@@ -79,6 +79,11 @@ def main(store_url: str | None, memory: str | None) -> None:
 @mapping_option
 @click.option("--strict", is_flag=True, help="Exit non-zero on any bad line.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar, no per-line errors.")
+@click.option(
+    "--no-compact", is_flag=True,
+    help="Leave the new segments unmerged (for a bulk load in many commands; the collector, "
+    "`watch` or `dupescope compact` merges them later).",
+)
 @input_format_option
 @celery_log_options
 @log_date_option
@@ -88,6 +93,7 @@ def ingest(
     mapping: str | None,
     strict: bool,
     quiet: bool,
+    no_compact: bool,
     input_format: str,
     celery_hostname: str | None,
     celery_timezone: str | None,
@@ -167,7 +173,7 @@ def ingest(
     if shown > 50 and not quiet:
         click.echo(f"... and {shown - 50} more rejected lines", err=True)
     click.echo(report.summary(), err=True)
-    if report.rows and (segmented_store := store.segmented()) is not None:
+    if report.rows and not no_compact and (segmented_store := store.segmented()) is not None:
         # Readers pay for every small segment a day holds; merged now, the next
         # `timeline` or `duplicates` reads a compacted store.
         merged = segmented_store.compact()

@@ -21,7 +21,6 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from store.hot_log import is_hot
@@ -146,6 +145,8 @@ def write_runs(
         except duckdb.OutOfMemoryException:
             # Rows too wide for DuckDB (megabytes of attributes each, which it cannot
             # spill): read and sorted in Arrow, which holds them once.
+            import pyarrow.dataset as ds  # here: it loads pandas, which ingest never needs
+
             table = ds.dataset(files, schema=EVENTS_SCHEMA).to_table(filter=run.expression)
             pq.write_table(sorted_once(table), path, compression="zstd")
         written.append(path)

@@ -18,7 +18,7 @@ import sqlglot
 from chdb import session
 from sqlglot import exp
 
-from store import clickhouse_derived
+from derive.clickhouse import kept as clickhouse_derived
 from store.clickhouse import events_ddl, ids_ddl, ids_fill_statements, upgrade_statements
 
 CLUSTER = "prod"
