@@ -11,9 +11,10 @@ deriver, so a process holds one deriver per store.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 import pyarrow as pa
 
@@ -29,6 +30,25 @@ LARGE_BATCH_ROWS = 500_000
 def too_large(rows: int, executions: int) -> bool:
     """Whether a batch of `rows` is better built from nothing than absorbed."""
     return rows > LARGE_BATCH_ROWS and rows > 2 * executions
+
+
+StoreT = TypeVar("StoreT")
+
+
+class HoldsStore(Generic[StoreT]):
+    """A deriver's store, held weakly (a process keeps its derivers by store, and must not
+    keep the store), and the lock its derivations take."""
+
+    def __init__(self, store: StoreT) -> None:
+        self._store = weakref.ref(store)
+        self.lock = threading.Lock()
+
+    @property
+    def store(self) -> StoreT:
+        store = self._store()
+        if store is None:
+            raise ReferenceError("the store of this deriver is closed and gone")
+        return store
 
 
 @dataclass(frozen=True)

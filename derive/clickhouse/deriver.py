@@ -7,14 +7,12 @@ reading the store shares it; the store's derivation lock lets one process derive
 
 from __future__ import annotations
 
-import threading
-import weakref
 from collections.abc import Iterable
 
 import pyarrow as pa
 
 from derive import answers, catalogue
-from derive.base import AnswerChanges, Mark, Touched
+from derive.base import AnswerChanges, HoldsStore, Mark, Touched
 from derive.clickhouse import incremental, kept
 from derive.embedded.state import State
 from derive.library import text
@@ -22,24 +20,15 @@ from store.clickhouse import ClickHouseEngine
 from store.sql_files import with_identifiers
 
 
-class ClickHouseDeriver:
+class ClickHouseDeriver(HoldsStore[ClickHouseEngine]):
     """The derived state of one ClickHouse or chDB store, as this process last saw it."""
 
     def __init__(self, store: ClickHouseEngine) -> None:
-        # Held weakly: a process keeps its derivers by store, and must not keep the store.
-        self._store = weakref.ref(store)
-        self.lock = threading.Lock()
+        super().__init__(store)
         #: Where the kept tables stood at this process's last derivation.
         self.status: kept.Status | None = None
         #: The kept runs were found to have the evidence column: asked once a process.
         self.has_evidence = False
-
-    @property
-    def store(self) -> ClickHouseEngine:
-        store = self._store()
-        if store is None:
-            raise ReferenceError("the store of this deriver is closed and gone")
-        return store
 
     def ensure(self) -> None:
         with self.lock:

@@ -9,9 +9,7 @@ builds from nothing) and keeps that, under a file lock that one process holds at
 from __future__ import annotations
 
 import logging
-import threading
 import time
-import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -19,7 +17,7 @@ import duckdb
 import pyarrow as pa
 
 from derive import answers, catalogue
-from derive.base import AnswerChanges, Mark, Touched, too_large
+from derive.base import AnswerChanges, HoldsStore, Mark, Touched, too_large
 from derive.embedded import incremental, layers
 from derive.embedded import state as derived_state
 from derive.embedded.build import create_answer, exists
@@ -37,13 +35,11 @@ def _none(store: SegmentedStore, layer: str) -> None:
     """Nothing kept rendered beside a layer."""
 
 
-class EmbeddedDeriver:
+class EmbeddedDeriver(HoldsStore[SegmentedStore]):
     """The derived state of one embedded store, in this process."""
 
     def __init__(self, store: SegmentedStore, rendered: layers.Rendered = _none) -> None:
-        # Held weakly: a process keeps its derivers by store, and must not keep the store.
-        self._store = weakref.ref(store)
-        self.lock = threading.Lock()
+        super().__init__(store)
         #: The segments snapshot the attached state is of (None: nothing attached yet).
         self.built: str | None = None
         #: The kept state attached to the store's connection.
@@ -51,13 +47,6 @@ class EmbeddedDeriver:
         #: What the `only_derived_*` tables hold: units, of which state, on which connection.
         self.narrowed_to: tuple[Any, ...] | None = None
         self.rendered = rendered
-
-    @property
-    def store(self) -> SegmentedStore:
-        store = self._store()
-        if store is None:
-            raise ReferenceError("the store of this deriver is closed and gone")
-        return store
 
     def ensure(self) -> None:
         with self.lock:
