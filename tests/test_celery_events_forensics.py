@@ -3,7 +3,7 @@ what the receiver's choices mean for `duplicates`."""
 
 from __future__ import annotations
 
-from test_celery_events_mapping import T, heartbeat, received, task
+from support.celery_events import T, heartbeat, received, task
 
 from collectors.arrow_batch import rows_to_table
 from collectors.celery_events import CeleryEventMapper

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_celery_log import ADD, BROKEN, CRASH, FLAKY, SLOW, UNACKED
+from support.celery_log_lines import ADD, BROKEN, CRASH, FLAKY, SLOW, UNACKED
 
 from collectors.files import ingest_files
 from queries import duplicates

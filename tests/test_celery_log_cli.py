@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from click.testing import CliRunner
-from test_celery_log import ADD, BANNER, FLAKY
+from support.celery_log_lines import ADD, BANNER, FLAKY
 
 from collectors import files, text_logs
 from collectors.celery_log import CeleryLogReader

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 from collect_support import append, raw_count, running, wait_for_rows
-from test_celery_log import BANNER, BROKEN, CRASH, FLAKY
+from support.celery_log_lines import BANNER, BROKEN, CRASH, FLAKY
 
 from collectors.files import ingest_files
 from queries import duplicates

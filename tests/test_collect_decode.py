@@ -6,8 +6,7 @@ import random
 from typing import Any
 
 import pytest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from support.otlp_spans import MAPPING, mixed_request
 
 from collectors.arrow_batch import rows_to_table
 from collectors.mapping import FieldMapping
@@ -16,11 +15,6 @@ from collectors.otlp import decode_traces
 from collectors.otlp_columns import decode_traces_table
 from sample_data.otlp_requests import trace_request
 from store.schema import EVENT_KINDS
-
-MAPPING = FieldMapping(
-    fields={"job_id": ("task.uuid",), "resource_key": ("job_id",), "ts": ("when",)},
-    events={"task-received": "deliver"},
-)
 
 
 class ScanningNormaliser(Normaliser):
@@ -71,72 +65,10 @@ def test_normaliser_matches_the_scanning_algorithm(mapping: FieldMapping) -> Non
         assert outcomes[0] == outcomes[1], record
 
 
-def _kv(key: str, value: Any) -> KeyValue:
-    if isinstance(value, bool):
-        return KeyValue(key=key, value=AnyValue(bool_value=value))
-    if isinstance(value, int):
-        return KeyValue(key=key, value=AnyValue(int_value=value))
-    if isinstance(value, float):
-        return KeyValue(key=key, value=AnyValue(double_value=value))
-    if isinstance(value, bytes):
-        return KeyValue(key=key, value=AnyValue(bytes_value=value))
-    if isinstance(value, list):
-        kv = KeyValue(key=key)
-        kv.value.array_value.values.extend(_kv("", v).value for v in value)
-        return kv
-    if isinstance(value, dict):
-        kv = KeyValue(key=key)
-        kv.value.kvlist_value.values.extend(_kv(k, v) for k, v in value.items())
-        return kv
-    if value is None:
-        return KeyValue(key=key)
-    return KeyValue(key=key, value=AnyValue(string_value=value))
-
-
-def _mixed_request(seed: int) -> ExportTraceServiceRequest:
-    """Every span shape the contract allows, and broken ones, with overlapping attributes."""
-    rng = random.Random(seed)
-    request = ExportTraceServiceRequest()
-    for r in range(2):
-        resource_spans = request.resource_spans.add()
-        resource_spans.resource.attributes.extend(
-            [_kv("host.name", f"h{r}"), _kv("process.pid", 10 + r), _kv("queue", "from-resource")]
-        )
-        scope = resource_spans.scope_spans.add()
-        for i in range(60):
-            span = scope.spans.add()
-            span.trace_id, span.span_id = rng.randbytes(16), rng.randbytes(8)
-            if rng.random() < 0.5:
-                span.parent_span_id = rng.randbytes(8)
-            span.name = rng.choice(["process", "deliver", "side_effect", "ack", "GET /", "x"])
-            span.start_time_unix_nano = 1_760_000_000_000_000_000 + i * 1000
-            span.end_time_unix_nano = span.start_time_unix_nano + 5000
-            pool = {
-                "job.job_id": f"j{i}", "messaging.message.id": f"m{i}",
-                "job.event": rng.choice(["commit", "nope"]), "event": "nack",
-                "messaging.operation.type": rng.choice(["process", "publish"]),
-                "delivery_attempt": rng.choice([1, 0, "2"]), "tags": ["a", 1],
-                "nested": {"k": "v", "n": 2}, "blob": b"\x01\x02", "ratio": 0.5,
-                "empty": None, "queue": "q", "flag": True,
-            }
-            for key in rng.sample(sorted(pool), rng.randrange(0, len(pool))):
-                span.attributes.append(_kv(key, pool[key]))
-            for e in range(rng.randrange(0, 4)):
-                event = span.events.add()
-                event.name = rng.choice(["lock_acquire", "exception", "ack", "side_effect"])
-                event.time_unix_nano = span.start_time_unix_nano + e
-                if rng.random() < 0.6:
-                    event.attributes.extend([
-                        _kv("lock_key", "L"), _kv("job.job_id", f"e{i}"), _kv("queue", "ev"),
-                        _kv("lock_ttl_ms", rng.choice([100, "bad"])),
-                    ])
-    return request
-
-
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("mapping", [FieldMapping(), MAPPING], ids=["builtin", "mapping"])
 def test_fast_trace_decoder_equals_decode_traces(seed: int, mapping: FieldMapping) -> None:
-    request = _mixed_request(seed)
+    request = mixed_request(seed)
     normaliser = Normaliser(mapping)
     reference = decode_traces(request, normaliser, "src")
     table, rejected, ignored = decode_traces_table(request, normaliser, "src")

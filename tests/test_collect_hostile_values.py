@@ -28,7 +28,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-from test_collect_native import _native_and_reference
+from support.trace_decoders import native_and_reference
 
 from collectors.blocks import MIN_SPLIT_LINES, BlockDecoder
 from collectors.jsonlines import decode_lines
@@ -199,7 +199,7 @@ def test_otlp_spans_the_store_cannot_hold_are_rejected_alone() -> None:
 
 
 def test_the_native_decoder_agrees_with_the_reference_on_values_out_of_range() -> None:
-    native, reference = _native_and_reference(HOSTILE_SPANS)
+    native, reference = native_and_reference(HOSTILE_SPANS)
     assert native[0].equals(reference[0])
     assert native[1:] == reference[1:]
     assert len(native[1]) == 5

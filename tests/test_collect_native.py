@@ -8,11 +8,12 @@ from collect_support import source_digest
 from native_support import require_native
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-from test_collect_decode import MAPPING, _mixed_request
+from support.otlp_spans import MAPPING, T, job_span, mixed_request, str_attr
+from support.trace_decoders import native_and_reference
 
 from collectors import otlp_native
 from collectors.arrow_batch import rows_to_table
-from collectors.mapping import DEFAULT_MAPPING, FieldMapping
+from collectors.mapping import FieldMapping
 from collectors.normalise import Normaliser
 from collectors.otlp import decode_traces
 from collectors.otlp_native import NativeTraceDecoder
@@ -26,25 +27,6 @@ from store.schema import EVENTS_SCHEMA, as_events, is_runs
 def _native_built() -> None:
     """Each test here is of the extension: skipped without a C compiler to build it."""
     require_native("_otlp_native")
-
-
-def _native_and_reference(
-    request: ExportTraceServiceRequest, mapping: FieldMapping = DEFAULT_MAPPING
-) -> tuple[tuple[pa.Table, list, int], tuple[pa.Table, list, int]]:
-    normaliser = Normaliser(mapping)
-    body = request.SerializeToString()
-    table, rejected, ignored = NativeTraceDecoder(normaliser).decode(
-        body, lambda: request, "src"
-    )
-    table = as_events(table)
-    reference = decode_traces(request, normaliser, "src")
-    rejects = [(r.where, r.reason) for r in rejected]
-    expected = [(r.where, r.reason) for r in reference.rejected]
-    # Native rows come first, the spans left to the Python path after them.
-    return (
-        (table.sort_by("event_uid"), rejects, ignored),
-        (rows_to_table(reference.rows).sort_by("event_uid"), expected, reference.ignored),
-    )
 
 
 def test_the_native_decoder_is_built_here() -> None:
@@ -61,7 +43,7 @@ def test_the_native_decoder_is_built_from_the_source_beside_it() -> None:
 
 @pytest.mark.parametrize("seed", range(6))
 def test_native_decoder_equals_decode_traces_on_every_span_shape(seed: int) -> None:
-    native, reference = _native_and_reference(_mixed_request(seed))
+    native, reference = native_and_reference(mixed_request(seed))
     assert native[0].equals(reference[0])
     assert native[1:] == reference[1:]
     assert native[0].num_rows and native[1] and native[2]  # rows, rejections, ignored spans
@@ -69,7 +51,7 @@ def test_native_decoder_equals_decode_traces_on_every_span_shape(seed: int) -> N
 
 def test_native_decoder_equals_decode_traces_on_the_benchmark_payload() -> None:
     request = trace_request(5, 300)
-    native, reference = _native_and_reference(request)
+    native, reference = native_and_reference(request)
     assert native[0].equals(reference[0])
     assert native[0].num_rows == 300 * 4
 
@@ -104,7 +86,7 @@ def test_spans_handed_back_half_written_leave_the_runs_around_them_intact() -> N
         request.SerializeToString(), "src")
     assert runs
     assert {span for _, _, span in fallback} == {*late, *early}
-    native, reference = _native_and_reference(request)
+    native, reference = native_and_reference(request)
     assert native[0].equals(reference[0])
     assert native[0].num_rows == 120 * 4
 
@@ -130,7 +112,7 @@ def _span_request(*attributes: KeyValue) -> ExportTraceServiceRequest:
     ids=["float", "bytes", "escapes"],
 )
 def test_values_it_does_not_render_itself_still_give_the_reference_row(value: AnyValue) -> None:
-    native, reference = _native_and_reference(_span_request(KeyValue(key="extra", value=value)))
+    native, reference = native_and_reference(_span_request(KeyValue(key="extra", value=value)))
     assert native[0].equals(reference[0])
     assert native[0].num_rows == 3
 
@@ -145,7 +127,7 @@ def test_a_span_the_native_decoder_hands_back_is_named_by_its_indices() -> None:
 
 def test_a_rejected_span_is_reported_where_the_reference_reports_it() -> None:
     request = _span_request(KeyValue(key="delivery_attempt", value=AnyValue(int_value=0)))
-    native, reference = _native_and_reference(request)
+    native, reference = native_and_reference(request)
     assert native[1] == reference[1]
     assert "delivery_attempt must be >= 1" in native[1][0][1]
     assert native[0].equals(reference[0])
@@ -157,7 +139,7 @@ def test_a_user_mapping_gives_the_reference_rows() -> None:
         KeyValue(key="order.key", value=AnyValue(string_value="order-9")),
         KeyValue(key="task.uuid", value=AnyValue(string_value="t-1")),
     )
-    native, reference = _native_and_reference(request, mapping)
+    native, reference = native_and_reference(request, mapping)
     assert native[0].equals(reference[0])
     assert "order-9" in native[0].column("idempotency_key").to_pylist()
 
@@ -174,7 +156,7 @@ def test_a_body_it_cannot_walk_goes_whole_to_the_python_path() -> None:
 
 def test_mixed_requests_under_a_mapping_equal_the_reference() -> None:
     mapping = FieldMapping(fields={"resource_key": ("tenant",)})
-    native, reference = _native_and_reference(_mixed_request(9), mapping)
+    native, reference = native_and_reference(mixed_request(9), mapping)
     assert native[0].equals(reference[0])
     assert native[1:] == reference[1:]
 
@@ -212,34 +194,12 @@ def test_one_decoder_gives_the_same_rows_whatever_size_of_request_came_before() 
         assert table.num_rows == len(request.resource_spans[0].scope_spans[0].spans) * 4
 
 
-def _job_span(name: str, events: list[tuple[str, int]], *attributes: KeyValue):
-    """A request of one span called `name` with `attributes` and attribute-less span
-    events (name, time in ns)."""
-    request = ExportTraceServiceRequest()
-    span = request.resource_spans.add().scope_spans.add().spans.add()
-    span.trace_id, span.span_id, span.name = b"\x01" * 16, b"\x02" * 8, name
-    span.start_time_unix_nano = 1_760_000_000_000_000_000
-    span.end_time_unix_nano = span.start_time_unix_nano + 50_000_000
-    span.attributes.extend(attributes)
-    for event_name, time_ns in events:
-        event = span.events.add()
-        event.name, event.time_unix_nano = event_name, time_ns
-    return request
-
-
-def _job(key: str, value: str) -> KeyValue:
-    return KeyValue(key=key, value=AnyValue(string_value=value))
-
-
-T = 1_760_000_000_010_000_000
-
-
 def test_step_events_without_attributes_give_the_reference_rows_natively() -> None:
     steps = [("side_effect", T), ("log", T + 1), ("commit", T + 2), ("ack", T + 3),
              ("lock_release", T + 4)]
-    request = _job_span("process", steps, _job("messaging.message.id", "m-1"),
-                        _job("job.job_type", "charge"), _job("retry_reason", "none"))
-    native, reference = _native_and_reference(request)
+    request = job_span("process", steps, str_attr("messaging.message.id", "m-1"),
+                        str_attr("job.job_type", "charge"), str_attr("retry_reason", "none"))
+    native, reference = native_and_reference(request)
     assert native[0].equals(reference[0])
     assert native[0]["event"].to_pylist().count("ack") == 1
     _, _, fallback, _, _ = NativeTraceDecoder(Normaliser()).native.decode(
@@ -251,23 +211,23 @@ def test_step_events_without_attributes_give_the_reference_rows_natively() -> No
 def test_the_uids_of_a_span_with_any_number_of_steps_are_the_reference_uids(steps: int) -> None:
     # A span's uids are hashed four at a time: full groups, and groups with lanes to spare.
     events = [(name, T + i) for i, name in enumerate(["side_effect", "commit", "ack"] * 3)]
-    request = _job_span("process", events[:steps], _job("messaging.message.id", "m-1"))
-    native, reference = _native_and_reference(request)
+    request = job_span("process", events[:steps], str_attr("messaging.message.id", "m-1"))
+    native, reference = native_and_reference(request)
     assert native[0].equals(reference[0])  # each row with its own uid
     assert native[0].num_rows == steps + 1
 
 
 def test_uids_longer_than_one_hash_block_are_the_reference_uids() -> None:
-    request = _job_span("process", [("ack", T)], _job("messaging.message.id", "m-1"))
+    request = job_span("process", [("ack", T)], str_attr("messaging.message.id", "m-1"))
     request.resource_spans[0].scope_spans[0].spans[0].trace_id = b"\x07" * 64
-    native, reference = _native_and_reference(request)
+    native, reference = native_and_reference(request)
     assert native[0].equals(reference[0])
     assert native[0].num_rows == 2
 
 
 def test_a_later_step_that_needs_the_job_id_a_span_lacks_gets_the_reference_answer() -> None:
-    request = _job_span("worker_start", [("worker_stop", T), ("ack", T + 1)])
-    native, reference = _native_and_reference(request)
+    request = job_span("worker_start", [("worker_stop", T), ("ack", T + 1)])
+    native, reference = native_and_reference(request)
     assert reference[1], "the reference refuses the ack without a job id"
     assert native[0].equals(reference[0])
     assert native[1:] == reference[1:]
@@ -277,9 +237,9 @@ def test_a_later_step_that_needs_the_job_id_a_span_lacks_gets_the_reference_answ
 def test_a_step_time_is_nanoseconds_whatever_its_size_as_the_reference_reads_it(
     time_ns: int,
 ) -> None:
-    request = _job_span("process", [("side_effect", T), ("ack", time_ns)],
-                        _job("messaging.message.id", "m-1"))
-    native, reference = _native_and_reference(request)
+    request = job_span("process", [("side_effect", T), ("ack", time_ns)],
+                        str_attr("messaging.message.id", "m-1"))
+    native, reference = native_and_reference(request)
     assert native[0].equals(reference[0])
     ack = native[0].filter(pa.compute.equal(native[0]["event"], "ack"))
     assert ack["ts"].cast(pa.int64()).to_pylist() == [time_ns // 1000]
@@ -295,7 +255,7 @@ def test_a_character_json_escapes_is_rendered_as_the_reference_does_at_any_posit
         at = i // 3
         text = "x" * at + special + "é" * (i % 2) + "y" * (20 - at)
         spans[i].attributes.append(KeyValue(key="note", value=AnyValue(string_value=text)))
-    native, reference = _native_and_reference(request)
+    native, reference = native_and_reference(request)
     assert native[0].equals(reference[0])
     assert native[0].num_rows == 60
 
@@ -328,7 +288,7 @@ def test_an_empty_host_name_gives_the_reference_worker_id() -> None:
     for kv in resource.attributes:
         if kv.key == "host.name":
             kv.value.string_value = ""
-    native, reference = _native_and_reference(request)
+    native, reference = native_and_reference(request)
     assert native[0].equals(reference[0])
     assert set(native[0]["worker_id"].to_pylist()) == {":4001"}
 
@@ -367,7 +327,7 @@ def test_a_string_that_is_not_utf8_where_no_row_reads_it_still_refuses_the_body(
 def test_a_value_given_as_a_string_table_index_gets_the_reference_row() -> None:
     request = _span_request(KeyValue(key="note", value=AnyValue(string_value_strindex=7)),
                             KeyValue(key="queue", value=AnyValue(string_value_strindex=3)))
-    native, reference = _native_and_reference(request)
+    native, reference = native_and_reference(request)
     assert native[0].equals(reference[0])
     assert "3" in native[0]["queue"].to_pylist()
 
@@ -375,9 +335,9 @@ def test_a_value_given_as_a_string_table_index_gets_the_reference_row() -> None:
 def test_a_producer_span_of_a_resource_without_attributes_gets_the_reference_row() -> None:
     # Found by fuzzing: the resource attributes it looked through were an empty array
     # with no memory (NULL + 0 in C).
-    request = _job_span("orders publish", [], _job("messaging.message.id", "m-1"))
+    request = job_span("orders publish", [], str_attr("messaging.message.id", "m-1"))
     request.resource_spans[0].scope_spans[0].spans[0].kind = 4  # PRODUCER
-    native, reference = _native_and_reference(request)
+    native, reference = native_and_reference(request)
     assert native[0].equals(reference[0])
     assert native[0]["event"].to_pylist() == ["enqueue"]
     _, _, fallback, _, _ = NativeTraceDecoder(Normaliser()).native.decode(
@@ -395,7 +355,7 @@ def _varint(value: int) -> bytes:
 
 def test_a_span_kind_past_32_bits_is_the_kind_protobuf_reads() -> None:
     # protobuf keeps an enum's low 32 bits: 4 + 2**32 is PRODUCER, so the span an enqueue.
-    request = _job_span("orders publish", [], _job("messaging.message.id", "m-1"))
+    request = job_span("orders publish", [], str_attr("messaging.message.id", "m-1"))
     span = request.resource_spans[0].scope_spans[0].spans[0].SerializeToString()
     span += b"\x30" + _varint(4 + 2**32)  # kind again, the last one read wins
     scope = b"\x12" + _varint(len(span)) + span
@@ -416,7 +376,7 @@ def test_the_native_decoder_writes_the_fields_of_the_layout_it_is_handed() -> No
     config["types"] += ("string",)
     config["aliases"] = {**config["aliases"], "example_field": extra * 256}
     decoder = otlp_native._otlp_native.Decoder(**config)
-    request = _job_span("deliver", [], _job("job_id", "j-1"), _job("example_field", "x"))
+    request = job_span("deliver", [], str_attr("job_id", "j-1"), str_attr("example_field", "x"))
     rows, columns, fallback, _, runs = decoder.decode(request.SerializeToString(), "src")
     names = ("event_uid", "ts", "event", *contract.STRING_FIELDS, "example_field",
              *contract.INT_FIELDS, "execution_id", "attrs", "source")

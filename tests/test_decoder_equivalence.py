@@ -1,8 +1,8 @@
 """Every accelerator gives its reference decoder's answer on every body of its source.
 
 The pairs come from the registry (collectors/decoders), the bodies from each source's
-corpus (decoder_corpus.py): an accelerator registered tomorrow is checked here without a
-new test. Rows are compared column by column after sorting by event_uid (an accelerator
+corpus (support/decoder_corpus.py): an accelerator registered tomorrow is checked here
+without a new test. Rows are compared column by column after sorting by event_uid (an accelerator
 may order a body's rows otherwise), `attrs` as the JSON objects it spells; rejections by
 where and why; and a body refused whole must be refused by both.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from decoder_corpus import CORPUS, bodies, json_objects
+from support.decoder_corpus import CORPUS, bodies, json_objects
 
 from collectors.decoders import REGISTRY, Decoder, Output, Refused
 from collectors.mapping import DEFAULT_MAPPING, FieldMapping

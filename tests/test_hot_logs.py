@@ -7,7 +7,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from test_store import CHARGE, count
+from support.charge_events import CHARGE, count
 
 from queries import timeline
 from store import hot_log, hot_segments

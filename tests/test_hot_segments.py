@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import listed_once
 from native_support import require_native
-from test_store import CHARGE, count
+from support.charge_events import CHARGE, count
 
 from collectors.normalise import Normaliser
 from collectors.otlp_native import NativeTraceDecoder

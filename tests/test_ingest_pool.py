@@ -10,6 +10,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
+from support.same_rows import same_rows
 
 from collectors import files, ingest_pool
 from collectors.arrow_batch import rows_to_table
@@ -17,7 +18,6 @@ from collectors.jsonlines import decode_lines
 from collectors.normalise import Normaliser
 from sample_data import log_shapes as shapes
 from store.embedded import EmbeddedStore
-from tests.test_ingest_shapes import same_rows
 
 
 def _sized(path: Path, size: int, head: bytes = b"{}") -> str:

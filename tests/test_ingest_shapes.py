@@ -7,10 +7,10 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-import orjson
 import pyarrow as pa
 import pytest
 from click.testing import CliRunner
+from support.same_rows import same_rows
 
 from collectors import files
 from collectors.arrow_batch import rows_to_table
@@ -28,17 +28,6 @@ LINES = 1500
 def per_line(lines: list[bytes], source: str) -> tuple[pa.Table, list[str]]:
     decoded = decode_lines(list(enumerate(lines, start=1)), Normaliser(), source)
     return rows_to_table(decoded.rows), [str(r) for r in decoded.rejected]
-
-
-def same_rows(got: pa.Table, want: pa.Table) -> None:
-    """Equal column by column; `attrs` as the JSON objects they spell."""
-    assert got.num_rows == want.num_rows
-    for name in want.column_names:
-        left, right = got[name].to_pylist(), want[name].to_pylist()
-        if name == "attrs":
-            left = [orjson.loads(v) if v is not None else None for v in left]
-            right = [orjson.loads(v) if v is not None else None for v in right]
-        assert left == right, name
 
 
 def shape_lines(shape: str, count: int = LINES) -> list[bytes]:

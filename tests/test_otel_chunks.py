@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from test_derived_state import state
-from test_otel_tables import exporter_tables
+from support.derived_rows import state
+from support.otel_exporter_tables import exporter_tables
 
 import sample_data
 from alerts.metrics import AlertMetrics

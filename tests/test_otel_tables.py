@@ -25,6 +25,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from support.derived_rows import state
+from support.otel_exporter_tables import exporter_tables
 
 import sample_data
 from collectors.arrow_batch import rows_to_table
@@ -37,9 +38,7 @@ from sample_data.clickhouse_exporter import (
     CollectingExporter,
     insert,
     log_rows,
-    logs_ddl,
     span_rows,
-    traces_ddl,
 )
 from sample_data.otlp import export_spans
 from store.base import SegmentedStore, Store, StoreError, to_frame
@@ -77,21 +76,6 @@ def embedded(requests: list, otlp_rows: list[dict], tmp_path_factory) -> Path:
     store = EmbeddedStore(str(folder))
     store.write(rows_to_table(otlp_rows))
     store.close()
-    return folder
-
-
-def exporter_tables(folder: Path, *, json_attrs: bool, logs: str, spans: list | None = None,
-                    logs_rows: list | None = None) -> Path:
-    """A chDB folder holding the exporter's tables (database `otel`) with these rows."""
-    s = session.Session(str(folder))
-    try:
-        s.query("CREATE DATABASE IF NOT EXISTS otel")
-        s.query(traces_ddl("otel", json=json_attrs))
-        s.query(logs_ddl("otel", layout=logs))
-        insert(s, "otel.otel_traces", spans or [])
-        insert(s, "otel.otel_logs", logs_rows or [])
-    finally:
-        s.close()
     return folder
 
 

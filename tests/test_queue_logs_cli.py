@@ -11,8 +11,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 from collect_support import append, running, wait_for_rows
-from test_arq_log import RETRIED, STARTING
-from test_rq_log import KILLED, OK, STARTED
+from support.arq_log_lines import RETRIED, STARTING
+from support.rq_log_lines import KILLED, OK, STARTED
 
 from collectors.files import ingest_files
 from dupescope.cli import main

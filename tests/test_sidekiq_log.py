@@ -12,6 +12,7 @@ from pathlib import Path
 import orjson
 from click.testing import CliRunner
 from collect_support import append, running, wait_for_rows
+from support.sidekiq_log_lines import JOB, PUSHED_BACK, RERUN, RETRIED, json_line
 
 from collectors.files import ingest_files
 from collectors.mapping import FieldMapping
@@ -20,49 +21,6 @@ from collectors.sidekiq_log import SidekiqLogReader, looks_like_sidekiq_log
 from dupescope.cli import main
 from queries import duplicates
 from store.embedded import EmbeddedStore
-
-JOB = '{"retry":3,"queue":"billing","class":"ChargeJob","args":["order-7",2],"jid":"9c00d0"'
-RETRIED = (
-    b"2026-12-05T08:00:43.189Z pid=20902 tid=gvy INFO: Booting Sidekiq 6.4.1 with redis\n"
-    b"2026-12-05T08:00:45.240Z pid=20902 tid=gs6 class=ChargeJob jid=9c00d0 INFO: start\n"
-    b"2026-12-05T08:00:45.245Z pid=20902 tid=gs6 class=ChargeJob jid=9c00d0 elapsed=0.005 "
-    b"INFO: fail\n"
-    b'2026-12-05T08:00:45.245Z pid=20902 tid=gs6 WARN: {"context":"Job raised exception",'
-    b'"job":' + JOB.encode() + b',"enqueued_at":1796457645.24},"jobstr":"{}"}\n'
-    b"2026-12-05T08:00:45.245Z pid=20902 tid=gs6 WARN: RuntimeError: card declined\n"
-    b"2026-12-05T08:00:45.245Z pid=20902 tid=gs6 WARN: /app/jobs.rb:36:in `perform'\n"
-    b"/usr/share/sidekiq/processor.rb:196:in `execute_job'\n"
-    b"2026-12-05T08:00:46.307Z pid=20902 tid=gmi class=ChargeJob jid=9c00d0 INFO: start\n"
-    b"2026-12-05T08:00:46.358Z pid=20902 tid=gmi class=ChargeJob jid=9c00d0 elapsed=0.05 "
-    b"INFO: done\n"
-)
-
-
-def _json(ts: str, tid: str, msg: str, **ctx: object) -> bytes:
-    record: dict[str, object] = {"ts": ts, "pid": 20903, "tid": tid, "lvl": "INFO", "msg": msg}
-    if ctx:
-        record["ctx"] = ctx
-    return orjson.dumps(record) + b"\n"
-
-
-UNIT = (
-    '#<struct Sidekiq::BasicFetch::UnitOfWork queue="queue:billing", job="{\\"retry\\":3,'
-    '\\"queue\\":\\"billing\\",\\"class\\":\\"ChargeJob\\",\\"args\\":[\\"order-9\\"],'
-    '\\"jid\\":\\"b4e2ac\\"}">'
-)
-# A job running when its process was stopped (TERM, `-t 1`): pushed back, run elsewhere.
-PUSHED_BACK = (
-    _json("2026-12-05T08:00:45.244Z", "gpn", "start", **{"class": "ChargeJob", "jid": "b4e2ac"})
-    + _json("2026-12-05T08:00:57.282Z", "gvz", f"Work still in progress [{UNIT}]")
-    + _json("2026-12-05T08:00:57.284Z", "gvz", "Pushed 1 jobs back to Redis")
-    + _json("2026-12-05T08:00:57.284Z", "gpn", "fail",
-            **{"class": "ChargeJob", "jid": "b4e2ac", "elapsed": 12.04})
-)
-RERUN = (
-    b"2026-12-05T08:00:58.001Z pid=30001 tid=abc class=ChargeJob jid=b4e2ac INFO: start\n"
-    b"2026-12-05T08:00:58.060Z pid=30001 tid=abc class=ChargeJob jid=b4e2ac elapsed=0.059 "
-    b"INFO: done\n"
-)
 
 
 def _rows(body: bytes, normaliser: Normaliser | None = None) -> list[dict]:
@@ -106,7 +64,7 @@ def test_the_json_format_gives_the_rows_the_default_format_gives() -> None:
         line for line in RETRIED.splitlines(keepends=True) if b" class=" in line
     )
     as_json = b"".join(
-        _json(line.split(b" ")[0].decode(), "t1", line.rsplit(b": ", 1)[1].strip().decode(),
+        json_line(line.split(b" ")[0].decode(), "t1", line.rsplit(b": ", 1)[1].strip().decode(),
               **{"class": "ChargeJob", "jid": "9c00d0"})
         for line in pretty.splitlines()
     )

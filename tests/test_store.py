@@ -9,51 +9,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from conftest import listed_once
 from rows_support import many_rows
+from support.charge_events import CHARGE, count
 
 from queries import timeline
 from store.clickhouse import events_ddl
 from store.embedded import EmbeddedStore
 from store.schema import EVENTS_SCHEMA, RUNS_SCHEMA, VIEW_SCHEMA, as_events, as_runs, concat
-
-CHARGE = [
-    {
-        "ts": "2025-11-30T12:00:00Z",
-        "event": "enqueue",
-        "job_id": "j1",
-        "job_type": "billing.charge",
-        "idempotency_key": "inv-1",
-    },
-    {
-        "ts": "2025-11-30T12:00:01Z",
-        "event": "deliver",
-        "job_id": "j1",
-        "job_type": "billing.charge",
-        "idempotency_key": "inv-1",
-        "delivery_attempt": 1,
-        "worker_id": "w1",
-    },
-    {
-        "ts": "2025-11-30T12:00:02Z",
-        "event": "side_effect",
-        "job_id": "j1",
-        "job_type": "billing.charge",
-        "idempotency_key": "inv-1",
-        "delivery_attempt": 1,
-        "worker_id": "w1",
-    },
-    {
-        "ts": "2025-11-30T12:00:03Z",
-        "event": "ack",
-        "job_id": "j1",
-        "job_type": "billing.charge",
-        "delivery_attempt": 1,
-        "worker_id": "w1",
-    },
-]
-
-
-def count(store) -> int:
-    return int(store.execute("SELECT count(DISTINCT event_uid) AS n FROM events")["n"][0])
 
 
 def test_written_rows_come_back(store, make_table) -> None:

@@ -1,23 +1,8 @@
 """The per-key timeline: all events of a key, in order, grouped by execution."""
 
+from support.timeline_events import REDELIVERED, next_day
+
 from store.embedded import EmbeddedStore
-
-BASE = {"job_type": "billing.charge", "idempotency_key": "inv-1"}
-
-
-def ev(ts: str, event: str, **fields) -> dict:
-    return {"ts": f"2025-11-30T12:{ts}Z", "event": event, **BASE, **fields}
-
-
-REDELIVERED = [
-    ev("00:00", "enqueue", job_id="j1"),
-    ev("00:01", "deliver", job_id="j1", delivery_attempt=1, worker_id="w1"),
-    ev("00:02", "side_effect", job_id="j1", delivery_attempt=1, worker_id="w1"),
-    ev("00:31", "deliver", job_id="j1", delivery_attempt=2, worker_id="w2"),
-    ev("00:32", "ack", job_id="j1", delivery_attempt=1, worker_id="w1"),
-    ev("00:33", "idempotency_hit", job_id="j1", delivery_attempt=2, worker_id="w2"),
-    ev("00:34", "ack", job_id="j1", delivery_attempt=2, worker_id="w2"),
-]
 
 
 def test_events_are_in_time_order(store, make_table) -> None:
@@ -99,10 +84,6 @@ def _full_scan(store, key: str) -> list[str]:
     return run(store, "timeline", key=key)["event_uid"].tolist()
 
 
-def _next_day(record: dict, ts: str = "2025-12-01T00:00:05Z") -> dict:
-    return {k: v for k, v in record.items() if k != "idempotency_key"} | {"ts": ts}
-
-
 def test_a_compacted_store_gives_the_timeline_of_a_full_scan(embedded, make_table) -> None:
     from queries import timeline
 
@@ -124,7 +105,7 @@ def test_rows_written_after_compaction_are_found(embedded, make_table) -> None:
 def test_a_job_whose_rows_span_two_days_is_found_after_compaction(embedded, make_table) -> None:
     from queries import timeline
 
-    late_ack = _next_day(REDELIVERED[-1])
+    late_ack = next_day(REDELIVERED[-1])
     embedded.write(make_table([*REDELIVERED[:-1], late_ack]))
     embedded.compact()
     frame = timeline(embedded, "inv-1")
@@ -136,7 +117,7 @@ def test_a_job_whose_rows_span_two_days_is_found_after_compaction(embedded, make
 def test_a_job_id_finds_its_rows_after_compaction(embedded, make_table) -> None:
     from queries import timeline
 
-    embedded.write(make_table([*REDELIVERED[:-1], _next_day(REDELIVERED[-1])]))
+    embedded.write(make_table([*REDELIVERED[:-1], next_day(REDELIVERED[-1])]))
     embedded.compact()
     assert timeline(embedded, "j1")["event_uid"].tolist() == _full_scan(embedded, "j1")
 
@@ -147,7 +128,7 @@ def test_a_key_enqueued_as_two_jobs_finds_both(embedded, make_table) -> None:
     retry = [{**r, "job_id": "j9", "ts": r["ts"].replace("12:0", "13:0")} for r in REDELIVERED]
     embedded.write(make_table(REDELIVERED))
     embedded.compact()
-    embedded.write(make_table([_next_day(r) for r in retry[1:]] + retry[:1]))
+    embedded.write(make_table([next_day(r) for r in retry[1:]] + retry[:1]))
     assert set(timeline(embedded, "inv-1")["job_id"]) == {"j1", "j9"}
     assert timeline(embedded, "inv-1")["event_uid"].tolist() == _full_scan(embedded, "inv-1")
 
@@ -168,7 +149,7 @@ def test_retention_takes_a_dropped_days_rows_out_of_the_timeline(embedded, make_
 
     from queries import timeline
 
-    embedded.write(make_table([*REDELIVERED[:-1], _next_day(REDELIVERED[-1])]))
+    embedded.write(make_table([*REDELIVERED[:-1], next_day(REDELIVERED[-1])]))
     embedded.compact()
     embedded.drop_days_before(date(2025, 12, 1))
     assert timeline(embedded, "j1")["event"].tolist() == ["ack"]

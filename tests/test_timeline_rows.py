@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 import pytest
-from test_timeline import REDELIVERED, _next_day, ev
+from support.timeline_events import REDELIVERED, ev, next_day
 
 from collectors.files import ingest_files
 from collectors.normalise import Normaliser
@@ -36,7 +36,7 @@ CASES: dict[str, list[dict]] = {
     ],
     "other keys": REDELIVERED
     + [{**r, "idempotency_key": "inv-2", "job_id": "j2"} for r in REDELIVERED],
-    "a job spanning two days": [*REDELIVERED[:-1], _next_day(REDELIVERED[-1])],
+    "a job spanning two days": [*REDELIVERED[:-1], next_day(REDELIVERED[-1])],
     "a key enqueued as two jobs": REDELIVERED
     + [{**r, "job_id": "j9", "ts": r["ts"].replace("12:0", "13:0")} for r in REDELIVERED],
     "no deliver at all": [r for r in REDELIVERED if r["event"] != "deliver"],

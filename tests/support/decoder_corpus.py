@@ -1,5 +1,5 @@
-"""Each source's corpus: the bodies its decoders are held to, built here from the
-decoder tests' own requests and lines (never from benchmarks/).
+"""Each source's corpus: the bodies its decoders are held to, built here from the requests
+and log lines the decoder tests read (tests/support/), never from benchmarks/.
 
 A new source registered in collectors/decoders brings its corpus here: a test fails for
 a source without one.
@@ -13,14 +13,14 @@ import orjson
 from google.protobuf import json_format
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-from test_arq_log import EXPIRED_TRY, LONG, RETRIED, STARTING, TIMED_OUT
-from test_block_ingest import corpus as lines_corpus
-from test_celery_log import ADD, BANNER, BROKEN, CRASH, FLAKY, SLOW, UNACKED
-from test_collect_decode import _kv, _mixed_request
-from test_collect_native import T, _job, _job_span
-from test_rq_log import FAILED, KILLED, OK, STARTED
-from test_sidekiq_log import PUSHED_BACK, RERUN
-from test_sidekiq_log import RETRIED as SIDEKIQ_RETRIED
+
+from support.arq_log_lines import EXPIRED_TRY, LONG, RETRIED, STARTING, TIMED_OUT
+from support.celery_log_lines import ADD, BANNER, BROKEN, CRASH, FLAKY, SLOW, UNACKED
+from support.json_lines_corpus import corpus as lines_corpus
+from support.otlp_spans import T, job_span, key_value, mixed_request, str_attr
+from support.rq_log_lines import FAILED, KILLED, OK, STARTED
+from support.sidekiq_log_lines import PUSHED_BACK, RERUN
+from support.sidekiq_log_lines import RETRIED as SIDEKIQ_RETRIED
 
 Body = tuple[str, bytes]  # (name, body)
 
@@ -28,18 +28,19 @@ Body = tuple[str, bytes]  # (name, body)
 def _traces() -> list[tuple[str, object]]:
     steps = [("lock_acquire", T), ("side_effect", T + 1), ("log", T + 2), ("ack", T + 3)]
     return [
-        *[(f"mixed-{seed}", _mixed_request(seed)) for seed in range(3)],
+        *[(f"mixed-{seed}", mixed_request(seed)) for seed in range(3)],
         ("steps-without-attributes",
-         _job_span("process", steps, _job("messaging.message.id", "m-1"),
-                   _job("job.job_type", "charge"))),
-        ("no-job-id", _job_span("deliver", [("ack", T)], _job("job.job_type", "charge"))),
+         job_span("process", steps, str_attr("messaging.message.id", "m-1"),
+                  str_attr("job.job_type", "charge"))),
+        ("no-job-id", job_span("deliver", [("ack", T)], str_attr("job.job_type", "charge"))),
     ]
 
 
 def _logs() -> list[tuple[str, ExportLogsServiceRequest]]:
     request = ExportLogsServiceRequest()
     resource_logs = request.resource_logs.add()
-    resource_logs.resource.attributes.extend([_kv("host.name", "h"), _kv("process.pid", 7)])
+    resource_logs.resource.attributes.extend(
+        [key_value("host.name", "h"), key_value("process.pid", 7)])
     scope = resource_logs.scope_logs.add()
     bodies = [
         {"event": "deliver", "job_id": "j-1", "delivery_attempt": 2},
@@ -52,11 +53,11 @@ def _logs() -> list[tuple[str, ExportLogsServiceRequest]]:
         record.time_unix_nano = T + i
         record.trace_id, record.span_id = bytes([i + 1]) * 16, bytes([i + 1]) * 8
         if isinstance(body, dict):
-            record.body.kvlist_value.values.extend(_kv(k, v) for k, v in body.items())
+            record.body.kvlist_value.values.extend(key_value(k, v) for k, v in body.items())
         else:
             record.body.CopyFrom(AnyValue(string_value=body))
             record.attributes.append(KeyValue(key="event", value=AnyValue(string_value="fail")))
-            record.attributes.append(_kv("job_id", "j-2"))
+            record.attributes.append(key_value("job_id", "j-2"))
     return [("records", request)]
 
 
