@@ -139,3 +139,36 @@ def test_derive_sits_between_store_and_queries():
     assert "queries" not in derive_imports and "store" in derive_imports
     assert any(t.startswith("derive") for m, ts in graph.items() if m.startswith("queries")
                for t in ts)
+
+
+def imports_of_test_modules(tree: ast.AST, test_modules: set[str]) -> set[str]:
+    """The test modules (`tests/test_*.py`, by stem) a module imports, however spelt:
+    `test_x`, `tests.test_x`, `from tests import test_x`, or relatively."""
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            dotted = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            dotted = [module] + [f"{module}.{alias.name}".lstrip(".") for alias in node.names]
+        else:
+            continue
+        for name in dotted:
+            parts = name.split(".")
+            if parts[0] == "tests":
+                parts = parts[1:]
+            if parts and parts[0] in test_modules:
+                found.add(parts[0])
+    return found
+
+
+def test_no_module_under_tests_imports_a_test_module():
+    # A test module is a specification, not a library: what several share sits in
+    # tests/support/ or conftest.py, so that reading one test module is enough.
+    test_modules = {path.stem for path in (ROOT / "tests").glob("test_*.py")}
+    offenders = sorted(
+        (str(path.relative_to(ROOT)), name)
+        for path in (ROOT / "tests").rglob("*.py")
+        for name in imports_of_test_modules(ast.parse(path.read_text()), test_modules)
+    )
+    assert offenders == []
