@@ -13,8 +13,9 @@ Every derived table is made of units that depend on a bounded part of the events
 
 New (or retention-dropped) rows touch their job_ids J and keys; the keys touched are
 those, every idempotency key J's events carry (a job whose key changed leaves its old
-key) and J themselves (a job without a key is its own key). Two lookups through the
-lookup index (store `rows_of`) fetch every job of those keys with all its rows, over
+key) and J themselves (a job without a key is its own key). Three lookups through the
+lookup index (store `rows_of`: J's rows, then the rows of the keys beyond J, then the
+other jobs those rows name) fetch every job of those keys with all its rows, over
 which the same query files as a full build run, in a connection of their own; the rows
 of touched units replace theirs in a new layer (derive/embedded/state.py). What a layer
 costs follows the rows touched and their keys' history, not the size of the store; the
