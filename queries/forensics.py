@@ -78,11 +78,11 @@ def sorted_lists(lists: pa.ChunkedArray) -> list[list[Any]]:
     values = pc.list_flatten(array)
     parents = pc.list_parent_indices(array)
     present = pc.is_valid(values)
-    ordered = pa.table({"row": parents.filter(present), "value": values.filter(present)})
-    ordered = ordered.sort_by([("row", "ascending"), ("value", "ascending")])
-    counts = np.bincount(ordered["row"].to_numpy(), minlength=len(array))
+    flat = pa.table({"row": parents.filter(present), "value": values.filter(present)})
+    flat = flat.sort_by([("row", "ascending"), ("value", "ascending")])
+    counts = np.bincount(flat["row"].to_numpy(), minlength=len(array))
     offsets = pa.array(np.concatenate(([0], np.cumsum(counts))), pa.int64())
-    rebuilt = pa.LargeListArray.from_arrays(offsets, ordered["value"].combine_chunks())
+    rebuilt = pa.LargeListArray.from_arrays(offsets, flat["value"].combine_chunks())
     listed: list[list[Any]] = rebuilt.to_pylist()
     return listed
 
