@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from derive import catalogue
 from derive.base import AnswerChanges, Deriver, Mark, Touched
-from derive.clickhouse.incremental import SETTINGS
+from derive.library import CLICKHOUSE_SETTINGS
 from derive.open import open_deriver
 from derive.rename import renamed
 from queries.duplicates_shape import shaped
@@ -131,7 +131,7 @@ def _asked(store: Store, name: str, params: dict[str, Any], narrowed: bool) -> p
         text = renamed(text, store.dialect, {t: f"only_{t}" for t in _NARROWED})
     sql = render(text, store.dialect, params)
     if store.dialect == "clickhouse":
-        sql += SETTINGS
+        sql += CLICKHOUSE_SETTINGS
     used = placeholders(text)
     bound = {k: v for k, v in params.items() if k in used}
     segmented = store.segmented()

@@ -77,14 +77,6 @@ def by_key() -> dict[str, str]:
     """Kept answers of one key a row: table -> the question behind it."""
     return {table: table.removeprefix("answer_") for table in catalogue.by_key()}
 
-#: ClickHouse fills unmatched LEFT JOIN columns with type defaults and lets an alias
-#: shadow a column of the same name unless told otherwise; the query library is written
-#: for standard SQL's NULLs and name resolution. The work table statements
-#: (`LARGE`, `SMALL`) end with the same.
-SETTINGS = (
-    " SETTINGS join_use_nulls = 1, prefer_column_name_to_alias = 1,"
-    " aggregate_functions_null_for_empty = 1"
-)
 
 
 

@@ -5,8 +5,8 @@
 --
 -- ClickHouse fills unmatched LEFT JOIN columns with type defaults and lets an alias
 -- shadow a column of the same name unless told otherwise; the query library is written
--- for standard SQL's NULLs and name resolution (derive/clickhouse/incremental.py
--- SETTINGS).
+-- for standard SQL's NULLs and name resolution (derive/library.py
+-- CLICKHOUSE_SETTINGS).
 CREATE OR REPLACE TABLE {table:Identifier} ENGINE = MergeTree ORDER BY tuple() AS
 SELECT * FROM query_rows
 SETTINGS join_use_nulls = 1, prefer_column_name_to_alias = 1,
