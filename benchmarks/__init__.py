@@ -16,4 +16,5 @@ HARNESSES = {
     "store_budget": "load, full build and compaction of N events under --memory: time, peak RSS",
     "whatif": "whatif predicted vs the model run again at the proposed settings; whatif timed",
     "index_writes": "what the id index costs a write on chDB, per event and per batch",
+    "ingest_fresh": "bulk ingest, no manual compact, then collector batches: freshness, timeline",
 }

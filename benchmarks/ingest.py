@@ -1,4 +1,4 @@
-"""`dupescope ingest` vs polars `read_ndjson` -> Parquet, shape by shape (issue 24).
+"""`dupescope ingest` vs polars `read_ndjson` -> Parquet, shape by shape.
 
 Every figure comes from this run. For each shape of `sample_data/log_shapes.py` (aliases,
 mixed timestamp forms, empty and nested attrs, extra fields, field order, long unicode
@@ -8,7 +8,7 @@ ratio is polars' time over dupescope's (1.0x: as fast as polars).
 
 `--workload` measures the benchmark workload file instead, against DuckDB `read_json`
 (explicit columns: `read_json_auto` stops on mixed whole/fractional seconds),
-`pyarrow.json` and polars (issue 2), in this process.
+`pyarrow.json` and polars, in this process.
 """
 
 from __future__ import annotations
@@ -224,7 +224,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--shapes", default=",".join(shapes.SHAPES), help="comma-separated; default: all"
     )
-    parser.add_argument("--workload", action="store_true", help="the issue 2 comparison")
+    parser.add_argument("--workload", action="store_true", 
+                        help="the workload file against DuckDB, pyarrow and polars")
     parser.add_argument("--events", type=int, default=1_000_000, help="with --workload")
     parser.add_argument("--dir", type=Path, default=DEFAULT_DIR)
     args = parser.parse_args(argv)

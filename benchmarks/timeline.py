@@ -1,4 +1,4 @@
-"""`timeline KEY` latency at N and 10N events vs `LC_ALL=C grep -F KEY` (issue 2).
+"""`timeline KEY` latency at N and 10N events vs `LC_ALL=C grep -F KEY`.
 
 The workload is the model's (`sample_data/fast.py`): copies of one modelled block, so
 10M events span ~80 days and 100M ~2 years, as a long-kept store does. The store is

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from derive import catalogue
 from derive.library import literal, render, text
+from derive.rename import inlined
 from store.sql_files import with_identifiers
 
 
@@ -25,7 +26,7 @@ def select(name: str, dialect: str, counted: bool = False) -> str:
     kept = catalogue.answer(name)
     source = (kept.counted or name) if counted else name
     inner = literal(text(source, dialect), dict(kept.params))
-    return f"SELECT row_number() OVER () AS answer_row, * FROM ({inner}) AS answer"
+    return inlined(text("numbered_answer", dialect), dialect, {"answer": inner})
 
 
 def build(dialect: str, create: Callable[[str, str], None], counted: bool = False) -> None:

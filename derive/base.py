@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+from typing import BinaryIO, Generic, Protocol, TypeVar
 
 import pyarrow as pa
-
-if TYPE_CHECKING:
-    from derive.embedded.state import State
 
 #: A batch of more rows than this, and larger than the store's executions twice over, is
 #: derived by a build from nothing: fetching the history of most keys one lookup at a
@@ -31,6 +28,12 @@ def too_large(rows: int, executions: int) -> bool:
     """Whether a batch of `rows` is better built from nothing than absorbed."""
     return rows > LARGE_BATCH_ROWS and rows > 2 * executions
 
+
+#: Rows of the kept duplicates answer (in its order, its columns as the question gives
+#: them) rendered as the command prints them: JSON lines, a block of whole lines at a
+#: time. A deriver that keeps a listing beside its state renders each batch's rows with
+#: it once, so that printing every duplicate copies bytes instead of rendering rows.
+RenderRows = Callable[[pa.Table], Iterable[bytes]]
 
 StoreT = TypeVar("StoreT")
 
@@ -115,6 +118,8 @@ class Deriver(Protocol):
     def lag_seconds(self) -> float | None:
         """How far the kept state is behind the events, in seconds (None: none kept)."""
 
-    def kept_state(self) -> State | None:
-        """The layers attached now, where the state is kept in layers of files (what is
-        rendered beside them is read by layer); None elsewhere."""
+    def write_listing(self, out: BinaryIO) -> bool:
+        """Print every row of the kept duplicates answer to `out` as one JSON array of
+        the rows `RenderRows` rendered, from the rendering kept beside the current state;
+        False (nothing printed) where none is kept (a deriver opened without a renderer,
+        a state held in memory, ClickHouse)."""

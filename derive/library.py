@@ -117,3 +117,14 @@ def _strip_comments(sql: str) -> str:
 def placeholders(sql: str) -> set[str]:
     """The `:name` parameters a query text uses (comments aside)."""
     return set(_PLACEHOLDER.findall(_strip_comments(sql)))
+
+
+#: ClickHouse fills unmatched LEFT JOIN columns with type defaults and lets an alias
+#: shadow a column of the same name unless told otherwise; the query library is written
+#: for standard SQL's NULLs and name resolution, so every question asked of ClickHouse
+#: ends with these (the work-table statements under derive/sql/clickhouse/ end with the
+#: same).
+CLICKHOUSE_SETTINGS = (
+    " SETTINGS join_use_nulls = 1, prefer_column_name_to_alias = 1,"
+    " aggregate_functions_null_for_empty = 1"
+)

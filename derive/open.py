@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-from derive.base import Deriver
+from derive.base import Deriver, RenderRows
 from derive.clickhouse.deriver import ClickHouseDeriver
 from derive.embedded.deriver import EmbeddedDeriver
-from derive.embedded.layers import Rendered
 from store.base import Store
 from store.clickhouse import ClickHouseEngine
 
 
-def _nothing(store: object, layer: str) -> None:
-    """Nothing kept rendered beside a layer."""
-
-
-def open_deriver(store: Store, rendered: Rendered = _nothing) -> Deriver:
+def open_deriver(store: Store, render: RenderRows | None = None) -> Deriver:
     """The deriver of `store`: layers of Parquet files beside an embedded store's segments,
-    tables beside `events` on ClickHouse or chDB. `rendered` is called with each layer an
-    embedded deriver writes, for what is kept rendered beside it."""
+    tables beside `events` on ClickHouse or chDB. With `render`, an embedded deriver
+    keeps the duplicates rendered by it beside each layer it writes (`write_listing`)."""
     segmented = store.segmented()
     if segmented is not None:
-        return EmbeddedDeriver(segmented, rendered)
+        return EmbeddedDeriver(segmented, render)
     if isinstance(store, ClickHouseEngine):
         return ClickHouseDeriver(store)
     raise TypeError(f"{store.describe()} has no segments and is no ClickHouse store")

@@ -52,3 +52,11 @@ def _replacement(tokens: list[Token], i: int, tables: Mapping[str, str],
             return sources[token.text], following.end + 1
         return sources[token.text], token.end + 1
     return None, 0
+
+
+def inlined(sql: str, dialect: str, relations: Mapping[str, str]) -> str:
+    """`sql` with each relation named in `relations` read as that query instead, as a
+    subquery of the same name, where a FROM or JOIN reads it: a query file that filters or
+    wraps another one names it as a table, and the two are put together by token."""
+    subqueries = {name: f"({query}\n) AS {name}" for name, query in relations.items()}
+    return renamed(sql, dialect, {}, sources=subqueries)

@@ -24,6 +24,7 @@ from dupescope import (
     prompt_exit,
 )
 from dupescope.options import (
+    INPUT_FORMATS,
     celery_log_options,
     celery_log_settings,
     field_mapping_or_exit,
@@ -116,8 +117,8 @@ def ingest(
     # A large file's workers are forked from this process before it decodes anything: the
     # settings they need must be in place before polars loads here, and no thread of
     # tqdm's may run at the fork.
-    text_logs = ("celery-log", "sidekiq-log", "rq-log", "arq-log")
-    forks = input_format not in text_logs and ingest_pool.wanted(files)
+    worker_logs = [f for f in INPUT_FORMATS if f.endswith("-log")]
+    forks = input_format not in worker_logs and ingest_pool.wanted(files)
     if forks:
         ingest_pool.settings()
         tqdm.monitor_interval = 0

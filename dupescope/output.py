@@ -19,6 +19,9 @@ if TYPE_CHECKING:  # imported where used: `dupescope ingest` and its workers nev
     import pyarrow as pa
 
 FORMATS = ("table", "json", "csv")
+#: What follows each row of a JSON array printed from JSON lines (the last one's gives
+#: way to the array's end): what the kept listing prints too.
+_SEPARATOR = b",\n"
 
 
 def _plain(value: Any) -> Any:
@@ -95,15 +98,15 @@ def emit_arrow_json(table: pa.Table) -> None:
     """Print an Arrow table as `emit` prints a frame as JSON (times RFC 3339 UTC, missing
     values null), serialised by polars: hundreds of thousands of rows in a second where
     building Python objects for each took tens."""
-    from queries.duplicates_listing import SEPARATOR, json_rows
+    from queries.json_lines import json_lines
 
     with stdout_for_bytes() as out:
         out.write(b"[")
         held = b""  # the last block, whose last separator gives way to the array's end
-        for block in json_rows(table):
+        for lines in json_lines(table):
             out.write(held)
-            held = block
-        out.write(held[: -len(SEPARATOR)] if held else b"")
+            held = lines.replace(b"\n", _SEPARATOR)
+        out.write(held[: -len(_SEPARATOR)] if held else b"")
         out.write(b"]\n")
 
 

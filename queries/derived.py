@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 import re
 import threading
-import time
 import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -24,12 +23,13 @@ import pyarrow as pa
 
 from derive import catalogue
 from derive.base import AnswerChanges, Deriver, Mark, Touched
-from derive.clickhouse.incremental import SETTINGS
+from derive.library import CLICKHOUSE_SETTINGS
 from derive.open import open_deriver
 from derive.rename import renamed
-from queries import duplicates_listing
+from queries.duplicates_shape import shaped
+from queries.json_lines import json_lines
 from queries.loader import placeholders, render, sql_text
-from store.base import SegmentedStore, Store, to_frame
+from store.base import Store, to_frame
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -53,12 +53,10 @@ KEPT_TABLES: tuple[str, ...] = tuple(
 BUILT_TABLES: tuple[str, ...] = KEPT_TABLES + catalogue.answer_tables()
 
 
-def _keep_listing(store: SegmentedStore, layer: str) -> None:
-    """The layer's duplicates rendered as the command line prints them
-    (queries/duplicates_listing.py)."""
-    started = time.perf_counter()
-    duplicates_listing.keep_layer(store, layer)
-    log.debug("kept the duplicates listing in %.2f s", time.perf_counter() - started)
+def _rendered_duplicates(rows: pa.Table) -> Iterator[bytes]:
+    """Rows of the kept duplicates answer as `dupescope duplicates --format json` prints
+    them: what a deriver keeps rendered beside its state (`write_duplicates_listing`)."""
+    return json_lines(shaped(rows))
 
 
 def deriver(store: Store) -> Deriver:
@@ -66,7 +64,7 @@ def deriver(store: Store) -> Deriver:
     with _GUARD:
         found = _DERIVERS.get(store)
         if found is None:
-            found = _DERIVERS[store] = open_deriver(store, _keep_listing)
+            found = _DERIVERS[store] = open_deriver(store, _rendered_duplicates)
         return found
 
 
@@ -87,14 +85,9 @@ def rebuild(store: Store) -> None:
 
 
 def write_duplicates_listing(store: Store, out: BinaryIO) -> bool:
-    """Print every duplicate from the listing kept with the current derived state (an
-    embedded store's: queries/duplicates_listing.py); False (nothing printed) where no
-    such listing is kept."""
-    segmented = store.segmented()
-    if segmented is None:
-        return False
-    state = deriver(store).kept_state()
-    return state is not None and duplicates_listing.write(segmented, state, out)
+    """Print every duplicate as one JSON array from the rendering kept with the current
+    derived state (an embedded store's); False (nothing printed) where none is kept."""
+    return deriver(store).write_listing(out)
 
 
 def table(store: Store, name: str) -> pa.Table:
@@ -138,7 +131,7 @@ def _asked(store: Store, name: str, params: dict[str, Any], narrowed: bool) -> p
         text = renamed(text, store.dialect, {t: f"only_{t}" for t in _NARROWED})
     sql = render(text, store.dialect, params)
     if store.dialect == "clickhouse":
-        sql += SETTINGS
+        sql += CLICKHOUSE_SETTINGS
     used = placeholders(text)
     bound = {k: v for k, v in params.items() if k in used}
     segmented = store.segmented()

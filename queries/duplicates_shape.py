@@ -2,8 +2,8 @@
 job_ids sorted, times as UTC timestamps), by polars without pandas.
 
 Apart from the module that runs the query (queries/duplicates_table.py), so that the
-derivation, which renders the kept listing (queries/duplicates_listing.py), can shape
-rows without importing the reader back.
+renderer the embedded deriver keeps the listing with (queries/derived.py) can shape rows
+without importing the reader back.
 """
 
 from __future__ import annotations

@@ -9,7 +9,6 @@ start (datetime, pandas Timestamp or ISO 8601 text; naive times are UTC).
 
 from __future__ import annotations
 
-import bisect
 import threading
 import weakref
 from datetime import timedelta
@@ -21,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from derive import ordered
 from derive.catalogue import UNFILTERED as _UNFILTERED
 from derive.defaults import SKEW_TOLERANCE_MS, STAMPEDE_MIN_EXECUTIONS, STAMPEDE_WINDOW_US
 from queries.derived import Mark, answer_changes, narrowed, query, query_arrow
@@ -78,11 +78,11 @@ def sorted_lists(lists: pa.ChunkedArray) -> list[list[Any]]:
     values = pc.list_flatten(array)
     parents = pc.list_parent_indices(array)
     present = pc.is_valid(values)
-    ordered = pa.table({"row": parents.filter(present), "value": values.filter(present)})
-    ordered = ordered.sort_by([("row", "ascending"), ("value", "ascending")])
-    counts = np.bincount(ordered["row"].to_numpy(), minlength=len(array))
+    flat = pa.table({"row": parents.filter(present), "value": values.filter(present)})
+    flat = flat.sort_by([("row", "ascending"), ("value", "ascending")])
+    counts = np.bincount(flat["row"].to_numpy(), minlength=len(array))
     offsets = pa.array(np.concatenate(([0], np.cumsum(counts))), pa.int64())
-    rebuilt = pa.LargeListArray.from_arrays(offsets, ordered["value"].combine_chunks())
+    rebuilt = pa.LargeListArray.from_arrays(offsets, flat["value"].combine_chunks())
     listed: list[list[Any]] = rebuilt.to_pylist()
     return listed
 
@@ -164,67 +164,34 @@ def _every_duplicate(store: Store) -> pd.DataFrame:
 def replaced_in_order(frame: pd.DataFrame, keys: frozenset[str],
                       rows: pd.DataFrame) -> pd.DataFrame:
     """`frame` with the rows of `keys` replaced by `rows`, in the query's order (first_ts,
-    then key). The rows are put in their places in the ordered frame, which is not sorted
-    again (sorting 600k rows by a time and a text took a second), and the frame is taken
-    from once."""
+    then key): the rows are put in their places in the ordered frame (derive/ordered.py),
+    which is not sorted again, and the frame is taken from once."""
     replaced = pc.is_in(pa.array(frame["key"]), value_set=pa.array(sorted(keys), pa.string()))
     kept = np.flatnonzero(~np.asarray(replaced.to_numpy(zero_copy_only=False), bool))
     rows = rows.sort_values(["first_ts", "key"], kind="stable", ignore_index=True)
-    at = _places(frame, kept, rows) if len(kept) else None
-    if at is None:
-        # The frame of no rows is the shape of an empty answer (its columns typed as one).
+    if not len(kept) or frame["first_ts"].dtype != rows["first_ts"].dtype:
+        # The frame of no rows is the shape of an empty answer (its columns typed as one);
+        # times of another unit are compared by pandas.
         both = rows if not len(kept) else pd.concat([frame.take(kept), rows],
                                                     ignore_index=True)
         return both.sort_values(["first_ts", "key"], kind="stable", ignore_index=True)
-    total = len(kept) + len(rows)
-    fresh = at + np.arange(len(rows))  # each new row's place among all
-    order = np.empty(total, dtype=np.int64)
-    is_fresh = np.zeros(total, dtype=bool)
-    is_fresh[fresh] = True
-    order[~is_fresh] = kept  # the kept rows, by their place in `frame`
-    order[fresh] = len(frame) + np.arange(len(rows))
-    return _spliced(frame, rows, order)
-
-
-def _spliced(frame: pd.DataFrame, rows: pd.DataFrame, order: np.ndarray) -> pd.DataFrame:
-    """The rows of `frame` then `rows` (numbered on after it) in `order`, put together
-    from the runs of consecutive rows `order` holds: a batch cuts the held frame in a few
-    hundred places, and joining its slices costs a copy, where taking every row one by one
-    took 1.2 s at 2.5M duplicates."""
-    if not len(order):
-        return frame.iloc[:0].reset_index(drop=True)
-    breaks = np.flatnonzero(np.diff(order) != 1) + 1
-    starts = np.concatenate(([0], breaks))
-    stops = np.concatenate((breaks, [len(order)]))
+    keys_of = frame["key"]
+    at = ordered.places(
+        _times(frame["first_ts"])[kept], _times(rows["first_ts"]), rows["key"].tolist(),
+        lambda lo, hi: keys_of.take(kept[lo:hi]).tolist())
+    order = ordered.merged(kept, at, len(frame) + np.arange(len(rows)))
     pieces = []
-    for start, stop in zip(order[starts].tolist(), (order[stops - 1] + 1).tolist(),
+    for start, stop in zip(*(ids.tolist() for ids in ordered.runs(order, len(frame))),
                            strict=True):
-        if start < len(frame) <= stop - 1:  # a run across both: cut it at the seam
-            pieces += [frame.iloc[start:], rows.iloc[: stop - len(frame)]]
-        elif start < len(frame):
-            pieces.append(frame.iloc[start:stop])
-        else:
-            pieces.append(rows.iloc[start - len(frame):stop - len(frame)])
+        pieces.append(frame.iloc[start:stop] if start < len(frame)
+                      else rows.iloc[start - len(frame):stop - len(frame)])
     return pd.concat(pieces, ignore_index=True)
 
 
-def _places(frame: pd.DataFrame, kept: np.ndarray, rows: pd.DataFrame) -> np.ndarray | None:
-    """For each of `rows` (ordered), how many of the rows `kept` of `frame` (ordered) come
-    before it by (first_ts, key); None where a time is missing or the times differ in
-    unit."""
-    if frame["first_ts"].dtype != rows["first_ts"].dtype:
-        return None
-    if frame["first_ts"].isna().any() or rows["first_ts"].isna().any():
-        return None
-    kept_ts = np.asarray(frame["first_ts"].array.asi8)[kept]
-    new_ts = np.asarray(rows["first_ts"].array.asi8)
-    low = np.searchsorted(kept_ts, new_ts, side="left")
-    high = np.searchsorted(kept_ts, new_ts, side="right")
-    keys = frame["key"]
-    for i in np.nonzero(high > low)[0]:  # kept rows of the same time: ordered by key
-        same = keys.take(kept[low[i]:high[i]]).tolist()
-        low[i] += bisect.bisect_left(same, rows["key"].iat[int(i)])
-    return low
+def _times(column: pd.Series) -> np.ndarray:
+    """A time column as int64 in its unit, a missing time last (as the query puts it)."""
+    values = np.asarray(column.array.asi8)
+    return np.where(column.isna().to_numpy(), ordered.MISSING, values)
 
 
 def _duplicates_frame(answer: pa.Table) -> pd.DataFrame:

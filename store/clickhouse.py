@@ -5,7 +5,7 @@ ReplacingMergeTree partitioned by day and ordered for key lookups, so repeats of
 event_uid also collapse on merges, with TTL retention. Each row also records when it was
 inserted (`ingested_at`, filled by the server and left out of `SELECT *`), so that the
 derived tables find the rows that arrived since they last looked through a minmax index
-instead of reading the history (queries/incremental_clickhouse.py).
+instead of reading the history (derive/clickhouse/incremental.py).
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def events_ddl(
            "INDEX ingested_minmax ingested_at TYPE minmax GRANULARITY 1"]
     )
     # Whole days are dropped, never rows inside a day's parts: the derived tables notice
-    # retention by a day that is gone (queries/incremental_clickhouse.py).
+    # retention by a day that is gone (derive/clickhouse/incremental.py).
     ttl = (f"\nTTL toDateTime(ts) + INTERVAL {int(ttl_days)} DAY"
            "\nSETTINGS ttl_only_drop_parts = 1" if ttl_days else "")
     local = "events_local" if cluster else "events"

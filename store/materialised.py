@@ -24,6 +24,8 @@ from store.sql_files import read, with_identifiers
 
 _CHECKED = "unique-segments.txt"
 _SQL = Path(__file__).parent / "sql"
+#: What `unique_events` is where no day may hold repeats: every event, as a view reads it.
+ALL_EVENTS = "SELECT * FROM events"
 
 
 def folder(store: SegmentedStore) -> Path:
@@ -71,7 +73,7 @@ def unique_events(store: SegmentedStore, con: duckdb.DuckDBPyConnection) -> str:
     if newly_checked:
         _remember(store, checked | set(newly_checked))
     if not dirty:
-        return "SELECT * FROM events"
+        return ALL_EVENTS
     days = ", ".join(f"DATE '{day}'" for day in dirty)
     # Only the repeated uids go through DISTINCT ON, which holds whole rows in memory and
     # cannot spill; finding them is an aggregate of one column, which can.

@@ -15,10 +15,11 @@ from click.testing import CliRunner
 from forensics_cases import run
 
 from derive.embedded import state as derived_state
+from derive.embedded.listing import LISTING, listing_path
 from dupescope.cli import main
 from queries import derived
-from queries.duplicates_listing import LISTING, json_rows, listing_path
 from queries.duplicates_table import duplicates_arrow
+from queries.json_lines import json_lines
 from store.embedded import EmbeddedStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,7 +37,7 @@ def twice(key: str, minute: int) -> list[dict]:
 
 def rendered(store: EmbeddedStore) -> bytes:
     """Every duplicate rendered from its rows, as a filtered listing is printed."""
-    body = b"".join(json_rows(duplicates_arrow(store)))
+    body = b"".join(json_lines(duplicates_arrow(store))).replace(b"\n", b",\n")
     return b"[" + body[:-2] + b"]\n" if body else b"[]\n"
 
 

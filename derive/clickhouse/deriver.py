@@ -8,13 +8,13 @@ reading the store shares it; the store's derivation lock lets one process derive
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import BinaryIO
 
 import pyarrow as pa
 
 from derive import answers, catalogue
 from derive.base import AnswerChanges, HoldsStore, Mark, Touched
 from derive.clickhouse import incremental, kept
-from derive.embedded.state import State
 from derive.library import text
 from store.clickhouse import ClickHouseEngine
 from store.sql_files import with_identifiers
@@ -140,7 +140,7 @@ class ClickHouseDeriver(HoldsStore[ClickHouseEngine]):
     def lag_seconds(self) -> float | None:
         return kept.lag_seconds(self.store)
 
-    def kept_state(self) -> State | None:
-        return None  # kept as versioned rows, not in layers of files
+    def write_listing(self, out: BinaryIO) -> bool:
+        return False  # no rendering is kept beside versioned rows
 
 

@@ -38,7 +38,7 @@ from derive import answers, base, catalogue
 from derive.clickhouse import kept
 from derive.library import literal, render
 from derive.library import text as sql_text
-from derive.rename import renamed
+from derive.rename import inlined, renamed
 from store.clickhouse import ClickHouseEngine
 from store.sql_files import with_identifiers
 
@@ -50,13 +50,14 @@ WORK = "derive_work_"
 #: Seconds of inserts read again after `high` each time (inserts in flight).
 WINDOW_SECONDS = 10
 
-#: Engines of the work tables. A build from nothing works over every event, on disk; a
-#: batch's work tables hold its units' rows, and kept in memory they spare each of its
-#: hundred statements the writing of a part (a fifth of a small batch's absorb on chDB).
-#: The rows read (`derive_work_read`, `derive_work_batch`) stay on disk: a refill of
-#: `events` can be every row there is, which is then built from nothing.
-LARGE = "MergeTree ORDER BY tuple()"
-SMALL = "Memory"
+#: The statements making a work table, by its engine. A build from nothing works over
+#: every event, on disk; a batch's work tables hold its units' rows, and kept in memory
+#: they spare each of its hundred statements the writing of a part (a fifth of a small
+#: batch's absorb on chDB). The rows read (`derive_work_read`, `derive_work_batch`) stay
+#: on disk: a refill of `events` can be every row there is, which is then built from
+#: nothing.
+LARGE = "derive_work_table"
+SMALL = "derive_work_table_in_memory"
 
 #: The work table listing the keys whose kept answers of one key a row a batch writes
 #: again: the keys it touched and the other holders of their lock_keys, instead of every
@@ -76,13 +77,6 @@ def by_key() -> dict[str, str]:
     """Kept answers of one key a row: table -> the question behind it."""
     return {table: table.removeprefix("answer_") for table in catalogue.by_key()}
 
-#: ClickHouse fills unmatched LEFT JOIN columns with type defaults and lets an alias
-#: shadow a column of the same name unless told otherwise; the query library is written
-#: for standard SQL's NULLs and name resolution.
-SETTINGS = (
-    " SETTINGS join_use_nulls = 1, prefer_column_name_to_alias = 1,"
-    " aggregate_functions_null_for_empty = 1"
-)
 
 
 
@@ -216,18 +210,19 @@ def _keep_answers(store: ClickHouseEngine, runs: str, incidents: str, version: i
 def _chain(store: ClickHouseEngine, source: str, engine: str = LARGE) -> None:
     """Every derived table as a work table of `engine`, over the events of `source`."""
     store.command(_named("derive_work_source", source=source))
-    store.command(f"CREATE OR REPLACE VIEW {WORK}unique_events AS "
-                  f"{work_sql(sql_text('unique_events', 'clickhouse'))}")
-    store.command(f"CREATE OR REPLACE VIEW {WORK}event_facts AS "
-                  f"{work_sql(sql_text('event_facts', 'clickhouse'))}")
+    for view in ("unique_events", "event_facts"):
+        select = work_sql(sql_text(view, "clickhouse"))
+        store.command(inlined(_named("derive_work_view", table=WORK + view), "clickhouse",
+                              {"query_rows": select}))
     for table in catalogue.chained("clickhouse"):
         _work_table(store, WORK + table.name, work_sql(sql_text(table.file, "clickhouse")),
                     engine)
 
 
 def _work_table(store: ClickHouseEngine, name: str, select: str, engine: str = LARGE) -> None:
+    """Table `name` of the rows of query `select`, made by statement `engine`."""
     started = time.perf_counter()
-    store.command(f"CREATE OR REPLACE TABLE {name} ENGINE = {engine} AS {select}{SETTINGS}")
+    store.command(inlined(_named(engine, table=name), "clickhouse", {"query_rows": select}))
     log.debug("derived %s in %.2f s", name, time.perf_counter() - started)
 
 
@@ -239,7 +234,7 @@ def _drop_work(store: ClickHouseEngine) -> None:
         "holders", "holder_units", "answer_keys",
         "answer_runs", "answer_incidents", *by_key()]
     for name in names:
-        store.command(f"DROP TABLE IF EXISTS {WORK}{name}")
+        store.command(_named("derive_work_drop", table=WORK + name))
 
 
 def absorb(store: ClickHouseEngine, status: kept.Status) -> kept.Status:
@@ -329,9 +324,9 @@ def _relock(store: ClickHouseEngine) -> None:
         _run(store, step)
     incidents = sql_text("derive_lock_incidents", "clickhouse")
     incidents = renamed(incidents, "clickhouse", {"derived_executions": WORK + "holders"})
+    rederived_only = _named("rederived_lock_incidents", holders=WORK + "holder_units")
     _work_table(store, WORK + "derived_lock_incidents", work_sql(
-        f"SELECT * FROM ({incidents}) "
-        f"WHERE execution_uid IN (SELECT unit FROM {WORK}holder_units)"), SMALL)
+        inlined(rederived_only, "clickhouse", {"lock_incidents": incidents})), SMALL)
 
 
 def answer(store: ClickHouseEngine, table: str, status: kept.Status) -> None:
@@ -342,8 +337,7 @@ def answer(store: ClickHouseEngine, table: str, status: kept.Status) -> None:
         return
     name = table.removeprefix("answer_")
     started = time.perf_counter()
-    store.command(f"CREATE OR REPLACE TABLE {table} ENGINE = MergeTree ORDER BY tuple() "
-                  f"AS {answers.select(name, 'clickhouse')}{SETTINGS}")
+    _work_table(store, table, answers.select(name, "clickhouse"))
     kept.stamp_answer(store, table, *stamp)
     log.debug("kept answer %s computed in %.2f s", table, time.perf_counter() - started)
 

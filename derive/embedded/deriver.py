@@ -11,14 +11,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, BinaryIO
 
 import duckdb
 import pyarrow as pa
 
 from derive import answers, catalogue
-from derive.base import AnswerChanges, HoldsStore, Mark, Touched, too_large
-from derive.embedded import incremental, layers
+from derive.base import AnswerChanges, HoldsStore, Mark, RenderRows, Touched, too_large
+from derive.embedded import incremental, layers, listing
 from derive.embedded import state as derived_state
 from derive.embedded.build import create_answer, exists
 from derive.library import render, text
@@ -38,7 +38,7 @@ def _none(store: SegmentedStore, layer: str) -> None:
 class EmbeddedDeriver(HoldsStore[SegmentedStore]):
     """The derived state of one embedded store, in this process."""
 
-    def __init__(self, store: SegmentedStore, rendered: layers.Rendered = _none) -> None:
+    def __init__(self, store: SegmentedStore, render: RenderRows | None = None) -> None:
         super().__init__(store)
         #: The segments snapshot the attached state is of (None: nothing attached yet).
         self.built: str | None = None
@@ -46,7 +46,9 @@ class EmbeddedDeriver(HoldsStore[SegmentedStore]):
         self.state: derived_state.State | None = None
         #: What the `only_derived_*` tables hold: units, of which state, on which connection.
         self.narrowed_to: tuple[Any, ...] | None = None
-        self.rendered = rendered
+        #: How the duplicates are rendered beside each layer (None: not kept rendered).
+        self.render = render
+        self.rendered: layers.Rendered = _none if render is None else self._keep_listing
 
     def ensure(self) -> None:
         with self.lock:
@@ -248,8 +250,17 @@ class EmbeddedDeriver(HoldsStore[SegmentedStore]):
     def lag_seconds(self) -> float | None:
         return derived_state.lag_seconds(self.store)
 
-    def kept_state(self) -> derived_state.State | None:
-        """The state attached now (None where none is: a read-only store)."""
+    def write_listing(self, out: BinaryIO) -> bool:
         self.ensure()
         with self.lock:
-            return self.state if self.built is not None else None
+            state = self.state if self.built is not None else None
+        if state is None or self.render is None:
+            return False  # a read-only store holds its state in memory
+        return listing.write(self.store, state, out)
+
+    def _keep_listing(self, store: SegmentedStore, layer: str) -> None:
+        """The layer's duplicates rendered as the command prints them (listing.py)."""
+        assert self.render is not None
+        started = time.perf_counter()
+        listing.keep_layer(store, layer, self.render)
+        log.debug("kept the duplicates listing in %.2f s", time.perf_counter() - started)

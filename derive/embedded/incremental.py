@@ -13,8 +13,9 @@ Every derived table is made of units that depend on a bounded part of the events
 
 New (or retention-dropped) rows touch their job_ids J and keys; the keys touched are
 those, every idempotency key J's events carry (a job whose key changed leaves its old
-key) and J themselves (a job without a key is its own key). Two lookups through the
-lookup index (store `rows_of`) fetch every job of those keys with all its rows, over
+key) and J themselves (a job without a key is its own key). Three lookups through the
+lookup index (store `rows_of`: J's rows, then the rows of the keys beyond J, then the
+other jobs those rows name) fetch every job of those keys with all its rows, over
 which the same query files as a full build run, in a connection of their own; the rows
 of touched units replace theirs in a new layer (derive/embedded/state.py). What a layer
 costs follows the rows touched and their keys' history, not the size of the store; the
@@ -29,6 +30,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -38,7 +40,9 @@ import pyarrow.parquet as pq
 from derive import catalogue
 from derive.embedded import state as derived_state
 from derive.embedded.build import build_tables, create_on, layered_answers
+from derive.library import render
 from derive.library import text as sql_text
+from derive.rename import inlined
 from store import memory
 from store.base import SegmentedStore
 from store.hot_log import is_hot, read_hot
@@ -100,7 +104,8 @@ def _once(rows: pa.Table) -> pa.Table:
     con = duckdb.connect()
     try:
         con.register("found", rows)
-        return con.sql("SELECT DISTINCT ON (event_uid) * FROM found").to_arrow_table()
+        once = with_identifiers(sql_text("events_once", "duckdb"), rows="found")
+        return con.sql(once).to_arrow_table()
     finally:
         con.close()
 
@@ -146,29 +151,23 @@ def _sum_merged_counts(
         if not inputs:
             continue
         names = sorted(inputs)
-        counted = con.execute(
-            "SELECT coalesce(sum(events), 0) FROM derived_segment_counts "
-            "WHERE field = '' AND segment IN (SELECT unnest($names))", {"names": names},
-        ).fetchall()[0][0]
-        present = con.execute(
-            "SELECT count(DISTINCT segment) FROM derived_segment_counts "
-            "WHERE field = '' AND segment IN (SELECT unnest($names))", {"names": names},
-        ).fetchall()[0][0]
+        counted, present = _ask(con, "merged_segment_inputs", names=names)[0]
         if present != len(names) or int(counted) != pq.read_metadata(path).num_rows:
             continue  # an input not counted, or repeats dropped: count it again
-        parts.append(con.sql(
-            "SELECT $segment AS segment, field, value, CAST(sum(events) AS BIGINT) AS events, "
-            "min(first_ts) AS first_ts, max(last_ts) AS last_ts "
-            "FROM derived_segment_counts WHERE segment IN (SELECT unnest($names)) "
-            "GROUP BY field, value",
-            params={"segment": segment_name(path), "names": names},
-        ).to_arrow_table())
+        params = {"segment": segment_name(path), "names": names}
+        counts = render(sql_text("merged_segment_counts", "duckdb"), "duckdb", params)
+        parts.append(con.sql(counts, params=params).to_arrow_table())
         summed.add(path)
     if parts:
         work.register("merged_counts_arrow", pa.concat_tables(parts))
         work.execute("CREATE OR REPLACE TEMP TABLE merged_counts AS "
                      "SELECT * FROM merged_counts_arrow")
     return summed
+
+
+def _ask(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> list[tuple[Any, ...]]:
+    """The rows of derivation file `name` asked on `con` with `params` bound."""
+    return con.execute(render(sql_text(name, "duckdb"), "duckdb", params), params).fetchall()
 
 
 def count_segments(con: duckdb.DuckDBPyConnection, paths: list[Path]) -> None:
@@ -241,7 +240,7 @@ def _recount(store: SegmentedStore, con: duckdb.DuckDBPyConnection,
     summed = _sum_merged_counts(con, work, recount)
     count_segments(work, [p for p in recount if p not in summed])
     if summed:
-        work.execute("INSERT INTO derived_segment_counts SELECT * FROM merged_counts")
+        work.execute(sql_text("add_merged_counts", "duckdb"))
     counted = {segment_name(p) for p in recount} | set(changes.gone)
     for kept in catalogue.kept("duckdb"):
         if kept.unit == "segment":
@@ -264,7 +263,7 @@ def _write_layer(store: SegmentedStore, work: duckdb.DuckDBPyConnection, layer: 
 
 def _empty_like(con: duckdb.DuckDBPyConnection, work: duckdb.DuckDBPyConnection,
                 table: str) -> None:
-    empty = con.sql(f"SELECT * FROM {table} LIMIT 0").to_arrow_table()
+    empty = con.table(table).limit(0).to_arrow_table()
     work.register(f"{table}_empty", empty)
     work.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT * FROM {table}_empty")
 
@@ -288,8 +287,8 @@ def _derive_units(
     # Worker lifecycle events carry no job: the added rows' own, once each (and none of
     # the rows retention dropped).
     work.register("added_rows", added)
-    work.execute("CREATE OR REPLACE TEMP VIEW unique_events AS "
-                 "SELECT DISTINCT ON (event_uid) * FROM added_rows")
+    create_on(work, "unique_events",
+              with_identifiers(sql_text("events_once", "duckdb"), rows="added_rows"), view=True)
     for table in catalogue.kept("duckdb"):
         if table.unit == "event_uid":
             create_on(work, table.name, sql_text(table.file, "duckdb"))
@@ -329,8 +328,7 @@ def _relock(con: duckdb.DuckDBPyConnection, work: duckdb.DuckDBPyConnection,
     executions hold it. Only those whose time meets the batch's are derived again, and
     only those whose span ends late enough to meet them are read (`kept_holders`), so a
     batch costs the holders it reaches, not every holder ever."""
-    columns = ", ".join(HOLDER_COLUMNS)
-    new = work.sql(f"SELECT {columns} FROM derived_executions").to_arrow_table()
+    new = work.table("derived_executions").select(*HOLDER_COLUMNS).to_arrow_table()
     locks = _values(new["lock_key"], found.rows["lock_key"], rows["lock_key"])
     delivered = rows.filter(pc.equal(rows["event"], "deliver"))
     gone = _values(delivered["event_uid"], rows["execution_id"])
@@ -367,9 +365,11 @@ def _relock(con: duckdb.DuckDBPyConnection, work: duckdb.DuckDBPyConnection,
     work.execute("ALTER TABLE derived_executions_all RENAME TO derived_executions")
     rederived = _values(new["execution_uid"], reached["execution_uid"])
     strings(work, "rederived_holders", rederived)
-    work.execute(f"CREATE OR REPLACE TEMP TABLE derived_lock_incidents AS "
-                 f"SELECT * FROM ({sql_text('derive_lock_incidents', 'duckdb')}) "
-                 f"WHERE execution_uid IN (SELECT unit FROM rederived_holders)")
+    rederived_only = with_identifiers(sql_text("rederived_lock_incidents", "duckdb"),
+                                      holders="rederived_holders")
+    create_on(work, "derived_lock_incidents", inlined(
+        rederived_only, "duckdb",
+        {"lock_incidents": sql_text("derive_lock_incidents", "duckdb")}))
     work.execute("DROP TABLE derived_executions")
     work.execute("ALTER TABLE derived_executions_touched RENAME TO derived_executions")
     for name in ("touched_holders_new", "touched_holders_old", "lock_holder_candidates",
@@ -434,21 +434,17 @@ def _answers_of(
     started = time.perf_counter()
     strings(con, "other_keys", others)
     strings(con, "holder_units", units["derived_lock_incidents"])
-    runs = con.sql("SELECT * FROM derived_duplicate_runs "
-                   "WHERE key IN (SELECT unit FROM other_keys)").to_arrow_table()
+    runs = con.sql(sql_text("kept_runs_of_other_keys", "duckdb")).to_arrow_table()
     strings(con, "other_runs", _values(runs["execution_uid"]))
-    incidents = con.sql(
-        "SELECT * FROM derived_lock_incidents "
-        "WHERE execution_uid IN (SELECT unit FROM other_runs) "
-        "AND execution_uid NOT IN (SELECT unit FROM holder_units)").to_arrow_table()
+    incidents = con.sql(sql_text("kept_incidents_of_other_runs", "duckdb")).to_arrow_table()
     log.debug("answers of %d other keys: %d runs, %d incidents read in %.2f s", len(others),
               runs.num_rows, incidents.num_rows, time.perf_counter() - started)
     touched = {"derived_duplicate_runs": runs, "derived_lock_incidents": incidents}
     for table, kept in touched.items():
         work.register(f"{table}_kept", kept)
         work.execute(f"ALTER TABLE {table} RENAME TO {table}_touched")
-        work.execute(f"CREATE TEMP TABLE {table} AS SELECT * FROM {table}_touched "
-                     f"UNION ALL BY NAME SELECT * FROM {table}_kept")
+        create_on(work, table, with_identifiers(sql_text("touched_and_kept", "duckdb"),
+                                                touched=f"{table}_touched", kept=f"{table}_kept"))
     layered_answers(work)
     for table in touched:
         work.execute(f"DROP TABLE {table}")

@@ -17,7 +17,13 @@ import duckdb
 from derive import catalogue
 from derive.embedded import incremental
 from derive.embedded import state as derived_state
-from derive.embedded.build import build_tables, every_answer, kept_order, layered_answers
+from derive.embedded.build import (
+    build_tables,
+    create_on,
+    every_answer,
+    kept_order,
+    layered_answers,
+)
 from store import materialised
 from store.base import SegmentedStore
 from store.lineage import Changes
@@ -53,16 +59,8 @@ def build_in_memory(store: SegmentedStore, con: duckdb.DuckDBPyConnection,
 def _hold_unique_events(con: duckdb.DuckDBPyConnection, deduplicated: str) -> None:
     """`unique_events` held once, where DuckDB can spill it, when repeats are dropped: a
     view would drop them again for every table that reads it. An earlier build's view or
-    table on this connection is replaced."""
-    held = "VIEW" if deduplicated == "SELECT * FROM events" else "TABLE"
-    kind = con.execute(
-        "SELECT 'VIEW' FROM duckdb_views() WHERE view_name = 'unique_events' AND temporary "
-        "UNION ALL SELECT 'TABLE' FROM duckdb_tables() WHERE table_name = 'unique_events' "
-        "AND temporary"
-    ).fetchall()
-    for (existing,) in kind:
-        con.execute(f"DROP {existing} unique_events")
-    con.execute(f"CREATE TEMP {held} unique_events AS {deduplicated}")
+    table on this connection is replaced (`create_on` drops it as what it is)."""
+    create_on(con, "unique_events", deduplicated, view=deduplicated == materialised.ALL_EVENTS)
 
 
 def base(store: SegmentedStore, con: duckdb.DuckDBPyConnection, snapshot: str,

@@ -34,6 +34,8 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 
+from derive.library import text
+from derive.rename import renamed
 from store.base import SegmentedStore
 from store.durable import place as place  # re-exported: where the crash tests kill
 from store.hot_log import is_log
@@ -168,11 +170,10 @@ def layered_select(
         if not later or unit is None:
             parts.append(f"SELECT * FROM {rows}")
             continue
-        replaced = "[" + ", ".join(_quoted(p) for p in later) + "]"
-        parts.append(
-            f"SELECT r.* FROM {rows} AS r ANTI JOIN read_parquet({replaced}) AS u "
-            f'ON r."{unit}" = u.unit'
-        )
+        replaced = "read_parquet([" + ", ".join(_quoted(p) for p in later) + "])"
+        unreplaced = with_identifiers(text("layer_rows_unreplaced", "duckdb"), unit=unit)
+        parts.append(renamed(unreplaced, "duckdb", {},
+                             sources={"layer_rows": rows, "replaced_units": replaced}))
     return " UNION ALL BY NAME ".join(parts)
 
 
@@ -260,7 +261,8 @@ def fold_span(state: State) -> int:
 def units_select(store: SegmentedStore, table: str, layers: list[str]) -> str:
     """Every unit of `table` these layers replace, once."""
     units = "[" + ", ".join(_quoted(units_path(store, table, layer)) for layer in layers) + "]"
-    return f"SELECT DISTINCT unit FROM read_parquet({units})"
+    return renamed(text("layer_units", "duckdb"), "duckdb", {},
+                   sources={"replaced_units": f"read_parquet({units})"})
 
 
 def touched_since(

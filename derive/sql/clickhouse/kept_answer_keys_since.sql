@@ -1,4 +1,4 @@
--- The keys whose rows of a kept answer of one key a row (queries/answers.py LAYERED)
+-- The keys whose rows of a kept answer of one key a row (derive/catalogue.py by_key)
 -- derivations wrote since row version `version`, tombstones included: what a reader
 -- holding the answer from then reads again (queries.derived.answer_changes).
 -- param version: UInt64

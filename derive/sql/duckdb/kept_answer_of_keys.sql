@@ -1,4 +1,4 @@
--- The rows a kept answer of one key a row (queries/answers.py LAYERED) holds now for the
+-- The rows a kept answer of one key a row (derive/catalogue.py by_key) holds now for the
 -- keys listed, unnumbered: what a reader holding the answer from before needs once a
 -- batch replaced those keys' rows.
 SELECT * EXCLUDE (answer_row)

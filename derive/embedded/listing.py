@@ -1,5 +1,5 @@
-"""Every duplicate as the JSON `dupescope duplicates --format json` prints, kept rendered
-beside each layer of an embedded store's derived state.
+"""Every duplicate as `dupescope duplicates --format json` prints it, kept rendered beside
+each layer of an embedded store's derived state.
 
 Printing the 2.5M duplicates of 100M events took 10-11 s, most of it reading, shaping
 and serialising rows that had not changed since the last call. Each layer's rows of the
@@ -12,10 +12,14 @@ kept answer (`answer_duplicates`) are therefore rendered once, when the layer is
 
 An unfiltered listing then reads the small index through the layers (a later layer hides
 an older layer's rows of the keys it replaces, as for every layered table), puts the rows
-in order, and copies byte ranges of the files to the output: a batch costs the rendering
-of its own keys, and a listing costs what its bytes cost to copy. A state with a layer
-that has no such files (written before they were kept, or held only in memory) is
-printed the way a filtered listing is.
+in order (derive/ordered.py), and copies byte ranges of the files to the output: a batch
+costs the rendering of its own keys, and a listing costs what its bytes cost to copy. A
+state with a layer that has no such files (written before they were kept, or held only
+in memory) is printed the way a filtered listing is.
+
+How a row is rendered is the caller's (`RenderRows`: the rows shaped as the command
+prints them, as JSON lines); this module keeps the rendering by layer and frames it as
+one JSON array.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -31,10 +35,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from derive import catalogue
+from derive import catalogue, ordered
+from derive.base import RenderRows
 from derive.embedded import state as derived_state
 from derive.library import text as sql_text
-from queries.duplicates_shape import shaped
 from store.base import SegmentedStore
 from store.durable import temporary_for
 
@@ -44,38 +48,15 @@ LISTING = "answer_duplicates_listing"
 #: The order of the listing: that of the kept answer.
 ORDER = tuple(str(catalogue.answer("duplicates").by_key).split(", "))
 
-#: Rows serialised at once.
-_ROWS_A_BLOCK = 65_536
 #: After the last row, the separator it was rendered with gives way to the array's end.
 SEPARATOR = b",\n"
-
-
-def json_rows(table: pa.Table) -> Iterator[bytes]:
-    """`table`'s rows as JSON objects (times RFC 3339 UTC, missing values null), each
-    followed by SEPARATOR, a block of rows at a time.
-
-    Serialised by polars' JSON lines writer, twice as fast as its array writer (0.6 s
-    against 1.4 s for 600k duplicates); a raw newline only ever ends a row."""
-    import polars as pl
-
-    frame = pl.from_arrow(table)
-    assert isinstance(frame, pl.DataFrame)
-    stamps = [name for name, kind in frame.schema.items() if isinstance(kind, pl.Datetime)]
-    frame = frame.with_columns(
-        pl.col(name).dt.convert_time_zone("UTC").dt.strftime("%Y-%m-%dT%H:%M:%S.%6fZ")
-        for name in stamps
-    )
-    for start in range(0, frame.height, _ROWS_A_BLOCK):
-        lines = io.BytesIO()
-        frame.slice(start, _ROWS_A_BLOCK).write_ndjson(lines)
-        yield lines.getvalue().replace(b"\n", SEPARATOR)
 
 
 def listing_path(store: SegmentedStore, layer: str) -> Path:
     return derived_state.folder(store) / f"{LISTING}-{layer}.listing"
 
 
-def keep_layer(store: SegmentedStore, layer: str) -> None:
+def keep_layer(store: SegmentedStore, layer: str, render: RenderRows) -> None:
     """Render layer `layer`'s rows of the kept answer into its listing files (written
     before the state naming the layer is committed, like the layer's other files)."""
     rows = _read(derived_state.rows_path(store, ANSWER, layer))
@@ -84,7 +65,8 @@ def keep_layer(store: SegmentedStore, layer: str) -> None:
     temporary = temporary_for(target)
     lengths: list[np.ndarray] = []
     with open(temporary, "wb") as out:
-        for block in json_rows(shaped(rows.drop_columns(["answer_row"]))):
+        for lines in render(rows.drop_columns(["answer_row"])):
+            block = lines.replace(b"\n", SEPARATOR)
             out.write(block)
             ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == ord("\n"))
             lengths.append(np.diff(ends, prepend=-1))
@@ -110,9 +92,9 @@ def is_kept(store: SegmentedStore, state: derived_state.State) -> bool:
 
 
 def write(store: SegmentedStore, state: derived_state.State, out: BinaryIO) -> bool:
-    """Print every duplicate of `state` as one JSON array from the kept listing, as
-    `dupescope.output.emit_arrow_json` prints them; False (nothing written) if a layer
-    has no listing files."""
+    """Print every duplicate of `state` as one JSON array from the kept listing, as the
+    command prints rendered rows; False (nothing written) if a layer has no listing
+    files."""
     if not is_kept(store, state):
         return False
     ranges = _ranges(store, state)
@@ -139,80 +121,77 @@ def _ranges(store: SegmentedStore, state: derived_state.State) -> list[tuple[str
 
     The base layer holds nearly every row, already in order: it is read as its rows'
     first_us and byte ranges, less the rows later layers hide, and the few rows of the
-    later layers are put in their places in it (by first_us, then by key among the base
-    rows of the same first_us). Sorting every row's key instead took 0.7 s at 2.5M rows."""
+    later layers are put in their places in it (derive/ordered.py). Sorting every row's
+    key instead took 0.7 s at 2.5M rows."""
+    base = state.layers[0]
+    index = derived_state.rows_path(store, LISTING, base)
+    kept = _read(index, ["first_us", "start", "length"])
+    first = ordered.firsts(kept["first_us"])
+    start = ordered.firsts(kept["start"])
+    n = len(first)
+    ends = np.append(start, start[-1] + ordered.firsts(kept["length"])[-1] if n else 0)
+    hidden, later = _later(store, state)
+    shown = np.delete(np.arange(n), hidden)
+    keys: list[pa.ChunkedArray] = []
+
+    def kept_keys(lo: int, hi: int) -> list[str]:
+        if not keys:  # read only where firsts tie
+            keys.append(_read(index, ["key"])["key"])
+        return [keys[0][i].as_py() for i in shown[lo:hi].tolist()]
+
+    at = ordered.places(first[shown], later.first, later.keys, kept_keys)
+    order = ordered.merged(shown, at, n + np.arange(len(later.keys)))
+    heads, tails = ordered.runs(order, seam=n)
+    # A run of base rows is one range of its file; a run of later rows, a range a row.
+    count = np.where(heads >= n, tails - heads, 1)
+    row = np.repeat(heads, count) + (np.arange(int(count.sum()))
+                                     - np.repeat(np.cumsum(count) - count, count))
+    tail = np.repeat(tails, count)
+    mine = row < n
+    offsets = np.empty(len(row), dtype=np.int64)
+    lengths = np.empty(len(row), dtype=np.int64)
+    offsets[mine] = ends[row[mine]]
+    lengths[mine] = ends[tail[mine]] - ends[row[mine]]
+    offsets[~mine] = later.start[row[~mine] - n]
+    lengths[~mine] = later.length[row[~mine] - n]
+    names = [base, *later.layers]
+    files = np.where(mine, 0, row - n + 1)
+    return _joined([names[f] for f in files.tolist()], offsets, lengths)
+
+
+@dataclass(frozen=True)
+class _Later:
+    """The later layers' rows still shown, in the listing's order, and where each lies."""
+
+    first: np.ndarray
+    keys: list[str]
+    layers: list[str]
+    start: np.ndarray
+    length: np.ndarray
+
+
+def _later(store: SegmentedStore, state: derived_state.State) -> tuple[np.ndarray, _Later]:
+    """The base rows (by place in its index) that later layers hide, and the later
+    layers' rows still shown."""
     import duckdb
 
+    base, upper = state.layers[0], state.layers[1:]
+    none = np.zeros(0, dtype=np.int64)
+    if not upper:
+        return none, _Later(none, [], [], none, none)
     con = duckdb.connect()
-    base = state.layers[0]
-    kept = _read(derived_state.rows_path(store, LISTING, base), ["first_us", "start", "length"])
-    first = _integers(kept["first_us"])
-    start = _integers(kept["start"])
-    ends = np.append(start, start[-1] + _integers(kept["length"])[-1] if len(start) else 0)
-    upper = state.layers[1:]
-    hidden = later_first = later_start = later_length = np.zeros(0, dtype=np.int64)
-    later_keys: list[str] = []
-    later_layers: list[str] = []
-    if upper:
-        con.read_parquet(str(derived_state.rows_path(store, LISTING, base)),
-                         file_row_number=True).create_view("listing_base")
-        con.read_parquet([str(derived_state.units_path(store, ANSWER, layer))
-                          for layer in upper]).create_view("listing_replaced")
-        hidden = _integers(con.sql(sql_text("listing_hidden_rows", "duckdb"))
-                           .to_arrow_table()["file_row_number"])
-        visible = derived_state.layered_select(store, LISTING, "key", upper, units=ANSWER)
-        con.sql(f"CREATE VIEW listing_later AS {visible}")
-        rows = con.sql(sql_text("listing_later_rows", "duckdb")).to_arrow_table()
-        later_first, later_start, later_length = (
-            _integers(rows[c]) for c in ("first_us", "start", "length"))
-        later_keys, later_layers = rows["key"].to_pylist(), rows["layer"].to_pylist()
-    places = _places(store, base, first, later_first, later_keys)
-    # The base in pieces, cut where a later row goes and around each hidden row.
-    cuts = np.unique(np.concatenate([[0, len(first)], places, hidden, hidden + 1]))
-    heads, tails = cuts[:-1], cuts[1:]
-    shown = ~np.isin(heads, hidden) & (tails > heads)
-    heads, tails = heads[shown], tails[shown]
-    # In order: by place; at one place the later layers' rows (in their order) first.
-    at = np.concatenate([heads, places])
-    after = np.concatenate([np.ones(len(heads), np.int8), np.zeros(len(places), np.int8)])
-    rank = np.concatenate([np.zeros(len(heads), np.int64), np.arange(len(places))])
-    order = np.lexsort((rank, after, at))
-    names = [base, *later_layers]
-    files = np.concatenate([np.zeros(len(heads), np.int64), np.arange(1, len(places) + 1)])
-    offsets = np.concatenate([ends[heads], later_start])
-    lengths = np.concatenate([ends[tails] - ends[heads], later_length])
-    return _joined([names[f] for f in files[order]], offsets[order], lengths[order])
-
-
-def _integers(column: pa.ChunkedArray) -> np.ndarray:
-    """A column of integers in numpy, a missing value last (as ORDER BY puts NULLs by
-    default). Taken from the Arrow buffer: a chunked array's `to_numpy`, and a pyarrow
-    scalar to fill with, load pandas (0.3 s of a listing)."""
-    if len(column) == 0:  # (an empty array made to combine none loads pandas too)
-        return np.zeros(0, dtype=np.int64)
-    values = column.combine_chunks().cast(pa.int64())
-    data = np.frombuffer(values.buffers()[1], dtype=np.int64)[
-        values.offset:values.offset + len(values)]
-    if values.null_count == 0:
-        return data
-    valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    return np.where(valid, data, np.iinfo(np.int64).max)
-
-
-def _places(store: SegmentedStore, base: str, first: np.ndarray, upper_first: np.ndarray,
-            upper_keys: list[str]) -> np.ndarray:
-    """For each later row (in order), the base row it goes before."""
-    places = np.searchsorted(first, upper_first, side="left")
-    tied = np.searchsorted(first, upper_first, side="right") > places
-    if tied.any():  # base rows of the same first_us: placed among them by key
-        keys = _read(derived_state.rows_path(store, LISTING, base), ["key"])["key"]
-        for i in np.flatnonzero(tied):
-            low = int(places[i])
-            while low < len(first) and first[low] == upper_first[i] and \
-                    keys[low].as_py() < upper_keys[i]:
-                low += 1
-            places[i] = low
-    return np.asarray(places, np.int64)
+    con.read_parquet(str(derived_state.rows_path(store, LISTING, base)),
+                     file_row_number=True).create_view("listing_base")
+    con.read_parquet([str(derived_state.units_path(store, ANSWER, layer))
+                      for layer in upper]).create_view("listing_replaced")
+    hidden = ordered.firsts(con.sql(sql_text("listing_hidden_rows", "duckdb"))
+                            .to_arrow_table()["file_row_number"])
+    visible = derived_state.layered_select(store, LISTING, "key", upper, units=ANSWER)
+    con.sql(f"CREATE VIEW listing_later AS {visible}")
+    rows = con.sql(sql_text("listing_later_rows", "duckdb")).to_arrow_table()
+    return hidden, _Later(ordered.firsts(rows["first_us"]), rows["key"].to_pylist(),
+                          rows["layer"].to_pylist(), ordered.firsts(rows["start"]),
+                          ordered.firsts(rows["length"]))
 
 
 def _joined(files: list[str], offsets: np.ndarray,
