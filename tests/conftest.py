@@ -15,6 +15,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+# Helpers in tests/support/ assert too (same_rows): their failures explain themselves.
+pytest.register_assert_rewrite("support")
+
 from collectors.arrow_batch import rows_to_table  # noqa: E402
 from collectors.jsonlines import decode_lines  # noqa: E402
 from collectors.normalise import Normaliser  # noqa: E402
