@@ -203,3 +203,29 @@ def test_a_chunked_first_read_indexes_what_a_plain_insert_does(
     finally:
         plain.close()
     assert len(views) == 1  # the index's view is there again for the next inserts
+
+
+def test_a_read_killed_between_insert_and_index_fill_resumes_with_the_index_complete(
+    rows: list[dict], tmp_path: Path, monkeypatch
+) -> None:
+    import store.otel
+    from store.clickhouse import ChdbStore
+
+    folder = _two_days(rows, tmp_path)
+    killed = subprocess.run([sys.executable, str(CHILD), str(folder), "2", "between"],
+                            capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -9, killed.stderr
+    monkeypatch.setattr(store.otel, "REFILL_STALE_S", -1)
+    resumed = OtelChdbStore(str(folder), OtelSource("otel"))
+    try:
+        resumed.refresh()
+        events = resumed.arrow("SELECT * FROM events FINAL")
+        got = _index_pairs(resumed)
+    finally:
+        resumed.close()
+    plain = ChdbStore(str(tmp_path / "plain"), database="plain")
+    try:
+        plain.write(events)
+        assert len(got) > 100 and got == _index_pairs(plain)
+    finally:
+        plain.close()
