@@ -47,6 +47,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
+from store import otel_index
 from store.base import Store, StoreError
 from store.clickhouse import ChdbStore, ClickHouseStore, events_ddl
 from store.clickhouse import _identifier as identifier
@@ -253,6 +254,7 @@ class OtelSource:
             command(ddl)
         command(statement("otel_read_create", own=own))
         command(statement("otel_read_parts_create", own=own))
+        otel_index.prepare(command, own)
         if not keeps_children:
             command(statement("otel_read_forget", own=own))
             command(statement("otel_read_parts_forget", own=own))
@@ -299,6 +301,7 @@ class OtelReading(Store):
             return current
         self._lock_refill()
         try:
+            otel_index.catch_up(self.command, self.arrow, self.source.own_db)
             parts, read = self._parts(), self._read()
             unread, gone = self._unread(parts, read), self._days_gone(parts, read)
             if unread or gone:
@@ -342,27 +345,41 @@ class OtelReading(Store):
         for part in unread:
             left[(part.table, part.partition)] = left.get((part.table, part.partition), 0) + 1
         newest = _newest(unread)
-        for chunk in chunks:
-            # A parent span and its step children may fall in different chunks: only a
-            # read in one chunk may take the first read's shortcut.
-            self._append(chunk, first=first and len(chunks) == 1)
-            for part in chunk:
-                left[(part.table, part.partition)] -= 1
-            # By name only the parts of days not read whole yet: a day read whole is
-            # recorded by its newest block, so the list stays as short as a read's backlog.
-            partial = [p for p in chunk if left[(p.table, p.partition)] > 0]
-            if partial:
-                self.command(statement("otel_read_parts_add", own=self.source.own_db),
-                             {"tables": [p.table for p in partial],
-                              "names": [p.name for p in partial]})
-            self._record([(t, d, newest[(t, d)]) for (t, d) in {(p.table, p.partition)
-                                                               for p in chunk}
-                          if left[(t, d)] == 0])
-            progress.chunks_read += 1
-            progress.rows_read += sum(p.rows for p in chunk)
-            progress.partition = chunk[0].partition
-            self.progress.tell(progress)
+        own = self.source.own_db
+        if first:  # the index filled once a chunk, not by its view (store/otel_index.py)
+            otel_index.pause(self.command, own)
+        try:
+            for chunk in chunks:
+                self._read_chunk(chunk, first=first, alone=len(chunks) == 1,
+                                 left=left, newest=newest, progress=progress)
+        finally:
+            if first:
+                otel_index.resume(self.command, own)
         progress.finished = True
+        self.progress.tell(progress)
+
+    def _read_chunk(self, chunk: list[Part], *, first: bool, alone: bool,
+                    left: dict[tuple[str, str], int], newest: dict[tuple[str, str], int],
+                    progress: ReadProgress) -> None:
+        """One chunk into `events` (and, on a first read, the id index), recorded as read."""
+        # A parent span and its step children may fall in different chunks: only a
+        # read in one chunk may take the first read's shortcut.
+        self._append(chunk, first=first and alone, bulk=first)
+        for part in chunk:
+            left[(part.table, part.partition)] -= 1
+        # By name only the parts of days not read whole yet: a day read whole is
+        # recorded by its newest block, so the list stays as short as a read's backlog.
+        partial = [p for p in chunk if left[(p.table, p.partition)] > 0]
+        if partial:
+            self.command(statement("otel_read_parts_add", own=self.source.own_db),
+                         {"tables": [p.table for p in partial],
+                          "names": [p.name for p in partial]})
+        self._record([(t, d, newest[(t, d)]) for (t, d) in {(p.table, p.partition)
+                                                           for p in chunk}
+                      if left[(t, d)] == 0])
+        progress.chunks_read += 1
+        progress.rows_read += sum(p.rows for p in chunk)
+        progress.partition = chunk[0].partition
         self.progress.tell(progress)
 
     def _days_gone(self, parts: list[Part], read: dict[tuple[str, str], int]) -> list[str]:
@@ -373,7 +390,7 @@ class OtelReading(Store):
         ours = self.execute(sql_text("otel_events_days"), {"database": self.source.own_db})
         return sorted(d for d in ours["partition_id"] if d in was_read and d not in held)
 
-    def _append(self, unread: list[Part], *, first: bool) -> None:
+    def _append(self, unread: list[Part], *, first: bool, bulk: bool = False) -> None:
         """The mapping of the unread parts' rows added to `events`, with the spans read
         earlier that a new step child span makes executions (none on a first read, which
         reads everything)."""
@@ -399,7 +416,11 @@ class OtelReading(Store):
         self._fill(rest)
         if self.source.traces is not None:
             self.command(statement("otel_idle_spans_add", own=own))
+        if bulk:
+            otel_index.mark(self.command, own)
         self.command(statement("otel_events_append", own=own))
+        if bulk:
+            otel_index.fill(self.command, own)
         # Emptied now, not by the next refresh: dropping a first read's millions of rows
         # takes seconds, which the first read pays better than the next small batch.
         for stage, _ in self.source.stages:

@@ -171,3 +171,61 @@ def test_metrics_show_a_reads_rows(rows: list[dict], tmp_path: Path) -> None:
     read = metrics.registry.get_sample_value("dupescope_otel_read_rows")
     assert read == len(rows)
     assert metrics.registry.get_sample_value("dupescope_otel_read_chunks_left") == 0
+
+
+def _index_pairs(store) -> list[tuple]:
+    """What the id index answers: each key's and job_id's (key, job_id, day) pairs."""
+    found = store.arrow("SELECT DISTINCT value, idempotency_key, job_id, day FROM events_ids "
+                        "ORDER BY value, idempotency_key, job_id, day")
+    return [tuple(r.values()) for r in found.to_pylist()]
+
+
+def test_a_chunked_first_read_indexes_what_a_plain_insert_does(
+    rows: list[dict], tmp_path: Path
+) -> None:
+    from store.clickhouse import ChdbStore
+
+    folder = _two_days(rows, tmp_path)
+    chunked = OtelChdbStore(str(folder), OtelSource("otel", own_db="chunked"))
+    try:
+        chunked.chunk_rows = 250
+        chunked.refresh()
+        events = chunked.arrow("SELECT * FROM events")
+        got = _index_pairs(chunked)
+        views = chunked.execute("SELECT name FROM system.tables WHERE database = 'chunked' "
+                                "AND name = 'events_ids_mv'")
+    finally:
+        chunked.close()
+    plain = ChdbStore(str(tmp_path / "plain"), database="plain")
+    try:
+        plain.write(events)
+        assert len(got) > 100 and got == _index_pairs(plain)
+    finally:
+        plain.close()
+    assert len(views) == 1  # the index's view is there again for the next inserts
+
+
+def test_a_read_killed_between_insert_and_index_fill_resumes_with_the_index_complete(
+    rows: list[dict], tmp_path: Path, monkeypatch
+) -> None:
+    import store.otel
+    from store.clickhouse import ChdbStore
+
+    folder = _two_days(rows, tmp_path)
+    killed = subprocess.run([sys.executable, str(CHILD), str(folder), "2", "between"],
+                            capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -9, killed.stderr
+    monkeypatch.setattr(store.otel, "REFILL_STALE_S", -1)
+    resumed = OtelChdbStore(str(folder), OtelSource("otel"))
+    try:
+        resumed.refresh()
+        events = resumed.arrow("SELECT * FROM events FINAL")
+        got = _index_pairs(resumed)
+    finally:
+        resumed.close()
+    plain = ChdbStore(str(tmp_path / "plain"), database="plain")
+    try:
+        plain.write(events)
+        assert len(got) > 100 and got == _index_pairs(plain)
+    finally:
+        plain.close()
