@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import duckdb
 
 from derive import answers, catalogue
 from derive.embedded import state as derived_state
 from derive.library import render, text
+from store import memory
 
 log = logging.getLogger("dupescope.queries")
 
@@ -45,6 +48,20 @@ def create_answer(con: duckdb.DuckDBPyConnection, name: str, select: str) -> Non
     comes back as the same Decimal values a live query gives."""
     create_on(con, name, select)
     retype_hugeints(con, name, "DECIMAL(38, 0)")
+
+
+@contextmanager
+def within_budget(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """A full build's settings on `con`: no more threads than the budget holds (each
+    needs its own buffers), and rows not kept in insertion order where no ORDER BY asks
+    (which lets DuckDB stream a table to disk instead of holding it in order)."""
+    con.execute(f"SET threads = {memory.build_threads()}")
+    con.execute("SET preserve_insertion_order = false")
+    try:
+        yield
+    finally:
+        con.execute("RESET threads")
+        con.execute("RESET preserve_insertion_order")
 
 
 def build_tables(con: duckdb.DuckDBPyConnection) -> None:
