@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 import pytest
 from support.derived_rows import state
@@ -44,9 +43,6 @@ def _built(folder: Path, batches: list[pa.Table]) -> dict[str, list[tuple[str, .
     return state(store)
 
 
-@pytest.mark.xfail(strict=True, raises=duckdb.OutOfMemoryException, reason=(
-    "derived_outcomes, ~40 aggregates of every execution in one GROUP BY, does not fit "
-    "128 MB of DuckDB on one thread (docs/sizing.md)"))
 def test_a_build_larger_than_its_budget_gives_the_answers_of_a_large_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -66,14 +66,20 @@ def within_budget(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 
 def build_tables(con: duckdb.DuckDBPyConnection) -> None:
     """event_facts and every chained derived table on `con`, over its `unique_events`
-    (a build stage, a table without a unit, is dropped once the others are built)."""
-    create_on(con, "event_facts", text("event_facts", "duckdb"), view=True)
+    (a build stage, a table without a unit, is dropped once the others are built).
+
+    event_facts is held as a table, not a view: read as a view, its joins ran inside the
+    ~40 aggregates of `derived_outcomes` and the statement could not spill (a build of
+    560k events under 128 MB of DuckDB ran out of memory); held as a table, it spills to
+    the temp directory and every table that reads it reads it once made."""
+    create_on(con, "event_facts", text("event_facts", "duckdb"))
     for table in catalogue.chained("duckdb"):
         create_on(con, table.name, text(table.file, "duckdb"))
         retype_hugeints(con, table.name, "BIGINT")
     for table in catalogue.TABLES:
         if table.unit is None:
             con.execute(f"DROP TABLE IF EXISTS {table.name}")
+    con.execute("DROP TABLE IF EXISTS event_facts")
 
 
 def layered_answers(con: duckdb.DuckDBPyConnection) -> None:
