@@ -24,6 +24,10 @@ FLOOR = 128 * 1024**2
 READER_SHARE = 0.5
 #: The share a compaction's DuckDB may hold: a collector compacts while it receives.
 COMPACTION_SHARE = 0.25
+#: The share of a full build's DuckDB given to each of its threads: each thread of an
+#: aggregate or a join holds buffers of its own, whatever it spills, so a small share
+#: runs one thread (docs/sizing.md has the measured figures).
+BUILD_BYTES_PER_THREAD = 384 * 1024**2
 _UNITS = {"": 1, "B": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 _CGROUP_FILES = (
     Path("/sys/fs/cgroup/memory.max"),  # cgroup v2
@@ -98,6 +102,13 @@ def duckdb_limit(share: float) -> str:
 def reader_limit() -> str:
     """What a reader's DuckDB may hold (queries and the full build)."""
     return duckdb_limit(READER_SHARE)
+
+
+def build_threads() -> int:
+    """DuckDB threads for a full build: as many as the reader's share holds, at least one
+    (more threads than fit ran it out of memory instead of spilling)."""
+    share = int(budget() * READER_SHARE)
+    return max(1, min(os.cpu_count() or 1, share // BUILD_BYTES_PER_THREAD))
 
 
 def compaction_limit() -> str:

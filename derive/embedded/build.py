@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import duckdb
 
 from derive import answers, catalogue
 from derive.embedded import state as derived_state
 from derive.library import render, text
+from store import memory
 
 log = logging.getLogger("dupescope.queries")
 
@@ -47,16 +50,36 @@ def create_answer(con: duckdb.DuckDBPyConnection, name: str, select: str) -> Non
     retype_hugeints(con, name, "DECIMAL(38, 0)")
 
 
+@contextmanager
+def within_budget(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """A full build's settings on `con`: no more threads than the budget holds (each
+    needs its own buffers), and rows not kept in insertion order where no ORDER BY asks
+    (which lets DuckDB stream a table to disk instead of holding it in order)."""
+    con.execute(f"SET threads = {memory.build_threads()}")
+    con.execute("SET preserve_insertion_order = false")
+    try:
+        yield
+    finally:
+        con.execute("RESET threads")
+        con.execute("RESET preserve_insertion_order")
+
+
 def build_tables(con: duckdb.DuckDBPyConnection) -> None:
     """event_facts and every chained derived table on `con`, over its `unique_events`
-    (a build stage, a table without a unit, is dropped once the others are built)."""
-    create_on(con, "event_facts", text("event_facts", "duckdb"), view=True)
+    (a build stage, a table without a unit, is dropped once the others are built).
+
+    event_facts is held as a table, not a view: read as a view, its joins ran inside the
+    ~40 aggregates of `derived_outcomes` and the statement could not spill (a build of
+    560k events under 128 MB of DuckDB ran out of memory); held as a table, it spills to
+    the temp directory and every table that reads it reads it once made."""
+    create_on(con, "event_facts", text("event_facts", "duckdb"))
     for table in catalogue.chained("duckdb"):
         create_on(con, table.name, text(table.file, "duckdb"))
         retype_hugeints(con, table.name, "BIGINT")
     for table in catalogue.TABLES:
         if table.unit is None:
             con.execute(f"DROP TABLE IF EXISTS {table.name}")
+    con.execute("DROP TABLE IF EXISTS event_facts")
 
 
 def layered_answers(con: duckdb.DuckDBPyConnection) -> None:

@@ -23,6 +23,7 @@ from derive.embedded.build import (
     every_answer,
     kept_order,
     layered_answers,
+    within_budget,
 )
 from store import materialised
 from store.base import SegmentedStore
@@ -47,13 +48,14 @@ def build_in_memory(store: SegmentedStore, con: duckdb.DuckDBPyConnection,
                     answers: bool = True) -> None:
     """Everything built on the reader's connection (`answers`: every kept answer, as a
     read-only store needs; else only those kept in layers)."""
-    _hold_unique_events(con, materialised.unique_events(store, con))
-    build_tables(con)
-    incremental.count_segments(con, store.segments())
-    if answers:
-        every_answer(con)
-    else:
-        layered_answers(con)
+    with within_budget(con):
+        _hold_unique_events(con, materialised.unique_events(store, con))
+        build_tables(con)
+        incremental.count_segments(con, store.segments())
+        if answers:
+            every_answer(con)
+        else:
+            layered_answers(con)
 
 
 def _hold_unique_events(con: duckdb.DuckDBPyConnection, deduplicated: str) -> None:
@@ -72,12 +74,13 @@ def base(store: SegmentedStore, con: duckdb.DuckDBPyConnection, snapshot: str,
     log.debug("derived tables built in %.2f s", time.perf_counter() - started)
     layer = derived_state.new_id()
     sizes = {}
-    for table in incremental.layered():
-        written = time.perf_counter()
-        sizes[table] = [derived_state.write(
-            con, f"SELECT * FROM {table}{_order(table, built=True)}",
-            derived_state.rows_path(store, table, layer))]
-        log.debug("kept %s in %.2f s", table, time.perf_counter() - written)
+    with within_budget(con):
+        for table in incremental.layered():
+            written = time.perf_counter()
+            sizes[table] = [derived_state.write(
+                con, f"SELECT * FROM {table}{_order(table, built=True)}",
+                derived_state.rows_path(store, table, layer))]
+            log.debug("kept %s in %.2f s", table, time.perf_counter() - written)
     rendered(store, layer)
     return derived_state.State(snapshot, read, [layer], derived_state.new_id(), sizes,
                                epoch=layer)
