@@ -11,6 +11,7 @@ import orjson
 import pyarrow as pa
 import pytest
 from support.json_lines_corpus import corpus
+from support.same_rows import same_rows
 
 from collectors import blocks, files
 from collectors.arrow_batch import rows_to_table
@@ -43,13 +44,7 @@ def row_path(lines: list[bytes], mapping: FieldMapping) -> tuple[pa.Table, list[
 
 def assert_same_rows(got: pa.Table, want: pa.Table) -> None:
     assert got.schema == want.schema
-    assert got.num_rows == want.num_rows
-    for name in want.column_names:
-        left, right = got[name].to_pylist(), want[name].to_pylist()
-        if name == "attrs":
-            left = [orjson.loads(v) if v is not None else None for v in left]
-            right = [orjson.loads(v) if v is not None else None for v in right]
-        assert left == right, name
+    same_rows(got, want)
 
 
 @pytest.mark.parametrize("mapped", [False, True])

@@ -8,29 +8,13 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from support.derived_rows import state
+from support.model_batches import model_batches
 
 from queries import derived
-from sample_data import fast
 from store import memory
 from store.embedded import EmbeddedStore
-from store.schema import EVENTS_SCHEMA
 
 SMALL = "256MB"  # the build's DuckDB: 128 MB
-
-
-def _model_batches(n: int) -> list[pa.Table]:
-    """The workload model's first `n` events in four batches, in the store's schema."""
-    batches, offset = [], 0
-    for batch in fast.arrow_batches(n, batch_rows=n // 4):
-        uids = pa.array([f"m-{offset + i}" for i in range(batch.num_rows)])
-        columns = {**{name: batch.column(name) for name in batch.column_names},
-                   "event_uid": uids}
-        batches.append(pa.Table.from_arrays(
-            [columns.get(f.name, pa.nulls(batch.num_rows, f.type)) for f in EVENTS_SCHEMA],
-            schema=EVENTS_SCHEMA,
-        ))
-        offset += batch.num_rows
-    return batches
 
 
 def _built(folder: Path, batches: list[pa.Table]) -> dict[str, list[tuple[str, ...]]]:
@@ -46,7 +30,7 @@ def _built(folder: Path, batches: list[pa.Table]) -> dict[str, list[tuple[str, .
 def test_a_build_larger_than_its_budget_gives_the_answers_of_a_large_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    batches = _model_batches(560_000)
+    batches = model_batches(560_000)
     monkeypatch.setenv(memory.ENV, "4GB")
     expected = _built(tmp_path / "large", batches)
     monkeypatch.setenv(memory.ENV, SMALL)

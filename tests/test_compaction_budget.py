@@ -8,26 +8,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from support.model_batches import model_batches
 
 from queries import duplicates
-from sample_data import fast
 from store.embedded import EmbeddedStore
-from store.schema import EVENTS_SCHEMA
-
-
-def _model_batches(n: int) -> list[pa.Table]:
-    """The workload model's first `n` events in four batches, in the store's schema."""
-    batches, offset = [], 0
-    for batch in fast.arrow_batches(n, batch_rows=n // 4):
-        uids = pa.array([f"m-{offset + i}" for i in range(batch.num_rows)])
-        columns = {**{name: batch.column(name) for name in batch.column_names},
-                   "event_uid": uids}
-        batches.append(pa.Table.from_arrays(
-            [columns.get(f.name, pa.nulls(batch.num_rows, f.type)) for f in EVENTS_SCHEMA],
-            schema=EVENTS_SCHEMA,
-        ))
-        offset += batch.num_rows
-    return batches
 
 
 def _filled(folder: Path, batches: list[pa.Table], compaction_memory: str) -> EmbeddedStore:
@@ -41,7 +25,7 @@ def _filled(folder: Path, batches: list[pa.Table], compaction_memory: str) -> Em
 def test_a_day_larger_than_the_budget_is_merged_whole_with_the_same_answers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    batches = _model_batches(200_000)
+    batches = model_batches(200_000)
     large = _filled(tmp_path / "large", batches, "2GB")
     monkeypatch.setenv("DUPESCOPE_MEMORY", "128MB")  # the build's DuckDB: 64 MB
     small = _filled(tmp_path / "small", batches, "16MB")  # ~60 MB of rows a day

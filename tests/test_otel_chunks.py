@@ -173,6 +173,18 @@ def test_metrics_show_a_reads_rows(rows: list[dict], tmp_path: Path) -> None:
     assert metrics.registry.get_sample_value("dupescope_otel_read_chunks_left") == 0
 
 
+def _plain_index_pairs(tmp_path: Path, events):
+    """The index pairs of a plain insert of `events` into a store of its own."""
+    from store.clickhouse import ChdbStore
+
+    plain = ChdbStore(str(tmp_path / "plain"), database="plain")
+    try:
+        plain.write(events)
+        return _index_pairs(plain)
+    finally:
+        plain.close()
+
+
 def _index_pairs(store) -> list[tuple]:
     """What the id index answers: each key's and job_id's (key, job_id, day) pairs."""
     found = store.arrow("SELECT DISTINCT value, idempotency_key, job_id, day FROM events_ids "
@@ -183,7 +195,6 @@ def _index_pairs(store) -> list[tuple]:
 def test_a_chunked_first_read_indexes_what_a_plain_insert_does(
     rows: list[dict], tmp_path: Path
 ) -> None:
-    from store.clickhouse import ChdbStore
 
     folder = _two_days(rows, tmp_path)
     chunked = OtelChdbStore(str(folder), OtelSource("otel", own_db="chunked"))
@@ -196,12 +207,7 @@ def test_a_chunked_first_read_indexes_what_a_plain_insert_does(
                                 "AND name = 'events_ids_mv'")
     finally:
         chunked.close()
-    plain = ChdbStore(str(tmp_path / "plain"), database="plain")
-    try:
-        plain.write(events)
-        assert len(got) > 100 and got == _index_pairs(plain)
-    finally:
-        plain.close()
+    assert len(got) > 100 and got == _plain_index_pairs(tmp_path, events)
     assert len(views) == 1  # the index's view is there again for the next inserts
 
 
@@ -209,7 +215,6 @@ def test_a_read_killed_between_insert_and_index_fill_resumes_with_the_index_comp
     rows: list[dict], tmp_path: Path, monkeypatch
 ) -> None:
     import store.otel
-    from store.clickhouse import ChdbStore
 
     folder = _two_days(rows, tmp_path)
     killed = subprocess.run([sys.executable, str(CHILD), str(folder), "2", "between"],
@@ -223,9 +228,4 @@ def test_a_read_killed_between_insert_and_index_fill_resumes_with_the_index_comp
         got = _index_pairs(resumed)
     finally:
         resumed.close()
-    plain = ChdbStore(str(tmp_path / "plain"), database="plain")
-    try:
-        plain.write(events)
-        assert len(got) > 100 and got == _index_pairs(plain)
-    finally:
-        plain.close()
+    assert len(got) > 100 and got == _plain_index_pairs(tmp_path, events)
