@@ -74,14 +74,13 @@ def sample_data_requests() -> Iterator[ExportTraceServiceRequest]:
 
 def test_requests() -> Iterator[ExportTraceServiceRequest]:
     """What the decoder tests build: mixed shapes, bench spans, Celery spans, edge cases."""
-    import test_collect_celery_spans as celery
-    import test_collect_native as native
-    from test_collect_decode import _mixed_request
+    from support import celery_spans as celery
+    from support.otlp_spans import T, job_span, mixed_request, str_attr
 
     from sample_data.otlp_requests import trace_request
 
     for seed in range(3):
-        yield from split(_mixed_request(seed))
+        yield from split(mixed_request(seed))
     for steps in (0, 1, 3):
         yield from list(split(trace_request(1, 8, steps=steps)))[:2]
     worker, producer = celery.Process(celery.WORKER), celery.Process(celery.PRODUCER)
@@ -89,10 +88,10 @@ def test_requests() -> Iterator[ExportTraceServiceRequest]:
     celery.run(worker, "t-1", retries=1, redelivered=True)
     celery.run(worker, "t-2", state="RETRY", events=(("ack", 0.5),))
     yield encode_spans(producer.spans() + worker.spans())
-    steps = [("side_effect", native.T), ("commit", native.T + 1), ("ack", 2**64 - 1)]
-    yield native._job_span("process", steps, native._job("messaging.message.id", "m-1"))
-    yield native._job_span("worker_start", [("worker_stop", native.T), ("ack", native.T)])
-    odd = native._job_span("process", [("ack", native.T)], native._job("job.job_id", "j"))
+    steps = [("side_effect", T), ("commit", T + 1), ("ack", 2**64 - 1)]
+    yield job_span("process", steps, str_attr("messaging.message.id", "m-1"))
+    yield job_span("worker_start", [("worker_stop", T), ("ack", T)])
+    odd = job_span("process", [("ack", T)], str_attr("job.job_id", "j"))
     odd.resource_spans[0].scope_spans[0].spans[0].trace_id = b"\x07" * 64
     span = odd.resource_spans[0].scope_spans[0].spans[0]
     span.attributes.append(KeyValue(key="note", value=AnyValue(string_value='a"\\\x1fé')))
