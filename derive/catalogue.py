@@ -129,6 +129,10 @@ TOUCHED: MappingProxyType[str, MappingProxyType[str, str]] = MappingProxyType({
     }),
 })
 
+#: Units whose rows gather the executions of many keys (a lock_key's holders): a build
+#: split by key (derive/embedded/partitioned.py) derives them once the parts are built.
+CROSS_KEY_UNITS = ("execution_uid",)
+
 #: Units whose tables a batch prunes from a chain built over the touched rows (the
 #: others are derived by steps of their own: lock incidents, lifecycle, segment counts).
 PRUNED_UNITS = ("key", "job_id")

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import duckdb
 
 from derive import catalogue
-from derive.embedded import incremental
+from derive.embedded import incremental, partitioned
 from derive.embedded import state as derived_state
 from derive.embedded.build import (
     build_tables,
@@ -49,8 +49,12 @@ def build_in_memory(store: SegmentedStore, con: duckdb.DuckDBPyConnection,
     """Everything built on the reader's connection (`answers`: every kept answer, as a
     read-only store needs; else only those kept in layers)."""
     with within_budget(con):
-        _hold_unique_events(con, materialised.unique_events(store, con))
-        build_tables(con)
+        parts = partitioned.parts_for(partitioned.event_count(con))
+        if parts > 1:
+            partitioned.build_tables(con, parts)
+        else:
+            _hold_unique_events(con, materialised.unique_events(store, con))
+            build_tables(con)
         incremental.count_segments(con, store.segments())
         if answers:
             every_answer(con)
