@@ -137,16 +137,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=10_000, help="events in a new batch")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--keep", action="store_true",
+                        help="leave the store in --workdir, to look at it afterwards")
     args = parser.parse_args(argv)
+    if args.workdir is not None:
+        args.workdir.mkdir(parents=True, exist_ok=True)
     for n in (int(s) for s in args.sizes.split(",")):
         work = Path(tempfile.mkdtemp(prefix="dupescope-ingest-fresh-", dir=args.workdir))
         try:
             figures = measure(work, n, args.batch, args.rounds)
         finally:
-            shutil.rmtree(work, ignore_errors=True)
+            if args.keep:
+                print(f"  kept the store in {work}")
+            else:
+                shutil.rmtree(work, ignore_errors=True)
         for what, key, target in (("duplicates", "cli", TARGET_FRESH_S),
                                   ("duplicates --since 1h", "recent", TARGET_FRESH_S),
-                                  ("timeline (in process)", "timeline", TARGET_TIMELINE_S)):
+                                  ("timeline (in process)", "timeline", TARGET_TIMELINE_S),
+                                  ("timeline (new process)", "timeline_process",
+                                   TARGET_TIMELINE_S)):
             print(f"workload {n:,}: {what}: {figures[key]:.2f} s (target under {target} s): "
                   f"{'ok' if figures[key] < target else 'MISSED'}")
     return 0

@@ -112,6 +112,10 @@ class Deriver(Protocol):
     def answer_changes(self, table: str, since: Mark | None) -> AnswerChanges:
         """What kept answer `table`, of one key a row, changed since `since`."""
 
+    def answer_of_keys(self, table: str, keys: list[str]) -> pa.Table:
+        """The rows kept answer `table`, of one key a row, holds now for `keys` (a key
+        with no row has none), unnumbered: one key's row at the cost of its keys."""
+
     def narrow(self, touched: Touched) -> None:
         """Fill the `only_derived_*` tables with the rows of `touched` units alone."""
 

@@ -35,8 +35,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["AnswerChanges", "BUILT_TABLES", "KEPT_TABLES", "Mark", "Touched", "answer_changes",
-           "deriver", "ensure", "narrowed", "only", "query", "query_arrow", "query_live",
-           "reads_events",
+           "answer_of_keys", "deriver", "ensure", "narrowed", "only", "query", "query_arrow",
+           "query_live", "reads_events",
            "rebuild", "table", "tables", "touched_since", "write_duplicates_listing"]
 
 log = logging.getLogger("dupescope.queries")
@@ -165,6 +165,14 @@ def answer_changes(store: Store, table: str, since: Mark | None) -> AnswerChange
     if table not in catalogue.by_key():
         raise ValueError(f"{table} is not kept one key a row")
     return deriver(store).answer_changes(table, since)
+
+
+def answer_of_keys(store: Store, table: str, keys: list[str]) -> pa.Table:
+    """The rows kept answer `table` (one of one key a row) holds for `keys`: one key's
+    row without reading every duplicate the store holds."""
+    if table not in catalogue.by_key():
+        raise ValueError(f"{table} is not kept one key a row")
+    return deriver(store).answer_of_keys(table, keys)
 
 
 def narrowed(store: Store) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Iterable
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -23,7 +24,14 @@ import pyarrow.compute as pc
 from derive import ordered
 from derive.catalogue import UNFILTERED as _UNFILTERED
 from derive.defaults import SKEW_TOLERANCE_MS, STAMPEDE_MIN_EXECUTIONS, STAMPEDE_WINDOW_US
-from queries.derived import Mark, answer_changes, narrowed, query, query_arrow
+from queries.derived import (
+    Mark,
+    answer_changes,
+    answer_of_keys,
+    narrowed,
+    query,
+    query_arrow,
+)
 from queries.duplicates_shape import CAUSE_LISTS, CAUSES, DUPLICATE_COLUMNS, FIRST_CAUSE
 from queries.duplicates_table import Time
 from queries.duplicates_table import filters as _filters
@@ -130,6 +138,12 @@ def duplicates(
     if bound != UNFILTERED or narrowed(store):
         return _duplicates_frame(query_arrow(store, "duplicates", **bound))
     return _every_duplicate(store)
+
+
+def duplicates_of(store: Store, keys: Iterable[str]) -> pd.DataFrame:
+    """The rows of the unfiltered `duplicates` of these keys alone: what one key's
+    verdict reads, at the cost of its keys, not of every duplicate the store holds."""
+    return _duplicates_frame(answer_of_keys(store, "answer_duplicates", sorted(set(keys))))
 
 
 #: Per store, the unfiltered duplicates as of a mark of its derived state: a process

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from queries.forensics import duplicates as find_duplicates
+from queries.forensics import duplicates_of
 from queries.key_executions import summarise
 from queries.timeline import timeline as find_timeline
 from queries.verdict import Verdict, verdict
@@ -38,19 +38,24 @@ class KeyForensics:
     verdict: Verdict
 
 
-def duplicate_row(
-    duplicates: pd.DataFrame | None, timeline: pd.DataFrame, key: str
-) -> dict[str, Any] | None:
-    """The key's row of the `duplicates` answer, matched by the key itself or by any
-    idempotency key or job_id on its timeline (a job_id opens the timeline of its key,
-    and `duplicates` names a key by its idempotency key, else its job_id)."""
-    if duplicates is None or duplicates.empty:
-        return None
+def names_on(timeline: pd.DataFrame, key: str) -> set[str]:
+    """What `duplicates` may name the key by: the key itself or any idempotency key or
+    job_id on its timeline (a job_id opens the timeline of its key, and `duplicates`
+    names a key by its idempotency key, else its job_id)."""
     names = {key}
     for column in ("idempotency_key", "job_id"):
         if column in timeline:
             names.update(timeline[column].dropna())
-    hits = duplicates[duplicates["key"].isin(names)]
+    return names
+
+
+def duplicate_row(
+    duplicates: pd.DataFrame | None, timeline: pd.DataFrame, key: str
+) -> dict[str, Any] | None:
+    """The key's row of the `duplicates` answer, matched by any of `names_on`."""
+    if duplicates is None or duplicates.empty:
+        return None
+    hits = duplicates[duplicates["key"].isin(names_on(timeline, key))]
     return {str(k): v for k, v in hits.iloc[0].to_dict().items()} if not hits.empty else None
 
 
@@ -68,9 +73,11 @@ def forensics_of(
 def key_forensics(store: Store, key: str) -> KeyForensics:
     """The forensics of `key` (an idempotency key or a job_id) in `store`.
 
-    The `duplicates` answer is the unfiltered one the dashboard shows, so the verdict is
-    the page's; it is asked only when the key has events.
+    The `duplicates` rows are the unfiltered answer's the dashboard shows, so the verdict
+    is the page's; only the rows of the names on the timeline are read, and only when
+    the key has events.
     """
     timeline = find_timeline(store, key)
-    duplicates = find_duplicates(store) if not timeline.empty else None
+    duplicates = (duplicates_of(store, names_on(timeline, key)) if not timeline.empty
+                  else None)
     return forensics_of(timeline, duplicates, key)

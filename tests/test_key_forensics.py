@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from forensics_cases import run
 
-from queries import key_forensics, timeline
+from queries import duplicates, key_forensics, timeline
+from queries.forensics import duplicates_of
 from queries.key_forensics import forensics_of
 
 KEY = {"idempotency_key": "inv-1"}
@@ -113,3 +114,21 @@ def test_an_effect_line_logged_apart_makes_the_outcome_known(store, make_table) 
     said = key_forensics(store, "j1").verdict
     assert (said.harmful, said.outcome) == (True, "harmful")
     assert said.text.endswith("the second execution ran the effect again: harmful.")
+
+
+def test_the_duplicates_of_some_keys_are_those_keys_rows_of_every_duplicate(
+    store, make_table
+) -> None:
+    other = {"idempotency_key": "inv-2"}
+    store.write(make_table(HARMFUL))
+    duplicates(store)  # a state kept, which the next batch adds a layer to
+    store.write(make_table(
+        run("j2", 1, "w1", "01:00", [("01:02", "side_effect")], **other)
+        + run("j2", 2, "w2", "01:40", [("01:41", "idempotency_hit"), ("01:42", "ack")],
+              **other)))
+    every = duplicates(store)
+    assert sorted(every["key"]) == ["inv-1", "inv-2"]
+    found = duplicates_of(store, ["inv-2", "j2", "no-such-key"])
+    expected = every[every["key"] == "inv-2"].reset_index(drop=True)
+    assert found.reset_index(drop=True).to_dict("records") == expected.to_dict("records")
+    assert duplicates_of(store, ["no-such-key"]).empty

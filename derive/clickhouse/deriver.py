@@ -132,6 +132,11 @@ class ClickHouseDeriver(HoldsStore[ClickHouseEngine]):
             keys, rows = incremental.answer_changes(self.store, table, since.version)
             return AnswerChanges(now, frozenset(keys), rows)
 
+    def answer_of_keys(self, table: str, keys: list[str]) -> pa.Table:
+        self.ensure()
+        with self.lock:
+            return incremental.answer_of_keys(self.store, table, keys)
+
     def narrow(self, touched: Touched) -> None:
         self.ensure()
         with self.lock:

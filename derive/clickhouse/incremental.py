@@ -350,9 +350,15 @@ def answer_changes(store: ClickHouseEngine, table: str,
     params: dict[str, Any] = {"version": version}
     text = with_identifiers(sql_text("kept_answer_keys_since", "clickhouse"), table=rows)
     keys = sorted(store.arrow(render(text, "clickhouse", params), params)["unit"].to_pylist())
+    return keys, answer_of_keys(store, table, keys)
+
+
+def answer_of_keys(store: ClickHouseEngine, table: str, keys: list[str]) -> pa.Table:
+    """The rows of kept answer `table` (one of `by_key()`) of `keys` now."""
     params = {"keys": keys}
-    text = with_identifiers(sql_text("kept_answer_of_keys", "clickhouse"), table=rows)
-    return keys, store.arrow(render(text, "clickhouse", params), params)
+    text = with_identifiers(sql_text("kept_answer_of_keys", "clickhouse"),
+                            table=kept.rows_table(table))
+    return store.arrow(render(text, "clickhouse", params), params)
 
 
 def touched_since(store: ClickHouseEngine, version: int) -> tuple[set[str], set[str]]:

@@ -231,6 +231,17 @@ class EmbeddedDeriver(HoldsStore[SegmentedStore]):
                                     events=False)
             return AnswerChanges(now, frozenset(keys), rows)
 
+    def answer_of_keys(self, table: str, keys: list[str]) -> pa.Table:
+        self.ensure()
+        self._kept_answer(table)
+        with self.lock:
+            con = self.store.connection(events=False)
+            layered = exists(con, f"{table}_layers")
+        sql = with_identifiers(text("kept_answer_of_keys", "duckdb"),
+                               table=f"{table}_layers" if layered else table)
+        return self.store.arrow(render(sql, "duckdb", {"keys": keys}), {"keys": keys},
+                                events=False)
+
     def narrow(self, touched: Touched) -> None:
         self.ensure()
         with self.lock:
