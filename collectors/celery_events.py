@@ -268,7 +268,7 @@ class CeleryEventMapper:
             requeue = bool(event.get("requeue"))
             row_kind = "nack" if requeue else "fail"
             extra["reason"] = "rejected, requeued" if requeue else "rejected"
-            if requeue and _ended(runs, event, ts) is not None:
+            if requeue and _ended(runs, event, ts, kind) is not None:
                 # Requeued with its run still open, no failure first: what Celery sends
                 # when the pool process running it died (acks_late with
                 # task_reject_on_worker_lost), settled by the main process.
@@ -279,7 +279,7 @@ class CeleryEventMapper:
         else:
             return mapped  # a task event of a later Celery: no row
         if kind in _SETTLING:
-            task = _ended(runs, event, ts)
+            task = _ended(runs, event, ts, kind)
         if task is not None and task.started_at is not None:
             extra["celery.started_at"] = task.started_at / 1e6
         row = self._row(event, row_kind, ts, job_id, name, queue, worker_id, extra)
@@ -456,12 +456,20 @@ class CeleryEventMapper:
         }
 
 
-def _ended(runs: list[_Task], event: Mapping[str, Any], ts: int) -> _Task | None:
+def _ended(runs: list[_Task], event: Mapping[str, Any], ts: int, kind: str) -> _Task | None:
     """The delivery a settling event ends, of a worker's open `runs` of its uuid: the one
     received last before the run began (a task-succeeded's time less its runtime), else
-    before the event; the oldest if none was."""
+    before the event; the oldest if none was.
+
+    A task-rejected ends the oldest run that started: the main process notices a lost
+    pool process seconds after it died, and on Redis the visibility timeout may have
+    handed the message out again meanwhile (received, even started, before the
+    rejection): the run that died is the one that was running, not that redelivery."""
     if not runs:
         return None
+    started = [r for r in runs if r.started_at is not None]
+    if kind == "task-rejected" and started:
+        return started[0]
     began = ts
     runtime = event.get("runtime")
     if isinstance(runtime, int | float) and not isinstance(runtime, bool) \

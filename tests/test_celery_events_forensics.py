@@ -67,3 +67,20 @@ def test_a_pool_process_killed_under_acks_late_and_reject_on_worker_lost_is_a_cr
     [duplicate] = duplicates(store).to_dict("records")
     assert (duplicate["cause"], duplicate["causes"]) == ("worker_crash", ["worker_crash"])
     assert duplicate["outcome"] == "unknown"  # the stream says nothing of effects
+
+
+def test_a_pool_process_lost_after_the_broker_handed_its_message_out_again_is_a_crash(
+    store,
+) -> None:
+    """The kill is noticed after Redis's visibility timeout restored the message: the
+    rejection settles the dead run, and the second run is a worker crash's."""
+    mapper = CeleryEventMapper()
+    rows = [mapper.map(received(), 0).row]
+    mapper.map(task("task-started", T + 0.01, 5), 0)
+    rows.append(mapper.map(received(at=T + 3, clock=6), 0).row)
+    mapper.map(task("task-started", T + 3.01, 7), 0)
+    rows.append(mapper.map(task("task-rejected", T + 3.5, 8, requeue=True), 0).row)
+    rows.append(mapper.map(task("task-succeeded", T + 3.6, 9, runtime=0.59), 0).row)
+    store.write(rows_to_table(rows))
+    [duplicate] = duplicates(store).to_dict("records")
+    assert "worker_crash" in duplicate["causes"]

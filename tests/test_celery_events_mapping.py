@@ -104,6 +104,21 @@ def test_a_requeue_ending_a_run_still_open_is_its_pool_process_lost() -> None:
     assert mapper.unsettled() == {}
 
 
+def test_a_requeue_noticed_after_a_redelivery_ends_the_run_that_was_running() -> None:
+    # The pool process died; before the main process noticed, Redis's visibility timeout
+    # handed the message out again, to another pool process of the same worker.
+    mapper = CeleryEventMapper()
+    first = mapper.map(received(), 0).row
+    mapper.map(task("task-started", T + 0.01, 5), 0)
+    second = mapper.map(received(at=T + 3, clock=6), 0).row
+    mapper.map(task("task-started", T + 3.01, 7), 0)
+    row = mapper.map(task("task-rejected", T + 3.5, 8, requeue=True), 0).row
+    assert row["execution_id"] == first["event_uid"]
+    assert attrs(row)["reason"].startswith("WorkerLostError")
+    ack = mapper.map(task("task-succeeded", T + 3.6, 9, runtime=0.59), 0).row
+    assert ack["execution_id"] == second["event_uid"]
+
+
 def test_a_requeue_after_the_run_failed_is_no_lost_pool_process() -> None:
     # A hard time limit: task-failed first (the run ended), then the requeue.
     mapper = CeleryEventMapper()
