@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from derive.base import Deriver, RenderRows
-from derive.clickhouse.deriver import ClickHouseDeriver
 from derive.embedded.deriver import EmbeddedDeriver
 from store.base import Store
-from store.clickhouse import ClickHouseEngine
 
 
 def open_deriver(store: Store, render: RenderRows | None = None) -> Deriver:
@@ -16,6 +14,10 @@ def open_deriver(store: Store, render: RenderRows | None = None) -> Deriver:
     segmented = store.segmented()
     if segmented is not None:
         return EmbeddedDeriver(segmented, render)
+    # Imported here: a command on an embedded store does not pay for the ClickHouse side.
+    from derive.clickhouse.deriver import ClickHouseDeriver
+    from store.clickhouse import ClickHouseEngine
+
     if isinstance(store, ClickHouseEngine):
         return ClickHouseDeriver(store)
     raise TypeError(f"{store.describe()} has no segments and is no ClickHouse store")
