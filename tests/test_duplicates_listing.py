@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 from forensics_cases import run
 
+from derive.embedded import listing
 from derive.embedded import state as derived_state
 from derive.embedded.listing import LISTING, listing_path
 from dupescope.cli import main
@@ -59,6 +60,18 @@ def test_a_build_keeps_a_listing_that_prints_what_the_rows_render(store) -> None
     printed = listed(store)
     assert printed == rendered(store)
     assert [row["key"] for row in orjson.loads(printed)] == ["inv-c", "inv-a", "inv-b"]
+
+
+def test_a_listing_rendered_a_slice_at_a_time_prints_what_the_rows_render(
+    tmp_path: Path, make_table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(listing, "RENDERED_A_SLICE", 2)
+    opened = EmbeddedStore(tmp_path / "store")
+    keys = [f"inv-{n}" for n in range(5)]
+    opened.write(make_table([e for n, key in enumerate(keys) for e in twice(key, n)]))
+    printed = listed(opened)
+    assert printed == rendered(opened)
+    assert [row["key"] for row in orjson.loads(printed)] == keys
 
 
 def test_a_store_without_duplicates_lists_an_empty_array(tmp_path: Path, make_table) -> None:
