@@ -436,7 +436,8 @@ class EmbeddedStore(SegmentedStore):
     def _merge_index(self) -> None:
         """A new global generation from the day indexes; older generations to `.trash/`."""
         older = global_indexes(self.index_dir)
-        write_global_index(self.index_dir, f"{time.time_ns():020d}")
+        write_global_index(self.index_dir, f"{time.time_ns():020d}", self.compaction_memory,
+                           self._spill_dir)
         self._discard(older)
 
     def _merge(self, folder: Path, inputs: list[Path], wide: bool = False) -> Path:

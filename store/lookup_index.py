@@ -39,13 +39,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from store.durable import write_parquet
+from store.durable import place, temporary_for, write_parquet
 from store.membership_filter import (
     SUFFIX,
     MembershipFilter,
     filter_name,
     value_hashes,
     write_filter,
+    write_filter_of_hashes,
 )
 from store.sql_files import read
 
@@ -60,6 +61,9 @@ INDEX_ROW_GROUP = 4096
 COVERS = b"dupescope.covers"  # metadata key: JSON list of the segments an index file covers
 FILTER = b"dupescope.filter"  # metadata key: the name of the index file's membership filter
 GLOBAL_PREFIX = "lookup-"
+_SQL = Path(__file__).parent / "sql"
+#: Hashes fetched at once while the global index's filter is built.
+_CHUNK = 1 << 20
 
 
 def segment_name(path: Path) -> str:
@@ -141,26 +145,50 @@ def _entries_of(index: Path, segments: set[str]) -> tuple[pa.Table, set[str]]:
     return table.filter(keep).replace_schema_metadata(None), known
 
 
-def write_global_index(index_dir: Path, generation: str) -> Path | None:
-    """Merge every day index into one file sorted by `lookup`; None when there is none."""
+def write_global_index(
+    index_dir: Path, generation: str, memory_limit: str, spill: Path
+) -> Path | None:
+    """Merge every day index into one file sorted by `lookup`; None when there is none.
+
+    DuckDB sorts the entries within `memory_limit` (spilling to `spill`) and writes the
+    file itself, and the filter is built from their hashes a chunk at a time: held in
+    this process, the entries of a 10M-event store took a 1 GB compaction to 1.3 GB."""
     days = sorted(index_dir.glob("day=*.parquet"))
     if not days:
         return None
     covers: set[str] = set()
     for day in days:
         covers |= covered_by(day)
-    con = duckdb.connect()
+    final = index_dir / f"{GLOBAL_PREFIX}{generation}.parquet"
+    name = filter_name(final)
+    params = {"files": [str(p) for p in days]}
+    count = sum(pq.read_metadata(p).num_rows for p in days)
+    spill.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(config={"memory_limit": memory_limit, "temp_directory": str(spill)})
     try:
-        con.execute("SET preserve_insertion_order = true")
-        table = con.sql(
-            read(Path(__file__).parent / "sql", "lookup_index_merge", "duckdb"),
-            params={"files": [str(p) for p in days]},
-        ).to_arrow_table()
+        hashes = con.sql(read(_SQL, "lookup_index_hashes", "duckdb"), params=params)
+        write_filter_of_hashes(
+            final.parent / name, count,
+            (batch.column(0).to_numpy() for batch in hashes.to_arrow_reader(_CHUNK)))
+        temporary = temporary_for(final)
+        metadata = {COVERS.decode(): json.dumps(sorted(covers)), FILTER.decode(): name}
+        kv = ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in metadata.items())
+        con.execute(
+            f"COPY ({read(_SQL, 'lookup_index_merge', 'duckdb')}) "
+            f"TO {_literal(str(temporary))} "
+            f"(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE {INDEX_ROW_GROUP}, "
+            f"KV_METADATA {{{kv}}})",
+            params,
+        )
     finally:
         con.close()
-    final = index_dir / f"{GLOBAL_PREFIX}{generation}.parquet"
-    _write_atomic(table.cast(INDEX_SCHEMA), final, sorted(covers))
+    place(temporary, final)
     return final
+
+
+def _literal(text: str) -> str:
+    """A SQL string literal (COPY's target and metadata cannot be parameters)."""
+    return "'" + text.replace("'", "''") + "'"
 
 
 def filter_of(path: Path, metadata: dict[bytes, bytes] | None = None) -> Path | None:

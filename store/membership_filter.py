@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import threading
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 
 import duckdb
@@ -85,14 +86,22 @@ def filter_name(index: Path) -> str:
 
 def write_filter(path: Path, values: pa.Array | pa.ChunkedArray) -> None:
     """The filter of `values` as `path`, atomically and durably."""
-    n = max(len(values), 1)
-    words = -(-n * BITS_PER_VALUE // 64)
+    chunks = (value_hashes(values.slice(start, _CHUNK))
+              for start in range(0, len(values), _CHUNK))
+    write_filter_of_hashes(path, len(values), chunks)
+
+
+def write_filter_of_hashes(path: Path, count: int, hashes: Iterable[np.ndarray]) -> None:
+    """The filter of `count` values given as chunks of their DuckDB `hash()` (uint64), as
+    `path`: a caller that has its values in a database hashes them there, a chunk at a
+    time, instead of holding them all."""
+    words = -(-max(count, 1) * BITS_PER_VALUE // 64)
     bits = words * 64
     array = np.zeros(HEADER + words, dtype=np.uint64)
     array[:HEADER] = [FORMAT, bits, PROBES, _check()]
     body = array[HEADER:]
-    for start in range(0, len(values), _CHUNK):
-        word, mask = _blocks(value_hashes(values.slice(start, _CHUNK)), words, PROBES)
+    for chunk in hashes:
+        word, mask = _blocks(np.asarray(chunk, dtype=np.uint64), words, PROBES)
         np.bitwise_or.at(body, word, mask)
     temporary = temporary_for(path)
     with open(temporary, "wb") as handle:

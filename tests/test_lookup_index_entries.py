@@ -1,5 +1,6 @@
 """A segment's lookup entries name each key and job_id in exactly the row groups that
-hold it, read a row group at a time."""
+hold it, read a row group at a time; the global index merges the days' entries sorted,
+with a membership filter of every one, within a memory budget."""
 
 from __future__ import annotations
 
@@ -8,7 +9,16 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from store.lookup_index import INDEX_SCHEMA, segment_entries
+from store.lookup_index import (
+    INDEX_SCHEMA,
+    covered_by,
+    filter_of,
+    segment_entries,
+    segment_name,
+    write_day_index,
+    write_global_index,
+)
+from store.membership_filter import MembershipFilter, value_hashes
 
 
 def _segment(folder: Path, keys: list[str | None], jobs: list[str | None]) -> Path:
@@ -35,3 +45,38 @@ def test_each_lookup_is_named_once_for_every_row_group_that_holds_it(tmp_path) -
 def test_a_segment_of_no_keys_has_no_entries(tmp_path) -> None:
     entries = segment_entries(_segment(tmp_path, [None], [None]))
     assert entries.num_rows == 0 and entries.schema == INDEX_SCHEMA
+
+
+def _day(events: Path, day: str, keys: list[str]) -> Path:
+    folder = events / f"day={day}"
+    folder.mkdir(parents=True)
+    path = folder / "segment.parquet"
+    pq.write_table(pa.table({"idempotency_key": pa.array(keys, pa.string()),
+                             "job_id": pa.array([f"job-{k}" for k in keys], pa.string())}),
+                   path, row_group_size=64)
+    return path
+
+
+def test_the_global_index_merges_the_days_sorted_and_filtered_within_its_budget(
+    tmp_path,
+) -> None:
+    index_dir = tmp_path / "index"
+    first = [f"a-{i:05d}" for i in range(0, 6000, 2)]
+    second = [f"a-{i:05d}" for i in range(3001, 6000, 2)]
+    segments = [_day(tmp_path / "events", "2026-12-05", first),
+                _day(tmp_path / "events", "2026-12-06", second)]
+    for segment in segments:
+        write_day_index(index_dir, segment.parent.name.removeprefix("day="), [segment])
+    path = write_global_index(index_dir, "1", "64MB", tmp_path / "spill")
+    assert path is not None
+    merged = pq.read_table(path)
+    lookups = merged["lookup"].to_pylist()
+    assert lookups == sorted(lookups) and len(lookups) == 2 * (len(first) + len(second))
+    assert covered_by(path) == {segment_name(s) for s in segments}
+    named = filter_of(path)
+    assert named is not None
+    opened = MembershipFilter.open(named)
+    assert opened is not None
+    assert opened.may_hold(value_hashes(first + second + [f"job-{k}" for k in first])).all()
+    absent = [f"b-{i}" for i in range(5000)]
+    assert opened.may_hold(value_hashes(absent)).mean() < 0.02
