@@ -357,7 +357,8 @@ class EmbeddedStore(SegmentedStore):
                     folder, self._day_covers(day), min_segments
                 )
                 if merged:
-                    write_day_index(self.index_dir, day, sorted(compacted))
+                    write_day_index(self.index_dir, day, sorted(compacted),
+                                    self.compaction_memory, self._spill_dir)
                     replaced += merged
                     changed = True
             merged = (changed or self._global_is_stale()) and self._index_age() >= index_every

@@ -9,6 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from store import lookup_index
 from store.lookup_index import (
     INDEX_SCHEMA,
     covered_by,
@@ -66,7 +67,8 @@ def test_the_global_index_merges_the_days_sorted_and_filtered_within_its_budget(
     segments = [_day(tmp_path / "events", "2026-12-05", first),
                 _day(tmp_path / "events", "2026-12-06", second)]
     for segment in segments:
-        write_day_index(index_dir, segment.parent.name.removeprefix("day="), [segment])
+        write_day_index(index_dir, segment.parent.name.removeprefix("day="), [segment],
+                        "64MB", tmp_path / "spill")
     path = write_global_index(index_dir, "1", "64MB", tmp_path / "spill")
     assert path is not None
     merged = pq.read_table(path)
@@ -80,3 +82,24 @@ def test_the_global_index_merges_the_days_sorted_and_filtered_within_its_budget(
     assert opened.may_hold(value_hashes(first + second + [f"job-{k}" for k in first])).all()
     absent = [f"b-{i}" for i in range(5000)]
     assert opened.may_hold(value_hashes(absent)).mean() < 0.02
+
+
+def test_a_day_index_keeps_the_entries_of_segments_it_still_covers_and_drops_the_rest(
+    tmp_path, monkeypatch,
+) -> None:
+    index_dir, spill = tmp_path / "index", tmp_path / "spill"
+    old = _day(tmp_path / "events", "2026-12-06", ["k1", "k2"])
+    new = old.with_name("later.parquet")
+    pq.write_table(pa.table({"idempotency_key": pa.array(["k3"], pa.string()),
+                             "job_id": pa.array(["job-k3"], pa.string())}), new)
+    path = write_day_index(index_dir, "2026-12-06", [old], "64MB", spill)
+    read = []
+    monkeypatch.setattr(lookup_index, "segment_entries",
+                        lambda p: read.append(p.name) or segment_entries(p))
+    write_day_index(index_dir, "2026-12-06", [old, new], "64MB", spill)
+    assert read == ["later.parquet"]  # the old segment's entries came from the index
+    assert sorted(pq.read_table(path)["lookup"].to_pylist()) == [
+        "job-k1", "job-k2", "job-k3", "k1", "k2", "k3"]
+    write_day_index(index_dir, "2026-12-06", [new], "64MB", spill)
+    assert sorted(pq.read_table(path)["lookup"].to_pylist()) == ["job-k3", "k3"]
+    assert covered_by(path) == {segment_name(new)}

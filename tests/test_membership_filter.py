@@ -6,9 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
-from store.lookup_index import INDEX_ROW_GROUP, INDEX_SCHEMA, LookupIndex, _write_atomic, filter_of
+from store.lookup_index import INDEX_ROW_GROUP, INDEX_SCHEMA, LookupIndex, _write_merged, filter_of
 from store.membership_filter import MembershipFilter, value_hashes, write_filter
 
 PRESENT = [f"key-{i:06d}" for i in range(0, 40_000, 2)]
@@ -58,8 +59,10 @@ def _index(tmp_path: Path) -> Path:
         },
         schema=INDEX_SCHEMA,
     )
+    entries = tmp_path / "entries.parquet"
+    pq.write_table(table, entries)
     final = tmp_path / "lookup-1.parquet"
-    _write_atomic(table, final, ["day=2025-11-30/a.parquet"])
+    _write_merged([entries], ["day=2025-11-30/a.parquet"], final, "256MB", tmp_path / "spill")
     assert len(PRESENT) > 2 * INDEX_ROW_GROUP
     return final
 

@@ -1,4 +1,5 @@
--- The hash of every lookup of every day index, for the global index's membership filter
--- (store/membership_filter.py hashes values with DuckDB's hash() alike).
+-- The hash of every lookup lookup_index_merge.sql writes, for the index's membership
+-- filter (store/membership_filter.py hashes values with DuckDB's hash() alike).
 SELECT hash(lookup) AS h
 FROM read_parquet($files)
+WHERE list_contains($segments, segment)
