@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from store import memory
 from store.durable import place, temporary_for
 from store.membership_filter import (
     SUFFIX,
@@ -62,6 +63,8 @@ COVERS = b"dupescope.covers"  # metadata key: JSON list of the segments an index
 FILTER = b"dupescope.filter"  # metadata key: the name of the index file's membership filter
 GLOBAL_PREFIX = "lookup-"
 _SQL = Path(__file__).parent / "sql"
+#: Tries of an index merge, the memory limit doubled after each that ran out of it.
+MERGE_ATTEMPTS = 4
 #: Hashes fetched at once while the global index's filter is built.
 _CHUNK = 1 << 20
 
@@ -113,7 +116,7 @@ def write_day_index(
     final = index_dir / f"day={day}.parquet"
     names = [segment_name(p) for p in segments]
     known = covered_by(final) & set(names) if final.exists() else set()
-    spill.mkdir(parents=True, exist_ok=True)
+    spill.mkdir(parents=True, exist_ok=True)  # the entries are staged there
     staged = spill / f"entries-{uuid.uuid4().hex[:12]}.parquet"
     try:
         with pq.ParquetWriter(staged, INDEX_SCHEMA) as writer:
@@ -145,6 +148,23 @@ def write_global_index(
 def _write_merged(
     files: list[Path], covers: list[str], final: Path, memory_limit: str, spill: Path
 ) -> None:
+    """`_write_merged_within` the limit, or within twice, four and eight times it where
+    DuckDB's sort runs out of it (the least a sort of many entries needs is not known
+    before), rather than leave a day without its index."""
+    limit = memory.size(memory_limit)
+    for attempt in range(MERGE_ATTEMPTS):
+        try:
+            _write_merged_within(files, covers, final, f"{(limit << attempt) // 1024**2}MB",
+                                 spill)
+            return
+        except duckdb.OutOfMemoryException:
+            if attempt == MERGE_ATTEMPTS - 1:
+                raise
+
+
+def _write_merged_within(
+    files: list[Path], covers: list[str], final: Path, memory_limit: str, spill: Path
+) -> None:
     """The entries of index files `files` that name one of `covers`, as the index file
     `final` sorted by `lookup`, after the membership filter it names.
 
@@ -153,7 +173,11 @@ def _write_merged(
     process, the entries of a 10M-event day took a 1 GB compaction to 1.3 GB."""
     name = filter_name(final)
     params = {"files": [str(p) for p in files], "segments": sorted(covers)}
-    con = duckdb.connect(config={"memory_limit": memory_limit, "temp_directory": str(spill)})
+    spill.mkdir(parents=True, exist_ok=True)
+    # One thread: each thread's share of a small limit is too little for its sort runs
+    # (two threads ran out of 64 MB sorting 1.2M entries that one thread sorts in 32 MB).
+    con = duckdb.connect(config={"memory_limit": memory_limit, "temp_directory": str(spill),
+                                 "threads": 1})
     try:
         [(count,)] = con.execute(read(_SQL, "lookup_index_count", "duckdb"), params).fetchall()
         hashes = con.sql(read(_SQL, "lookup_index_hashes", "duckdb"), params=params)
@@ -170,6 +194,11 @@ def _write_merged(
             f"KV_METADATA {{{kv}}})",
             params,
         )
+    except BaseException:
+        # What the failed try wrote; its filter, named by no index, goes with the
+        # compaction's `remove_unnamed_filters`.
+        temporary_for(final).unlink(missing_ok=True)
+        raise
     finally:
         con.close()
     place(temporary, final)

@@ -39,12 +39,18 @@ class BudgetError(ValueError):
     """A memory budget that cannot be read."""
 
 
-def parse(text: str) -> int:
-    """Bytes of a size written `4GB`, `512M`, `1.5 GiB` or plain bytes."""
+def size(text: str) -> int:
+    """Bytes of a size written `4GB`, `512M`, `1.5 GiB` or plain bytes (a budget or one
+    of its DuckDB shares)."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*", text.upper())
     if match is None:
         raise BudgetError(f"not a memory size: {text!r} (write it like 4GB, 512MB or 1.5GiB)")
-    value = int(float(match.group(1)) * _UNITS[match.group(2)])
+    return int(float(match.group(1)) * _UNITS[match.group(2)])
+
+
+def parse(text: str) -> int:
+    """Bytes of a memory budget written `4GB`, `512M`, `1.5 GiB` or plain bytes."""
+    value = size(text)
     if value < FLOOR:
         raise BudgetError(f"memory budget {text!r} is below the least that works, 128MB")
     return value

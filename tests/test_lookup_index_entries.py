@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -103,3 +104,24 @@ def test_a_day_index_keeps_the_entries_of_segments_it_still_covers_and_drops_the
     write_day_index(index_dir, "2026-12-06", [new], "64MB", spill)
     assert sorted(pq.read_table(path)["lookup"].to_pylist()) == ["job-k3", "k3"]
     assert covered_by(path) == {segment_name(new)}
+
+
+def test_an_index_merge_that_runs_out_of_its_limit_is_tried_again_with_twice_as_much(
+    tmp_path, monkeypatch,
+) -> None:
+    segment = _day(tmp_path / "events", "2026-12-06", ["k1", "k2"])
+    limits = []
+    within = lookup_index._write_merged_within
+
+    def short_of_memory_once(files, covers, final, memory_limit, spill) -> None:
+        limits.append(memory_limit)
+        if len(limits) == 1:
+            raise duckdb.OutOfMemoryException("could not allocate")
+        within(files, covers, final, memory_limit, spill)
+
+    monkeypatch.setattr(lookup_index, "_write_merged_within", short_of_memory_once)
+    path = write_day_index(tmp_path / "index", "2026-12-06", [segment], "64MB",
+                           tmp_path / "spill")
+    assert limits == ["64MB", "128MB"]
+    assert sorted(pq.read_table(path)["lookup"].to_pylist()) == [
+        "job-k1", "job-k2", "k1", "k2"]
