@@ -49,7 +49,7 @@ from store.membership_filter import (
     value_hashes,
     write_filter_of_hashes,
 )
-from store.sql_files import read
+from store.sql_files import literal, read
 
 INDEX_SCHEMA = pa.schema(
     [
@@ -186,10 +186,10 @@ def _write_merged_within(
             (batch.column(0).to_numpy() for batch in hashes.to_arrow_reader(_CHUNK)))
         temporary = temporary_for(final)
         metadata = {COVERS.decode(): json.dumps(sorted(covers)), FILTER.decode(): name}
-        kv = ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in metadata.items())
+        kv = ", ".join(f"{literal(k)}: {literal(v)}" for k, v in metadata.items())
         con.execute(
             f"COPY ({read(_SQL, 'lookup_index_merge', 'duckdb')}) "
-            f"TO {_literal(str(temporary))} "
+            f"TO {literal(str(temporary))} "
             f"(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE {INDEX_ROW_GROUP}, "
             f"KV_METADATA {{{kv}}})",
             params,
@@ -202,11 +202,6 @@ def _write_merged_within(
     finally:
         con.close()
     place(temporary, final)
-
-
-def _literal(text: str) -> str:
-    """A SQL string literal (COPY's target and metadata cannot be parameters)."""
-    return "'" + text.replace("'", "''") + "'"
 
 
 def filter_of(path: Path, metadata: dict[bytes, bytes] | None = None) -> Path | None:

@@ -38,10 +38,6 @@ def _sql(name: str, **identifiers: str) -> str:
     return with_identifiers(read(_SQL, name, "duckdb"), **identifiers)
 
 
-def _quoted(path: Path | str) -> str:
-    return "'" + str(path).replace("'", "''") + "'"
-
-
 def hold(con: duckdb.DuckDBPyConnection, table: str) -> None:
     """Read an attached table's file into memory, once: a page asks for the same kept
     answer on every visit, and decoding the file each time cost more than the question."""

@@ -60,3 +60,9 @@ def with_identifiers(sql: str, **names: str) -> str:
         return names[match.group(1)]
 
     return _IDENTIFIER_SLOT.sub(identifier, sql)
+
+
+def literal(text: str | Path) -> str:
+    """A SQL string literal of `text` (a file path or metadata in COPY, or in a view over
+    files: places where DuckDB takes no parameter)."""
+    return "'" + str(text).replace("'", "''") + "'"

@@ -27,6 +27,7 @@ from derive.library import text
 from derive.rename import renamed
 from store import materialised, memory
 from store.spill import spill_folder
+from store.sql_files import literal
 
 log = logging.getLogger("dupescope.queries")
 
@@ -66,7 +67,7 @@ def build_tables(con: duckdb.DuckDBPyConnection, parts: int) -> None:
         # part) is more than a small budget holds for a few parts at once.
         con.execute("SET partitioned_write_flush_threshold = $rows",
                     {"rows": FLUSH_ROWS})
-        con.execute(f"COPY ({text('build_parts', 'duckdb')}) TO {derived_state.quoted(folder)} "
+        con.execute(f"COPY ({text('build_parts', 'duckdb')}) TO {literal(folder)} "
                     f"(FORMAT parquet, PARTITION_BY (build_part))", {"parts": parts})
         log.info("split the events into %d parts in %.1f s", parts,
                  time.perf_counter() - started)
@@ -99,7 +100,7 @@ def build_tables(con: duckdb.DuckDBPyConnection, parts: int) -> None:
 def _build_part(con: duckdb.DuckDBPyConnection, files: list[Path],
                 kept: list[catalogue.Table], appended: set[str]) -> None:
     """One part's tables from its own rows, appended to `<table>__parts`."""
-    listed = ", ".join(derived_state.quoted(f) for f in files)
+    listed = ", ".join(literal(f) for f in files)
     con.execute("CREATE OR REPLACE TEMP VIEW build_part_rows AS SELECT * FROM "
                 f"read_parquet([{listed}], hive_partitioning = false)")
     create_on(con, "build_part_repeats", text("build_part_repeats", "duckdb"))

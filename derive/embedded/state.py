@@ -41,7 +41,7 @@ from store.durable import place as place  # re-exported: where the crash tests k
 from store.hot_log import is_log
 from store.lineage import commits, lineage
 from store.lookup_index import segment_name
-from store.sql_files import read, with_identifiers
+from store.sql_files import literal, read, with_identifiers
 
 STATE = "state.json"
 _SQL = Path(__file__).parents[2] / "store" / "sql"
@@ -144,15 +144,10 @@ def units_path(store: SegmentedStore, table: str, layer: str) -> Path:
     return folder(store) / f"{table}-{layer}.units.parquet"
 
 
-def quoted(path: Path | str) -> str:
-    """A file path as a SQL string literal (a view over files holds no parameters)."""
-    return "'" + str(path).replace("'", "''") + "'"
-
-
 def write(con: duckdb.DuckDBPyConnection, relation: str, path: Path) -> int:
     """COPY a table or query of `con` to `path` (temporary name, fsync, rename); rows."""
     temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    con.execute(f"COPY ({relation}) TO {quoted(temporary)} (FORMAT parquet, "
+    con.execute(f"COPY ({relation}) TO {literal(temporary)} (FORMAT parquet, "
                 f"COMPRESSION snappy)")
     place(temporary, path)
     return int(pq.read_metadata(path).num_rows)
@@ -166,12 +161,12 @@ def layered_select(
     (the units replaced in table `units`, for rows kept beside that table's)."""
     parts = []
     for i, layer in enumerate(layers):
-        rows = f"read_parquet({quoted(rows_path(store, table, layer))})"
+        rows = f"read_parquet({literal(rows_path(store, table, layer))})"
         later = [units_path(store, units or table, later) for later in layers[i + 1:]]
         if not later or unit is None:
             parts.append(f"SELECT * FROM {rows}")
             continue
-        replaced = "read_parquet([" + ", ".join(quoted(p) for p in later) + "])"
+        replaced = "read_parquet([" + ", ".join(literal(p) for p in later) + "])"
         unreplaced = with_identifiers(text("layer_rows_unreplaced", "duckdb"), unit=unit)
         parts.append(renamed(unreplaced, "duckdb", {},
                              sources={"layer_rows": rows, "replaced_units": replaced}))
@@ -210,7 +205,7 @@ def attach(
         path = rows_path(store, answer, state.answers)
         if path.exists():
             con.execute(
-                f"CREATE TEMP VIEW {answer} AS SELECT * FROM read_parquet({quoted(path)})")
+                f"CREATE TEMP VIEW {answer} AS SELECT * FROM read_parquet({literal(path)})")
     return True
 
 
@@ -261,7 +256,7 @@ def fold_span(state: State) -> int:
 
 def units_select(store: SegmentedStore, table: str, layers: list[str]) -> str:
     """Every unit of `table` these layers replace, once."""
-    units = "[" + ", ".join(quoted(units_path(store, table, layer)) for layer in layers) + "]"
+    units = "[" + ", ".join(literal(units_path(store, table, layer)) for layer in layers) + "]"
     return renamed(text("layer_units", "duckdb"), "duckdb", {},
                    sources={"replaced_units": f"read_parquet({units})"})
 
