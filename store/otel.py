@@ -37,6 +37,7 @@ since.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -53,6 +54,7 @@ from store.clickhouse import ChdbStore, ClickHouseStore, events_ddl
 from store.clickhouse import _identifier as identifier
 from store.otel_chunks import CHUNK_ROWS, Part, cutoff_day, plan, within
 from store.otel_progress import Progress, ReadProgress
+from store.refill_holder import Holder, this_host
 from store.sql_files import read, with_identifiers
 
 DEFAULT_TRACES = "otel_traces"
@@ -270,7 +272,8 @@ class OtelSource:
         return f"the Collector's tables in {self.source_db}: {tables}; own tables in {self.own_db}"
 
 
-#: How long a refresh waits for another process's refill, and when a lock is a dead one's.
+#: How long a refresh waits for another process's refill, and how long a lock may go
+#: unmarked (its holder marks it after each chunk it reads) before it is a dead one's.
 REFILL_WAIT_S = 300
 REFILL_STALE_S = 900
 
@@ -377,6 +380,7 @@ class OtelReading(Store):
         self._record([(t, d, newest[(t, d)]) for (t, d) in {(p.table, p.partition)
                                                            for p in chunk}
                       if left[(t, d)] == 0])
+        self._mark_refill()
         progress.chunks_read += 1
         progress.rows_read += sum(p.rows for p in chunk)
         progress.partition = chunk[0].partition
@@ -459,18 +463,20 @@ class OtelReading(Store):
 
     def _lock_refill(self) -> None:
         """One refresh at a time (a dashboard and `watch` may share the store): the stage
-        tables are shared. CREATE TABLE is the lock, as it fails where the table exists; a
-        lock older than REFILL_STALE_S is a dead process's and is taken over."""
+        tables are shared. CREATE TABLE is the lock, as it fails where the table exists.
+        A lock whose holder's process has ended on this host is taken over at once; one
+        not marked for REFILL_STALE_S (store/refill_holder.py) is a dead process's too."""
         own = self.source.own_db
         deadline = time.monotonic() + REFILL_WAIT_S
         while True:
             try:
                 self.command(statement("otel_refill_lock", own=own))
+                self._mark_refill()
                 return
             except StoreError:
                 pass
-            age = self.execute(sql_text("otel_refill_lock_age"), {"database": own})
-            if not age.empty and int(age["age"].iloc[0]) > REFILL_STALE_S:
+            holder = self._refill_holder()
+            if holder is not None and holder.gone(REFILL_STALE_S):
                 self.command(statement("otel_refill_unlock", own=own))
                 continue
             if time.monotonic() > deadline:
@@ -479,6 +485,26 @@ class OtelReading(Store):
                     f"{REFILL_WAIT_S} s (drop {own}.otel_refilling if none is running)"
                 )
             time.sleep(0.2)
+
+    def _mark_refill(self) -> None:
+        """Tell other processes that this one holds the refill lock and is reading."""
+        self.command(statement("otel_refill_mark", own=self.source.own_db),
+                     {"host": this_host(), "pid": os.getpid()})
+
+    def _refill_holder(self) -> Holder | None:
+        """The refill lock's holder, by its last mark; by the lock's own age where it
+        bears no mark yet (or is a lock of an earlier layout); None where no lock is
+        held any more."""
+        own = self.source.own_db
+        try:
+            marks = self.execute(statement("otel_refill_holder", own=own))
+        except StoreError:
+            marks = None
+        if marks is not None and not marks.empty:
+            row = marks.iloc[0]
+            return Holder(str(row["host"]), int(row["pid"]), int(row["age"]))
+        age = self.execute(sql_text("otel_refill_lock_age"), {"database": own})
+        return None if age.empty else Holder("", 0, int(age["age"].iloc[0]))
 
     def snapshot_id(self) -> str:
         """The derived tables' cache key (queries/derived.py), after a refresh."""

@@ -133,8 +133,9 @@ def test_a_chunked_read_killed_halfway_resumes_and_equals_one_read(
     killed = subprocess.run([sys.executable, str(CHILD), str(folder), "2"],
                             capture_output=True, text=True, timeout=300)
     assert killed.returncode == -9, killed.stderr
-    # The killed read left its refill lock: taken over once stale (no wait in a test).
-    monkeypatch.setattr(store.otel, "REFILL_STALE_S", -1)
+    # The killed read left its refill lock, marked with its process: taken over at once
+    # (a wait for it would give up after a second, and fail the test).
+    monkeypatch.setattr(store.otel, "REFILL_WAIT_S", 1)
     resumed = OtelChdbStore(str(folder), OtelSource("otel"))
     try:
         taken = resumed.execute("SELECT count() AS n FROM otel_dupescope.otel_read_parts")
@@ -220,7 +221,7 @@ def test_a_read_killed_between_insert_and_index_fill_resumes_with_the_index_comp
     killed = subprocess.run([sys.executable, str(CHILD), str(folder), "2", "between"],
                             capture_output=True, text=True, timeout=300)
     assert killed.returncode == -9, killed.stderr
-    monkeypatch.setattr(store.otel, "REFILL_STALE_S", -1)
+    monkeypatch.setattr(store.otel, "REFILL_WAIT_S", 1)  # its lock is taken over at once
     resumed = OtelChdbStore(str(folder), OtelSource("otel"))
     try:
         resumed.refresh()
