@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from store import compaction_journal
+from store.arrow_values import strings
 from store.hot_log import HotTables, is_hot
 from store.lookup_index import IndexSet, LookupIndex, current_indexes
 from store.schema import EVENTS_SCHEMA, empty_table
@@ -115,7 +116,7 @@ class DayListing:
 
 def _matching(table: pa.Table, values: list[str]) -> pa.Table:
     """The rows whose idempotency_key or job_id is one of `values`."""
-    value_set = pa.array(values, pa.string())
+    value_set = strings(values)
     # is_in answers false, not null, for a null: no Kleene logic needed.
     keep = pc.or_(
         pc.is_in(table["idempotency_key"], value_set),
@@ -251,7 +252,7 @@ class KeyFinder:
         listed = set(segments)
         uncovered = [s for s in segments if index is None or s not in index.covers]
         first = self._hop([key], index, listed, uncovered)
-        keyed = first.filter(pc.fill_null(pc.equal(first["idempotency_key"], key), False))
+        keyed = first.filter(pc.is_in(first["idempotency_key"], strings([key])))
         jobs = sorted(set(pc.drop_null(keyed["job_id"]).to_pylist()) - {key})
         if not jobs:
             return first

@@ -41,6 +41,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from store import memory
+from store.arrow_values import string, strings
 from store.durable import place, temporary_for
 from store.membership_filter import (
     SUFFIX,
@@ -308,9 +309,9 @@ class LookupIndex:
         for i, group_values in wanted.items():
             group = self._group(i)
             if len(group_values) == 1:
-                hits = group.filter(pc.equal(group["lookup"], group_values[0]))
+                hits = group.filter(pc.equal(group["lookup"], string(group_values[0])))
             else:
-                hits = group.filter(pc.is_in(group["lookup"], pa.array(group_values)))
+                hits = group.filter(pc.is_in(group["lookup"], strings(group_values)))
             found.update(zip(hits["segment"].to_pylist(), hits["row_group"].to_pylist(),
                              strict=True))
         return found

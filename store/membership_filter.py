@@ -27,6 +27,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from store.arrow_values import strings, uint64s
 from store.durable import place, temporary_for
 
 BITS_PER_VALUE = 12
@@ -55,12 +56,12 @@ def _cursor() -> duckdb.DuckDBPyConnection:
 def value_hashes(values: pa.Array | pa.ChunkedArray | list[str]) -> np.ndarray:
     """DuckDB's 64-bit hash of each value, as uint64 (nulls are not expected)."""
     if isinstance(values, list):
-        values = pa.array(values, pa.string())
-    table = pa.table({"v": values})
+        values = strings(values)
+    table = pa.Table.from_arrays([values], names=["v"])
     with _cursor() as con:
         con.register("filter_values", table)
-        hashes = con.execute("SELECT hash(v) AS h FROM filter_values").fetchnumpy()["h"]
-    return np.asarray(hashes, dtype=np.uint64)
+        hashes = con.sql("SELECT hash(v) AS h FROM filter_values").to_arrow_table()
+    return uint64s(hashes.column("h"))
 
 
 @functools.cache
