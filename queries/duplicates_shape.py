@@ -83,6 +83,23 @@ def shaped(rows: pa.Table) -> pa.Table:
     return frame.select(DUPLICATE_COLUMNS).to_arrow()
 
 
+def named_causes(raw: dict[str, Any]) -> dict[str, Any]:
+    """One row of the `duplicates` query (or its kept answer), as plain values, with the
+    fields a key's verdict reads shaped as `shaped` shapes them: key, job_type, harmful
+    (None where the outcome is unknown), outcome, cause and causes. For one key's row,
+    where polars or pandas would cost more to import than the row costs to shape."""
+    mask = sum(1 << bit for bit, cause in enumerate(CAUSES) if raw.get(cause))
+    harmful = raw.get("harmful")
+    return {
+        "key": raw["key"],
+        "job_type": raw.get("job_type"),
+        "harmful": None if harmful is None else bool(harmful),
+        "outcome": None if raw.get("outcome") is None else str(raw["outcome"]),
+        "cause": FIRST_CAUSE[mask],
+        "causes": list(CAUSE_LISTS[mask]),
+    }
+
+
 def sorted_job_ids(frame: Any) -> Any:
     """`job_ids` of a polars frame without nulls and sorted (a null list: []), sorting
     only the lists that need it: most keys ran under one job_id."""

@@ -9,9 +9,16 @@ the events again.
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:  # imported where a frame is asked for: `dupescope timeline` needs none
+    import pandas as pd
+
+#: One event of a timeline, or one execution of its summary, as plain values (missing
+#: values None, times datetimes).
+Row = dict[str, Any]
 
 #: Events that settle a delivery; the last one is how the execution ended.
 SETTLED = ("ack", "nack", "fail")
@@ -54,63 +61,80 @@ def attrs_of(value: Any) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {}
 
 
-def _first(series: pd.Series) -> Any:
-    present = series.dropna()
-    return present.iloc[0] if not present.empty else None
+def plain_rows(frame: pd.DataFrame) -> list[Row]:
+    """A frame's rows as dicts, missing values (NaN, NaT, NA) as None: what the row
+    functions here and in queries/verdict.py read."""
+    plain = frame.astype(object).where(frame.notna(), None)
+    return [{str(k): v for k, v in row.items()} for row in plain.to_dict("records")]
 
 
-def _lock_valid_until(rows: pd.DataFrame) -> pd.Timestamp | None:
-    grants = rows[rows["event"].isin(["lock_acquire", "lock_renew"]) & rows["lock_ttl_ms"].notna()]
-    if grants.empty:
+def _first(rows: Sequence[Mapping[str, Any]], column: str) -> Any:
+    return next((r[column] for r in rows if r[column] is not None), None)
+
+
+def _lock_valid_until(rows: Sequence[Mapping[str, Any]]) -> Any:
+    grants = [r for r in rows
+              if r["event"] in ("lock_acquire", "lock_renew") and r["lock_ttl_ms"] is not None]
+    if not grants:
         return None
-    last = grants.iloc[-1]
-    valid: pd.Timestamp = last["ts"] + pd.to_timedelta(int(last["lock_ttl_ms"]), unit="ms")
-    return valid
+    last = grants[-1]
+    return last["ts"] + timedelta(milliseconds=int(last["lock_ttl_ms"]))
 
 
-def summarise(timeline: pd.DataFrame) -> pd.DataFrame:
-    """Executions of a timeline (the frame of `queries.timeline`), in the order they started.
+def _execution(number: int, events_of_run: list[Row]) -> Row:
+    events = [r["event"] for r in events_of_run]
+    settled = [r for r in events_of_run if r["event"] in SETTLED]
+    last_settle = settled[-1] if settled else None
+    details = attrs_of(last_settle["attrs"]) if last_settle is not None else {}
+    start = min(r["ts"] for r in events_of_run)
+    end = max(r["ts"] for r in events_of_run)
+    return {
+        "execution": number,
+        "job_id": _first(events_of_run, "job_id"),
+        "worker_id": _first(events_of_run, "worker_id"),
+        "delivery_attempt": _first(events_of_run, "delivery_attempt"),
+        "start": start,
+        "end": end,
+        "duration_ms": (end - start).total_seconds() * 1000,
+        "side_effect": "side_effect" in events,
+        "absorbed_by": next((e for e in events if e in ABSORBING), None),
+        "outcome": last_settle["event"] if last_settle is not None else "silent",
+        "reason": details.get("reason"),
+        "settled_by": details.get("settled_by"),
+        "visibility_timeout_ms": _first(
+            [r for r in events_of_run if r["event"] == "deliver"], "visibility_timeout_ms"),
+        "lock_key": _first(events_of_run, "lock_key"),
+        "lock_owner": _first(events_of_run, "lock_owner"),
+        "lock_valid_until": _lock_valid_until(events_of_run),
+        "effect_reported": any(e in EFFECT_EVIDENCE for e in events),
+    }
 
-    Columns (COLUMNS): execution (the timeline's number), job_id, worker_id,
+
+def summarise_rows(timeline: Sequence[Mapping[str, Any]]) -> list[Row]:
+    """Executions of a timeline's rows (`queries.timeline`'s, as plain values), in the
+    order they started.
+
+    Keys (COLUMNS): execution (the timeline's number), job_id, worker_id,
     delivery_attempt, start, end, duration_ms, side_effect (it ran the effect),
     absorbed_by (the event by which it avoided the effect, if any), outcome (its last
     ack/nack/fail, else `silent`), reason and settled_by (from that event's attrs),
     visibility_timeout_ms (of its deliver), lock_key, lock_owner, lock_valid_until (its
     last grant plus TTL), effect_reported (it sent an event of EFFECT_EVIDENCE).
     """
+    runs: dict[int, list[Row]] = {}
+    for row in sorted((r for r in timeline if r.get("execution") is not None),
+                      key=lambda r: r["ts"]):
+        runs.setdefault(int(row["execution"]), []).append(dict(row))
+    return [_execution(number, runs[number]) for number in sorted(runs)]
+
+
+def summarise(timeline: pd.DataFrame) -> pd.DataFrame:
+    """`summarise_rows` of a timeline frame (`queries.timeline`'s), as a frame of COLUMNS."""
+    import pandas as pd
+
     if timeline.empty or "execution" not in timeline:
         return pd.DataFrame(columns=COLUMNS)
-    runs = timeline[timeline["execution"].notna()].sort_values(["ts"], kind="stable")
-    rows = []
-    for number, group in runs.groupby("execution", sort=True):
-        events = group["event"].tolist()
-        settled = group[group["event"].isin(SETTLED)]
-        last_settle = settled.iloc[-1] if not settled.empty else None
-        details = attrs_of(last_settle["attrs"]) if last_settle is not None else {}
-        delivers = group[group["event"] == "deliver"]
-        start, end = group["ts"].min(), group["ts"].max()
-        rows.append(
-            {
-                "execution": int(cast(int, number)),
-                "job_id": _first(group["job_id"]),
-                "worker_id": _first(group["worker_id"]),
-                "delivery_attempt": _first(group["delivery_attempt"]),
-                "start": start,
-                "end": end,
-                "duration_ms": (end - start).total_seconds() * 1000,
-                "side_effect": "side_effect" in events,
-                "absorbed_by": next((e for e in events if e in ABSORBING), None),
-                "outcome": last_settle["event"] if last_settle is not None else "silent",
-                "reason": details.get("reason"),
-                "settled_by": details.get("settled_by"),
-                "visibility_timeout_ms": _first(delivers["visibility_timeout_ms"]),
-                "lock_key": _first(group["lock_key"]),
-                "lock_owner": _first(group["lock_owner"]),
-                "lock_valid_until": _lock_valid_until(group),
-                "effect_reported": any(e in EFFECT_EVIDENCE for e in events),
-            }
-        )
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return pd.DataFrame(summarise_rows(plain_rows(timeline)), columns=COLUMNS)
 
 
 def overlaps(executions: pd.DataFrame) -> list[tuple[pd.Timestamp, pd.Timestamp, int, int]]:

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
 
+from store.arrow_values import int64s
 from store.contract import PRODUCER_KINDS
 
 #: The columns of timeline.sql's answer, in its order (execution_uid is computed).
@@ -47,6 +49,9 @@ COLUMNS: tuple[str, ...] = (
     "attrs",
     "event_uid",
 )
+#: The columns of the timeline (`timeline_of_rows`, `queries.timeline`): timeline.sql's
+#: and the execution's number after `execution_uid`.
+ANSWER_COLUMNS: tuple[str, ...] = (*COLUMNS[:2], "execution", *COLUMNS[2:])
 #: The columns the grouping reads; the rest are only carried through.
 NEEDED: tuple[str, ...] = (
     "event_uid",
@@ -153,18 +158,46 @@ def _execution_uids(columns: dict[str, list[Any]], matched: list[int]) -> dict[i
     return executions
 
 
-def timeline_of_rows(rows: pa.Table, key: str) -> pa.Table:
-    """timeline.sql's answer over `rows` (a superset of the key's rows), plus `execution`."""
+def _ordered(rows: pa.Table, key: str) -> tuple[list[int], list[str | None]]:
+    """The positions in `rows` of the key's timeline, in its order (ts, then event_uid),
+    and each one's execution_uid."""
     columns = {name: rows.column(name).to_pylist() for name in NEEDED if name != "ts"}
     columns["ts"] = rows.column("ts").cast(pa.int64()).to_pylist()
     matched = _matched(columns, key)
     executions = _execution_uids(columns, matched)
     matched.sort(key=lambda i: (columns["ts"][i], columns["event_uid"][i]))
+    return matched, [executions[i] for i in matched]
+
+
+def timeline_of_rows(rows: pa.Table, key: str) -> pa.Table:
+    """timeline.sql's answer over `rows` (a superset of the key's rows), plus `execution`."""
+    matched, uids = _ordered(rows, key)
     picked = rows.take(pa.array(matched, pa.int64()))
-    uids = [executions[i] for i in matched]
     arrays = [
         pa.array(uids, pa.string()) if name == "execution_uid" else picked.column(name)
         for name in COLUMNS
     ]
     table = pa.Table.from_arrays(arrays, names=list(COLUMNS))
-    return table.add_column(2, "execution", pa.array(execution_numbers(uids), pa.int64()))
+    numbers = pa.array(execution_numbers(uids), pa.int64())
+    return table.add_column(ANSWER_COLUMNS.index("execution"), "execution", numbers)
+
+
+#: Where Arrow's timestamps count from.
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def timeline_records(rows: pa.Table, key: str) -> list[dict[str, Any]]:
+    """`timeline_of_rows` as plain rows (columns ANSWER_COLUMNS, `ts` a UTC datetime),
+    made without building Arrow arrays from Python values or converting a zoned timestamp
+    through pyarrow: both import pandas (store/arrow_values.py)."""
+    matched, uids = _ordered(rows, key)
+    picked = rows.take(int64s(matched))
+    ts = picked.column("ts").cast(pa.int64()).to_pylist()
+    carried = picked.select([c for c in COLUMNS if c not in ("ts", "execution_uid")])
+    numbers = execution_numbers(uids)
+    made = []
+    for row, at, uid, number in zip(carried.to_pylist(), ts, uids, numbers, strict=True):
+        row.update(ts=_EPOCH + timedelta(microseconds=at), execution_uid=uid,
+                   execution=number)
+        made.append({c: row[c] for c in ANSWER_COLUMNS})
+    return made

@@ -9,12 +9,19 @@ show the same Verdict; each escapes or formats it for its own medium.
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+from queries.key_executions import plain_rows
+
+if TYPE_CHECKING:  # imported where a frame is given: `dupescope timeline` gives none
+    import pandas as pd
+
+#: One execution of `queries.key_executions.summarise_rows`, as plain values.
+Run = Mapping[str, Any]
 
 ORDINALS = ("first", "second", "third", "fourth", "fifth")
 TIMES = {2: "twice", 3: "three times"}
@@ -73,9 +80,9 @@ def _seconds(ms: Any) -> str:
 
 
 def _present(value: Any) -> bool:
-    if value is None or value is pd.NA:
+    if value is None or type(value).__name__ in ("NAType", "NaTType"):
         return False
-    return not (isinstance(value, float) and pd.isna(value))
+    return not (isinstance(value, float) and math.isnan(value))
 
 
 def _short_reason(reason: Any) -> str:
@@ -83,38 +90,39 @@ def _short_reason(reason: Any) -> str:
     return re.split(r"[(:]", str(reason), maxsplit=1)[0].strip()[:60] or str(reason)[:60]
 
 
-def _position(executions: pd.DataFrame, row: pd.Series) -> int:
-    """1 for the first execution; the frame's index is unique (verdict resets it)."""
-    return int(cast(int, executions.index.get_loc(row.name))) + 1
+def _still_running(executions: Sequence[Run]) -> int:
+    """The position of the first execution that was still running when a later one
+    started (0: the first)."""
+    for position, row in enumerate(executions[:-1]):
+        if any(later["start"] < row["end"] for later in executions[position + 1 :]):
+            return position
+    return 0
 
 
-def _still_running(executions: pd.DataFrame) -> pd.Series:
-    """The first execution that was still running when a later one started."""
-    for position in range(len(executions) - 1):
-        row = executions.iloc[position]
-        if (executions.iloc[position + 1 :]["start"] < row["end"]).any():
-            return row
-    return executions.iloc[0]
+def _first_where(executions: Sequence[Run], wanted: Any) -> int:
+    """The position of the first execution `wanted` holds for, else of the first."""
+    return next((i for i, row in enumerate(executions) if wanted(row)), 0)
 
 
-def _reason(cause: str | None, executions: pd.DataFrame, job_ids: int) -> str:
+def _reason(cause: str | None, executions: Sequence[Run], job_ids: int) -> str:
     """Why the key ran more than once, in the words of its executions."""
-    first = executions.iloc[0]
     if cause == "producer_retry":
         return f"because the producer enqueued it {times(job_ids)} as separate jobs"
     if cause == "visibility_timeout":
-        row = _still_running(executions)
+        at = _still_running(executions)
+        row = executions[at]
         vt = row["visibility_timeout_ms"]
         window = f" ({_seconds(vt)})" if _present(vt) else ""
         return (
             f"because the visibility timeout{window} ran out while the "
-            f"{ordinal(_position(executions, row))} execution was still running (it ran "
+            f"{ordinal(at + 1)} execution was still running (it ran "
             f"{_seconds(row['duration_ms'])})"
         )
     if cause == "worker_crash":
-        lost = executions[(executions["outcome"] == "silent") | executions["settled_by"].notna()]
-        row = lost.iloc[0] if not lost.empty else first
-        who = f"the {ordinal(_position(executions, row))} worker"
+        at = _first_where(executions, lambda r: r["outcome"] == "silent"
+                          or _present(r["settled_by"]))
+        row = executions[at]
+        who = f"the {ordinal(at + 1)} worker"
         if _present(row["worker_id"]):
             who += f" ({row['worker_id']})"
         if _present(row["settled_by"]) or row["outcome"] != "silent":
@@ -129,12 +137,12 @@ def _reason(cause: str | None, executions: pd.DataFrame, job_ids: int) -> str:
     if cause == "broker_redelivery":
         return "because the broker delivered it again after the first execution had acked"
     if cause == "retry_after_failure":
-        failed = executions[executions["outcome"].isin(["nack", "fail"])]
-        row = failed.iloc[0] if not failed.empty else first
+        at = _first_where(executions, lambda r: r["outcome"] in ("nack", "fail"))
+        row = executions[at]
         why = f" ({row['reason']})" if _present(row["reason"]) else ""
         after = " after its side effect" if row["side_effect"] else ""
         return (
-            f"because the {ordinal(_position(executions, row))} execution failed{after}{why} "
+            f"because the {ordinal(at + 1)} execution failed{after}{why} "
             "and was retried"
         )
     return "for a reason the events do not show"
@@ -151,39 +159,44 @@ UNKNOWN_OUTCOME = (
 )
 
 
-def outcome_of(executions: pd.DataFrame) -> str:
+def outcome_of_rows(executions: Sequence[Run]) -> str:
     """`harmful`, `absorbed` or `unknown`, by the contract's rule, from a key's executions
     (queries/key_executions.py): the answer for a key the forensic answer has no row of."""
-    if int(executions["side_effect"].astype(bool).sum()) >= 2:
+    if sum(bool(row["side_effect"]) for row in executions) >= 2:
         return "harmful"
-    if "effect_reported" in executions:
-        reported = executions["effect_reported"].astype(bool)
-    else:  # a summary without the column: what it says of effects and skips
-        reported = executions["side_effect"].astype(bool) | executions["absorbed_by"].notna()
-    return "absorbed" if reported.any() else "unknown"
+
+    def reported(row: Run) -> bool:
+        if "effect_reported" in row:
+            return bool(row["effect_reported"])
+        # A summary without the column: what it says of effects and skips.
+        return bool(row["side_effect"]) or _present(row["absorbed_by"])
+
+    return "absorbed" if any(reported(row) for row in executions) else "unknown"
 
 
-def _outcome(executions: pd.DataFrame, harmful: bool) -> str:
-    effects = executions[executions["side_effect"].astype(bool)]
+def outcome_of(executions: pd.DataFrame) -> str:
+    """`outcome_of_rows` of a frame of executions."""
+    return outcome_of_rows(plain_rows(executions))
+
+
+def _outcome(executions: Sequence[Run], harmful: bool) -> str:
+    effects = [i for i, row in enumerate(executions) if row["side_effect"]]
     if harmful and len(effects) >= 2:
         if len(effects) == 2:
-            again = ordinal(_position(executions, effects.iloc[1]))
-            return f"the {again} execution ran the effect again: harmful."
+            return f"the {ordinal(effects[1] + 1)} execution ran the effect again: harmful."
         return f"the effect ran {times(len(effects))}: harmful."
     if harmful:
         return "the effect ran more than once: harmful."
-    if effects.empty:
+    if not effects:
         return "no execution ran the effect: absorbed."
-    extras = executions.drop(effects.index)
-    if extras.empty:
+    extras = [i for i in range(len(executions)) if i not in effects]
+    if not extras:
         return "the effect ran once: absorbed."
-    guarded = extras[extras["absorbed_by"].isin(list(ABSORBED_HOW))]
-    if not guarded.empty:
-        row = guarded.iloc[0]
-        how = ABSORBED_HOW[row["absorbed_by"]]
-        return f"the {ordinal(_position(executions, row))} execution {how}: absorbed."
-    only = ordinal(_position(executions, effects.iloc[0]))
-    return f"only the {only} execution ran the effect: absorbed."
+    guarded = [i for i in extras if executions[i]["absorbed_by"] in ABSORBED_HOW]
+    if guarded:
+        how = ABSORBED_HOW[executions[guarded[0]]["absorbed_by"]]
+        return f"the {ordinal(guarded[0] + 1)} execution {how}: absorbed."
+    return f"only the {ordinal(effects[0] + 1)} execution ran the effect: absorbed."
 
 
 def _leading(cause: str | None, count: int) -> str:
@@ -225,18 +238,18 @@ def _about(duplicate: Mapping[str, Any] | None) -> dict[str, Any]:
     }
 
 
-def verdict(executions: pd.DataFrame, duplicate: Mapping[str, Any] | None = None) -> Verdict:
-    """The verdict for one key from its executions and its row of `duplicates`, if any."""
+def verdict_of_rows(executions: Sequence[Run],
+                    duplicate: Mapping[str, Any] | None = None) -> Verdict:
+    """The verdict for one key from its executions (`summarise_rows`, in the order they
+    started) and its row of `duplicates`, if any."""
     about = _about(duplicate)
     count = len(executions)
     if count == 0:
         return Verdict(
             "No execution recorded: the job was never delivered to a worker.", None, **about
         )
-    executions = executions.reset_index(drop=True)
     if count == 1:
-        row = executions.iloc[0]
-        ran = "ran its side effect" if row["side_effect"] else "ran no side effect"
+        ran = "ran its side effect" if executions[0]["side_effect"] else "ran no side effect"
         return Verdict(f"Ran once and {ran}: not a duplicate.", None, **about)
     cause = about.get("cause")
     said = duplicate.get("outcome") if duplicate else None
@@ -246,11 +259,16 @@ def verdict(executions: pd.DataFrame, duplicate: Mapping[str, Any] | None = None
     elif _present(harmful_value):  # a row of an answer that names no outcome
         outcome = "harmful" if bool(harmful_value) else "absorbed"
     else:
-        outcome = outcome_of(executions)
+        outcome = outcome_of_rows(executions)
     harmful = None if outcome == "unknown" else outcome == "harmful"
-    job_ids = executions["job_id"].dropna().nunique()
+    job_ids = len({row["job_id"] for row in executions if _present(row["job_id"])})
     told = UNKNOWN_OUTCOME if harmful is None else _outcome(executions, harmful)
     text = f"{_leading(cause, count)} {_reason(cause, executions, job_ids)}; " + told
     if duplicate is None:
         text += " (Cause not classified: no forensic answer for this key.)"
     return Verdict(text, harmful, **about, outcome=outcome)
+
+
+def verdict(executions: pd.DataFrame, duplicate: Mapping[str, Any] | None = None) -> Verdict:
+    """`verdict_of_rows` of a frame of executions (`queries.key_executions.summarise`)."""
+    return verdict_of_rows(plain_rows(executions), duplicate)

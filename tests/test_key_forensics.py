@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from forensics_cases import run
 
+from collectors.files import ingest_files
+from collectors.normalise import Normaliser
+from dupescope.output import plain_rows, records
 from queries import duplicates, key_forensics, timeline
 from queries.forensics import duplicates_of
 from queries.key_forensics import forensics_of
+from queries.key_verdict import key_verdict
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
 
 KEY = {"idempotency_key": "inv-1"}
 
@@ -132,3 +141,31 @@ def test_the_duplicates_of_some_keys_are_those_keys_rows_of_every_duplicate(
     expected = every[every["key"] == "inv-2"].reset_index(drop=True)
     assert found.reset_index(drop=True).to_dict("records") == expected.to_dict("records")
     assert duplicates_of(store, ["no-such-key"]).empty
+
+
+# ---- the command line's rows: the same answer without a data frame ----------------------
+
+
+def _same_answer(store, key: str) -> None:
+    """`key_verdict` (what `dupescope timeline` prints) says what `key_forensics` (the
+    timeline page) says: the same events, values and verdict."""
+    lean, page = key_verdict(store, key), key_forensics(store, key)
+    assert lean.verdict == page.verdict
+    assert plain_rows(lean.timeline) == records(page.timeline)
+
+
+@pytest.mark.parametrize("events", [CLEAN, HARMFUL, ABSORBED, SILENT_ON_EFFECT],
+                         ids=["clean", "harmful", "absorbed", "silent-on-effect"])
+def test_the_commands_rows_and_verdict_are_the_pages(store, make_table, events) -> None:
+    store.write(make_table(events))
+    for key in ("inv-1", "j1", "nope"):
+        _same_answer(store, key)
+
+
+def test_the_commands_answer_is_the_pages_on_the_models_sample(embedded) -> None:
+    ingest_files([str(SAMPLE / "sample.jsonl.gz")], embedded, Normaliser())
+    every = duplicates(embedded)
+    keys = [*every.groupby(["cause", "outcome"])["key"].first(), "no-such-key"]
+    assert len(keys) > 5
+    for key in keys:
+        _same_answer(embedded, key)
