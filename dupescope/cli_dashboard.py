@@ -20,7 +20,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 import webbrowser
 from collections.abc import Callable
 from pathlib import Path
@@ -116,6 +115,8 @@ def start_dashboard(
 
 def _served(base: str, process: subprocess.Popen[bytes], timeout: float) -> bool:
     """Wait until the server answers its health check (False: it exited or timed out)."""
+    import urllib.request
+
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and process.poll() is None:
         try:

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from tqdm import tqdm
 
 from dupescope.cli_dashboard import launch_dashboard
 from dupescope.options import (
@@ -27,6 +26,8 @@ DEFAULT_DEMO_STORE = "./dupescope-data"
 
 
 def _ingest_with_progress(paths: list[str], store) -> None:  # type: ignore[no-untyped-def]
+    from tqdm import tqdm
+
     from collectors.files import ingest_files
 
     total = sum(Path(p).stat().st_size for p in paths)

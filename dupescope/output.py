@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import csv
 import io
 import math
 import os
@@ -24,32 +25,31 @@ FORMATS = ("table", "json", "csv")
 _SEPARATOR = b",\n"
 
 
-def _plain(value: Any) -> Any:
-    """JSON-ready values: times as RFC 3339 UTC, missing values as null."""
-    import pandas as pd
+#: The types pandas marks a missing value with (NaT, NA), told by name so that a row of
+#: plain values is made JSON-ready without importing pandas.
+_MISSING_TYPES = frozenset({"NaTType", "NAType"})
 
-    if value is None or value is pd.NaT:
+
+def plain(value: Any) -> Any:
+    """JSON-ready values: times as RFC 3339 UTC, missing values as null."""
+    if value is None or type(value).__name__ in _MISSING_TYPES:
         return None
-    if isinstance(value, pd.Timestamp | datetime):
-        stamp = value.tz_convert("UTC") if isinstance(value, pd.Timestamp) else value
-        if stamp.tzinfo is None:
-            stamp = stamp.replace(tzinfo=UTC)
+    if isinstance(value, datetime):
+        stamp = value.astimezone(UTC) if value.tzinfo is not None else value
         return stamp.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     if isinstance(value, float) and math.isnan(value):
         return None
     if hasattr(value, "tolist"):
-        return _plain(value.tolist())
+        return plain(value.tolist())
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if value is pd.NA:
-        return None
+        return {k: plain(v) for k, v in value.items()}
     return value
 
 
 def _column(series: pd.Series) -> list[Any]:
-    """A column's values as `_plain` makes them, converted a column at a time where its
+    """A column's values as `plain` makes them, converted a column at a time where its
     type allows (60k duplicates took 4 s value by value)."""
     import pandas as pd
 
@@ -74,13 +74,13 @@ _AS_THEY_ARE = (str, int, bool)
 
 
 def _plain_quickly(value: Any) -> Any:
-    """`_plain`, with the commonest values (text, numbers, lists of text) passed through."""
+    """`plain`, with the commonest values (text, numbers, lists of text) passed through."""
     kind = type(value)
     if value is None or kind in _AS_THEY_ARE:
         return value
     if kind is list and all(type(v) is str for v in value):
         return value
-    return _plain(value)
+    return plain(value)
 
 
 def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -125,21 +125,50 @@ def stdout_for_bytes() -> Iterator[BinaryIO]:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
-def emit(frame: pd.DataFrame, fmt: str, *, empty: str = "nothing found") -> None:
-    """Print `frame` as one JSON array, CSV, or an aligned table."""
-    import pandas as pd
+def plain_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows of plain Python values (a key's timeline, say) as `records` makes a frame's."""
+    return [{k: _plain_quickly(v) for k, v in row.items()} for row in rows]
 
+
+#: The widest a table's cell is shown; longer text ends in "...".
+CELL_WIDTH = 60
+
+
+def _cell(value: Any) -> str:
+    text = "" if value is None else str(value)
+    return text if len(text) <= CELL_WIDTH else text[: CELL_WIDTH - 3] + "..."
+
+
+def table_text(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    """JSON-ready rows as an aligned text table: a header, then a line per row."""
+    cells = [[_cell(row.get(c)) for c in columns] for row in rows]
+    widths = [max([len(c), *(len(line[i]) for line in cells)]) for i, c in enumerate(columns)]
+    lines = [columns, *cells]
+    return "\n".join("  ".join(t.ljust(w) for t, w in zip(line, widths, strict=True)).rstrip()
+                     for line in lines)
+
+
+def emit_rows(rows: list[dict[str, Any]], columns: list[str], fmt: str, *,
+              empty: str = "nothing found") -> None:
+    """Print JSON-ready rows (`records`, `plain_rows`) as one JSON array, CSV, or an
+    aligned table of `columns`."""
     if fmt == "json":
-        emit_json(records(frame))
+        emit_json(rows)
     elif fmt == "csv":
-        click.echo(
-            pd.DataFrame(records(frame), columns=frame.columns).to_csv(index=False), nl=False
-        )
-    elif frame.empty:
+        out = io.StringIO()
+        writer = csv.DictWriter(out, fieldnames=columns, extrasaction="ignore",
+                                lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        click.echo(out.getvalue(), nl=False)
+    elif not rows:
         click.echo(empty)
     else:
-        rows = records(frame)
-        shown = pd.DataFrame(
-            {c: ["" if r[c] is None else str(r[c]) for r in rows] for c in frame.columns}
-        )
-        click.echo(shown.to_string(index=False, max_colwidth=60))
+        click.echo(table_text(rows, columns))
+
+
+def emit(frame: pd.DataFrame, fmt: str, *, empty: str = "nothing found") -> None:
+    """Print `frame` as one JSON array, CSV, or an aligned table."""
+    if fmt == "csv" and frame.columns.empty:
+        return  # nothing asked for, not even a header
+    emit_rows(records(frame), [str(c) for c in frame.columns], fmt, empty=empty)
