@@ -13,14 +13,12 @@ Streamlit server holding the port.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-import webbrowser
 from collections.abc import Callable
 from pathlib import Path
 
@@ -81,6 +79,8 @@ def _die_with_parent() -> Callable[[], None] | None:
     """
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes
+
     libc = ctypes.CDLL(None, use_errno=True)  # the symbols already loaded, libc among them
     parent = os.getpid()
 
@@ -131,6 +131,8 @@ def _served(base: str, process: subprocess.Popen[bytes], timeout: float) -> bool
 
 def _open_browser_when_served(url: str, base: str, process: subprocess.Popen[bytes]) -> None:
     if _served(base, process, BROWSER_WAIT_SECONDS):
+        import webbrowser
+
         try:
             webbrowser.open(url)
         except webbrowser.Error:  # no browser here: the URL is printed already

@@ -40,11 +40,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
-from crc32c import crc32c
 
 from store import hot_segments
 from store.durable import fsync_dir, temporary_for
 from store.schema import as_events, empty_table
+
+
+def crc32c(data: bytes | bytearray | memoryview) -> int:
+    """CRC-32C of `data`; the package is imported on first use, as its import reads its
+    own metadata (20 ms of every `dupescope` command, most of which never reads a log)."""
+    from crc32c import crc32c as checksum
+
+    return int(checksum(data))
+
 
 LOG_SUFFIX = ".arrowlog"
 MAGIC = b"DSHOTLG1"

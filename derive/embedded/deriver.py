@@ -232,6 +232,10 @@ class EmbeddedDeriver(HoldsStore[SegmentedStore]):
             return AnswerChanges(now, frozenset(keys), rows)
 
     def answer_of_keys(self, table: str, keys: list[str]) -> pa.Table:
+        sql = with_identifiers(text("kept_answer_of_keys", "duckdb"), table=f"{table}_layers")
+        if self._attach_current_layers(table):
+            return self.store.arrow(render(sql, "duckdb", {"keys": keys}), {"keys": keys},
+                                    events=False)
         self.ensure()
         self._kept_answer(table)
         with self.lock:
@@ -241,6 +245,20 @@ class EmbeddedDeriver(HoldsStore[SegmentedStore]):
                                table=f"{table}_layers" if layered else table)
         return self.store.arrow(render(sql, "duckdb", {"keys": keys}), {"keys": keys},
                                 events=False)
+
+    def _attach_current_layers(self, table: str) -> bool:
+        """In a process that has attached nothing yet, the layers of `table` alone, if the
+        kept state is current (what `ensure` would attach, less every other view); False
+        where `ensure` must run: nothing kept, a batch to absorb, a table not layered."""
+        with self.lock:
+            unit = incremental.layered().get(table)
+            if self.built is not None or unit is None:
+                return False
+            state = derived_state.load(self.store)
+            con, current = self.store.pinned_connection(events=False)
+            if state is None or state.snapshot != current:
+                return False
+            return derived_state.attach_layers(self.store, con, state, table, unit)
 
     def narrow(self, touched: Touched) -> None:
         self.ensure()

@@ -209,6 +209,21 @@ def attach(
     return True
 
 
+def attach_layers(store: SegmentedStore, con: duckdb.DuckDBPyConnection, state: State,
+                  table: str, unit: str) -> bool:
+    """A view `<table>_layers` of one layered table of `state`, unnumbered, and nothing
+    else: for a reader of a few keys' rows (`dupescope timeline`), which has no use for
+    the views of every other table (a third of its lookup); False if a file is missing."""
+    needed = [rows_path(store, table, layer) for layer in state.layers]
+    needed += [units_path(store, table, layer) for layer in state.layers[1:]]
+    if not all(p.exists() for p in needed):
+        return False
+    drop(con, f"{table}_layers")
+    con.execute(f"CREATE TEMP VIEW {table}_layers AS "
+                f"{layered_select(store, table, unit, state.layers)}")
+    return True
+
+
 def keep(con: duckdb.DuckDBPyConnection, table: str, store: SegmentedStore,
          state: State) -> None:
     """Keep a kept answer computed on demand with `state`'s files (best effort: a
