@@ -35,7 +35,7 @@ def string(value: str) -> pa.StringScalar:
     return scalar
 
 
-def int64s(values: Sequence[int]) -> pa.Int64Array:
+def int64s(values: Sequence[int] | np.ndarray) -> pa.Int64Array:
     """`values` (no None among them) as an Arrow int64 array: row positions to take."""
     data = np.asarray(values, dtype=np.int64)
     array = pa.Array.from_buffers(pa.int64(), len(data), [None, pa.py_buffer(data)])

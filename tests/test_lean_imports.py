@@ -1,5 +1,6 @@
 """`dupescope timeline` as a new process imports no pandas where the derived state is
-current (a collector keeps it so; a batch to absorb or a build costs more than the import).
+current (a collector keeps it so), and `dupescope duplicates` none where it absorbs a
+collector's batch (a build from nothing costs more than the import).
 
 pandas costs 0.14 s to import on the 2-core machine, a third of the command; pyarrow
 imports it as soon as it is handed a Python value (store/arrow_values.py). These tests
@@ -63,4 +64,16 @@ def test_the_timeline_table_without_the_verdict_imports_no_pandas(tmp_path, make
     out, pandas = _imported_pandas("timeline", "j1", "--store", _store(tmp_path, make_table),
                                    "--no-verdict")
     assert len(out.splitlines()) == 1 + len(FIRST) + len(AGAIN)
+    assert pandas == []
+
+
+def test_duplicates_absorbing_a_batch_imports_no_pandas(tmp_path, make_table) -> None:
+    folder = tmp_path / "store"
+    store = EmbeddedStore(folder)
+    store.write(make_table(FIRST))
+    duplicates(store)  # kept current before the batch
+    store.write_hot(make_table(AGAIN))  # the batch the command derives
+    store.close()
+    out, pandas = _imported_pandas("duplicates", "--store", str(folder), "--format", "json")
+    assert '"key":"inv-1"' in out and '"harmful":true' in out
     assert pandas == []

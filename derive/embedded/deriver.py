@@ -144,6 +144,8 @@ class EmbeddedDeriver(HoldsStore[SegmentedStore]):
 
     def _commit(self, con: duckdb.DuckDBPyConnection, state: derived_state.State) -> None:
         derived_state.commit(self.store, state)
+        if self.state is state:
+            return  # attached once its files were written (`_absorb`): the views hold
         if not self._attach(con, state):
             raise FileNotFoundError("a derived state just written is incomplete")
 

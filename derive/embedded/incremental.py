@@ -43,7 +43,7 @@ from derive.embedded.build import build_tables, create_on, layered_answers
 from derive.library import render
 from derive.library import text as sql_text
 from derive.rename import inlined
-from store import memory
+from store import arrow_values, memory
 from store.base import SegmentedStore
 from store.hot_log import is_hot, read_hot
 from store.lineage import Changes, lineage
@@ -88,7 +88,7 @@ def touched(store: SegmentedStore, rows: pa.Table) -> Touched:
     """The keys and job_ids `rows` touch, and every row of the jobs of those keys."""
     jobs = _values(rows["job_id"])
     own = store.rows_of(sorted(jobs))
-    of_jobs = own.filter(pc.is_in(own["job_id"], pa.array(sorted(jobs), pa.string())))
+    of_jobs = own.filter(pc.is_in(own["job_id"], arrow_values.strings(sorted(jobs))))
     keys = jobs | _values(of_jobs["idempotency_key"], rows["idempotency_key"])
     keyed = store.rows_of(sorted(keys - jobs))
     rest = store.rows_of(sorted(_values(own["job_id"], keyed["job_id"]) - jobs - keys))
@@ -121,7 +121,7 @@ def connection() -> duckdb.DuckDBPyConnection:
 
 def strings(con: duckdb.DuckDBPyConnection, name: str, values: Iterable[str]) -> None:
     """A one-column temp table `name(unit)` of `values` on `con`."""
-    con.register(f"{name}_arrow", pa.table({"unit": pa.array(sorted(set(values)), pa.string())}))
+    con.register(f"{name}_arrow", pa.table({"unit": arrow_values.strings(sorted(set(values)))}))
     con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT unit FROM {name}_arrow")
     con.unregister(f"{name}_arrow")
 
@@ -133,7 +133,7 @@ def segment_rows(paths: list[Path]) -> tuple[list[str], pa.Table | None]:
     for path in (p for p in paths if is_hot(p)):
         rows = read_hot(path)
         hot.append(rows.append_column(
-            "segment", pa.array([segment_name(path)] * rows.num_rows, pa.string())))
+            "segment", pa.repeat(arrow_values.string(segment_name(path)), rows.num_rows)))
     return parquet, (pa.concat_tables(hot) if hot else None)
 
 
@@ -330,7 +330,7 @@ def _relock(con: duckdb.DuckDBPyConnection, work: duckdb.DuckDBPyConnection,
     batch costs the holders it reaches, not every holder ever."""
     new = work.table("derived_executions").select(*HOLDER_COLUMNS).to_arrow_table()
     locks = _values(new["lock_key"], found.rows["lock_key"], rows["lock_key"])
-    delivered = rows.filter(pc.equal(rows["event"], "deliver"))
+    delivered = rows.filter(pc.equal(rows["event"], arrow_values.string("deliver")))
     gone = _values(delivered["event_uid"], rows["execution_id"])
     strings(con, "touched_locks", locks)
     # A kept execution of a touched key ends no earlier than its last event, one of
@@ -341,8 +341,8 @@ def _relock(con: duckdb.DuckDBPyConnection, work: duckdb.DuckDBPyConnection,
     work.register("touched_holders_new", new)
     while True:
         was_touched = pc.or_(
-            pc.is_in(kept["key"], pa.array(sorted(found.keys), pa.string())),
-            pc.is_in(kept["execution_uid"], pa.array(sorted(gone), pa.string())),
+            pc.is_in(kept["key"], arrow_values.strings(sorted(found.keys))),
+            pc.is_in(kept["execution_uid"], arrow_values.strings(sorted(gone))),
         )
         old = kept.filter(was_touched)
         work.register("touched_holders_old", old)

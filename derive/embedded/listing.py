@@ -41,6 +41,7 @@ from derive.base import RenderRows
 from derive.embedded import state as derived_state
 from derive.library import render as render_sql
 from derive.library import text as sql_text
+from store import arrow_values
 from store.base import SegmentedStore
 from store.durable import temporary_for
 
@@ -86,9 +87,9 @@ def keep_layer(store: SegmentedStore, layer: str, render: RenderRows) -> None:
             index.write_table(pa.table({
                 "key": rows["key"].cast(pa.string()),
                 "first_us": rows["first_us"].cast(pa.int64()),
-                "layer": pa.array([layer] * rows.num_rows, pa.string()),
-                "start": pa.array(offset + np.cumsum(length) - length, pa.int64()),
-                "length": pa.array(length, pa.int64()),
+                "layer": pa.repeat(arrow_values.string(layer), rows.num_rows),
+                "start": arrow_values.int64s(offset + np.cumsum(length) - length),
+                "length": arrow_values.int64s(length),
             }, schema=INDEX_SCHEMA))
             offset += int(length.sum())
     derived_state.place(listed, target)  # where a crash test may kill the process
