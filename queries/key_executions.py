@@ -61,7 +61,7 @@ def attrs_of(value: Any) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {}
 
 
-def plain_rows(frame: pd.DataFrame) -> list[Row]:
+def frame_rows(frame: pd.DataFrame) -> list[Row]:
     """A frame's rows as dicts, missing values (NaN, NaT, NA) as None: what the row
     functions here and in queries/verdict.py read."""
     plain = frame.astype(object).where(frame.notna(), None)
@@ -134,7 +134,7 @@ def summarise(timeline: pd.DataFrame) -> pd.DataFrame:
 
     if timeline.empty or "execution" not in timeline:
         return pd.DataFrame(columns=COLUMNS)
-    return pd.DataFrame(summarise_rows(plain_rows(timeline)), columns=COLUMNS)
+    return pd.DataFrame(summarise_rows(frame_rows(timeline)), columns=COLUMNS)
 
 
 def overlaps(executions: pd.DataFrame) -> list[tuple[pd.Timestamp, pd.Timestamp, int, int]]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from queries.derived import answer_of_keys
 from queries.duplicates_shape import named_causes
-from queries.key_executions import Row, plain_rows, summarise_rows
+from queries.key_executions import Row, frame_rows, summarise_rows
 from queries.timeline_rows import timeline_records
 from queries.verdict import Verdict, verdict_of_rows
 from store.base import Store
@@ -37,7 +37,7 @@ def timeline_rows(store: Store, key: str) -> list[Row]:
         return timeline_records(rows, key)
     from queries.timeline import sql_timeline
 
-    return plain_rows(sql_timeline(store, key))
+    return frame_rows(sql_timeline(store, key))
 
 
 def names_on_rows(timeline: Sequence[Row], key: str) -> set[str]:

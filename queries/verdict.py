@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from queries.key_executions import plain_rows
+from queries.key_executions import frame_rows
 
 if TYPE_CHECKING:  # imported where a frame is given: `dupescope timeline` gives none
     import pandas as pd
@@ -176,7 +176,7 @@ def outcome_of_rows(executions: Sequence[Run]) -> str:
 
 def outcome_of(executions: pd.DataFrame) -> str:
     """`outcome_of_rows` of a frame of executions."""
-    return outcome_of_rows(plain_rows(executions))
+    return outcome_of_rows(frame_rows(executions))
 
 
 def _outcome(executions: Sequence[Run], harmful: bool) -> str:
@@ -271,4 +271,4 @@ def verdict_of_rows(executions: Sequence[Run],
 
 def verdict(executions: pd.DataFrame, duplicate: Mapping[str, Any] | None = None) -> Verdict:
     """`verdict_of_rows` of a frame of executions (`queries.key_executions.summarise`)."""
-    return verdict_of_rows(plain_rows(executions), duplicate)
+    return verdict_of_rows(frame_rows(executions), duplicate)

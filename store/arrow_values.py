@@ -3,9 +3,10 @@
 `pa.array`, `pa.scalar` and `Array.to_numpy` first ask whether an argument is a pandas
 object, and asking imports pandas: 0.14 s on the 2-core machine, a third of what
 `dupescope timeline` takes as a new process. The key's path through the store (the
-membership filter, the lookup index, the candidate rows) builds its few Arrow values
-here, from buffers, and so never imports pandas. tests/test_lean_imports.py holds the
-command to that.
+membership filter, the lookup index, the candidate rows), the embedded deriver's absorb
+of a batch, and ingest's workers (which write segments) build their Arrow values and
+read their numbers here, from buffers, and so never import pandas.
+tests/test_lean_imports.py holds the commands to that.
 """
 
 from __future__ import annotations
@@ -43,9 +44,20 @@ def int64s(values: Sequence[int] | np.ndarray) -> pa.Int64Array:
     return array
 
 
-def uint64s(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """A uint64 Arrow array without nulls as a numpy array (copied once)."""
+def bools(values: np.ndarray) -> pa.BooleanArray:
+    """NumPy booleans as an Arrow array (a filter's mask), their bits packed here."""
+    bits = pa.py_buffer(np.packbits(values, bitorder="little"))
+    array = pa.Array.from_buffers(pa.bool_(), len(values), [None, bits])
+    assert isinstance(array, pa.BooleanArray)
+    return array
+
+
+def numbers(array: pa.Array | pa.ChunkedArray, dtype: type[np.generic]) -> np.ndarray:
+    """A numeric (or timestamp) Arrow array without nulls as numpy `dtype` values, read
+    from its buffers after a cast to that type (copied once)."""
+    target = pa.from_numpy_dtype(dtype)
     chunks = array.chunks if isinstance(array, pa.ChunkedArray) else [array]
-    parts = [np.frombuffer(chunk.buffers()[1], dtype=np.uint64, count=len(chunk),
-                           offset=chunk.offset * 8) for chunk in chunks]
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
+    parts = [np.frombuffer(chunk.buffers()[1], dtype=dtype, count=len(chunk),
+                           offset=chunk.offset * chunk.type.byte_width)
+             for chunk in (c.cast(target) for c in chunks) if len(chunk)]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)

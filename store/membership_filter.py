@@ -27,7 +27,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from store.arrow_values import strings, uint64s
+from store.arrow_values import numbers, strings
 from store.durable import place, temporary_for
 
 BITS_PER_VALUE = 12
@@ -61,7 +61,7 @@ def value_hashes(values: pa.Array | pa.ChunkedArray | list[str]) -> np.ndarray:
     with _cursor() as con:
         con.register("filter_values", table)
         hashes = con.sql("SELECT hash(v) AS h FROM filter_values").to_arrow_table()
-    return uint64s(hashes.column("h"))
+    return numbers(hashes.column("h"), np.uint64)
 
 
 @functools.cache

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from store import hot_log, hot_segments
+from store import arrow_values, hot_log, hot_segments
 from store.durable import place, temporary_for, write_parquet
 from store.schema import EVENTS_SCHEMA, VIEW_SCHEMA, as_events, is_runs
 
@@ -49,25 +49,6 @@ def note_change(events_dir: Path) -> None:
     """Tell readers the set of segments changed (after the change is in place)."""
     with open(events_dir / CHANGES, "ab") as handle:  # O_APPEND: whole bytes, any process
         handle.write(b".")
-
-
-# `pa.array` and `to_numpy` import pandas on their first call, which ingest's workers (that
-# write segments) otherwise never load: these two convert in place instead.
-
-
-def _int64_values(column: pa.ChunkedArray) -> np.ndarray:
-    """A column without nulls as NumPy int64s, read from its value buffers."""
-    parts = [
-        np.frombuffer(chunk.buffers()[1], dtype=np.int64)[chunk.offset : chunk.offset + len(chunk)]
-        for chunk in column.cast(pa.int64()).chunks
-    ]
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-
-
-def _bool_array(values: np.ndarray) -> pa.Array:
-    """NumPy booleans as an Arrow array, their bits packed here."""
-    bits = pa.py_buffer(np.packbits(values, bitorder="little"))
-    return pa.Array.from_buffers(pa.bool_(), len(values), [None, bits])
 
 
 def _day_name(day: int) -> str:
@@ -116,9 +97,9 @@ class SegmentWriter:
             self._write_segment(_day_name(first), table)
             return int(table.num_rows)
         table = as_events(table)  # Arrow filters neither string views nor runs
-        days = np.floor_divide(_int64_values(table["ts"]), _MICROS_PER_DAY)
+        days = np.floor_divide(arrow_values.numbers(table["ts"], np.int64), _MICROS_PER_DAY)
         for day in np.unique(days).tolist():
-            self._write_segment(_day_name(day), table.filter(_bool_array(days == day)))
+            self._write_segment(_day_name(day), table.filter(arrow_values.bools(days == day)))
         return int(table.num_rows)
 
     def _write_segment(self, day: str, table: pa.Table) -> Path:

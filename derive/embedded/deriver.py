@@ -234,15 +234,12 @@ class EmbeddedDeriver(HoldsStore[SegmentedStore]):
             return AnswerChanges(now, frozenset(keys), rows)
 
     def answer_of_keys(self, table: str, keys: list[str]) -> pa.Table:
-        sql = with_identifiers(text("kept_answer_of_keys", "duckdb"), table=f"{table}_layers")
-        if self._attach_current_layers(table):
-            return self.store.arrow(render(sql, "duckdb", {"keys": keys}), {"keys": keys},
-                                    events=False)
-        self.ensure()
-        self._kept_answer(table)
-        with self.lock:
-            con = self.store.connection(events=False)
-            layered = exists(con, f"{table}_layers")
+        layered = self._attach_current_layers(table)
+        if not layered:
+            self.ensure()
+            self._kept_answer(table)
+            with self.lock:
+                layered = exists(self.store.connection(events=False), f"{table}_layers")
         sql = with_identifiers(text("kept_answer_of_keys", "duckdb"),
                                table=f"{table}_layers" if layered else table)
         return self.store.arrow(render(sql, "duckdb", {"keys": keys}), {"keys": keys},
