@@ -67,7 +67,7 @@ def forensic_command(function):  # type: ignore[no-untyped-def]
 @forensic_command
 def duplicates(store_url: str | None, fmt: str, filters: dict[str, Any]) -> None:
     """Keys that ran more than once, with cause and outcome (harmful or absorbed)."""
-    store = open_store_or_exit(store_url, existing=True)
+    store = open_store_or_exit(store_url, existing=True, since=filters["since"])
     if fmt == "json":  # every duplicate at once, as Arrow: neither pandas nor Python objects
         if not any(filters.values()):  # all of them: kept rendered where the store keeps it
             from queries.derived import write_duplicates_listing
@@ -109,7 +109,7 @@ def alerts(
         rules = load_rules(rules_path)
     except RulesError as exc:
         raise click.ClickException(str(exc)) from exc
-    store = open_store_or_exit(store_url, existing=True)
+    store = open_store_or_exit(store_url, existing=True, since=filters["since"])
     frame = to_frame(evaluate(store, rules, **filters))
     emit(frame, fmt, empty=f"no alerts in {store.describe()}")
 
@@ -145,7 +145,7 @@ def stats(
     """
     from queries import checklist, durations
 
-    store = open_store_or_exit(store_url, existing=True)
+    store = open_store_or_exit(store_url, existing=True, since=filters["since"])
     items = checklist(store, **filters)
     items["durations"] = durations(store, **filters)
     chosen = {item: items[item]} if item else items
@@ -168,6 +168,6 @@ def lint(store_url: str | None, fmt: str, filters: dict[str, Any]) -> None:
     """Name unsafe settings from observed durations, redeliveries and lock releases."""
     from queries import lint as lint_store
 
-    store = open_store_or_exit(store_url, existing=True)
+    store = open_store_or_exit(store_url, existing=True, since=filters["since"])
     frame = lint_store(store, **filters)
     emit(frame, fmt, empty="no unsafe settings found")

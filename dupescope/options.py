@@ -120,11 +120,14 @@ def no_browser_option(command):  # type: ignore[no-untyped-def]
     )(command)
 
 
-def open_store_or_exit(url: str | None, *, existing: bool = False, writable: bool = False):  # type: ignore[no-untyped-def]
+def open_store_or_exit(url: str | None, *, existing: bool = False, writable: bool = False,  # type: ignore[no-untyped-def]
+                       since: datetime | None = None):
     """Open the store; a query needs one that `existing`, a loader one that is `writable`.
 
     A mistyped folder must not read as an empty store ("no duplicates" for a typo), and a
     folder that cannot be written must fail before any work, with a sentence, not a traceback.
+    A question about executions `since` a time lets a store over the Collector's tables
+    with a large backlog read that window first (store/otel.py `read_recent_first`).
     """
     from store import StoreError, open_store
 
@@ -133,6 +136,9 @@ def open_store_or_exit(url: str | None, *, existing: bool = False, writable: boo
     except StoreError as exc:
         raise click.ClickException(str(exc)) from exc
     _show_reads(store)
+    read_recent_first = getattr(store, "read_recent_first", None)
+    if since is not None and read_recent_first is not None:
+        read_recent_first(since)
     return store
 
 

@@ -211,6 +211,7 @@ class OtelSource:
         own = self.own_db
         command(statement("otel_database_create", own=own))
         use(own)
+        command(statement("otel_window_create", own=own))
         # A database read before the step child spans were kept: read the tables whole
         # once more, so that every parent's children are known.
         keeps_children = not query(sql_text("otel_table_exists"),
@@ -291,6 +292,24 @@ class OtelReading(Store):
     #: Where reads stand, for the CLI and /metrics (store/otel_progress.py).
     progress: Progress
 
+    #: Set by `read_recent_first`: where a refresh facing a backlog of more than a chunk
+    #: starts, leaving the older rows to the next refresh.
+    recent_from: datetime | None = None
+    #: The tables' signature and `recent_from` when the recent rows were read first, and
+    #: what that refresh returned: asked again alike in this process, it reads nothing.
+    _recent_read: tuple[str, datetime, str] | None = None
+
+    def read_recent_first(self, since: datetime) -> None:
+        """Let the next refresh answer from the rows at or after `since` alone when the
+        unread backlog is more than a chunk: a first read of a large table then answers
+        a question about the last hour in seconds, not after the whole history.
+
+        The parts of the days from `since` on are read from `since` on and recorded as
+        unread, so the next refresh without it reads them whole (a row read twice
+        replaces itself) with the older days. Until then a key is judged by its rows
+        from `since` on, as under `?since=`."""
+        self.recent_from = since.astimezone(UTC)
+
     def refresh(self) -> str:
         """Add the mapping of the exporter's new rows to `events`; returns a signature
         of what has been read (it changes when the exporter's tables do)."""
@@ -298,6 +317,9 @@ class OtelReading(Store):
         current = _signature(parts)
         if current == self._refreshed:
             return current
+        if self._recent_read is not None and self._recent_read[:2] == (current,
+                                                                       self.recent_from):
+            return self._recent_read[2]
         read = self._read()
         if not self._unread(parts, read) and not self._days_gone(parts, read):
             self._refreshed = current  # another process read these already
@@ -307,6 +329,9 @@ class OtelReading(Store):
             otel_index.catch_up(self.command, self.arrow, self.source.own_db)
             parts, read = self._parts(), self._read()
             unread, gone = self._unread(parts, read), self._days_gone(parts, read)
+            recent = self._recent_parts(unread)
+            if recent:
+                return self._read_recent(recent, unread, _signature(parts))
             if unread or gone:
                 self._read_chunks(unread, first=not read)
                 self._drop_days(gone)
@@ -315,6 +340,29 @@ class OtelReading(Store):
             self.command(statement("otel_refill_unlock", own=self.source.own_db))
         self._refreshed = current
         return current
+
+    def _recent_parts(self, unread: list[Part]) -> list[Part]:
+        """The unread parts of the days from `recent_from` on, where a recent window is
+        asked for and the backlog is more than a chunk (else the read is whole)."""
+        if self.recent_from is None or sum(p.rows for p in unread) <= self.chunk_rows:
+            return []
+        return within(unread, self.recent_from.date())
+
+    def _read_recent(self, recent: list[Part], unread: list[Part], current: str) -> str:
+        """The rows from `recent_from` on of the `recent` parts into `events`, recorded
+        as read nowhere; the rest of the backlog told as left for the next refresh."""
+        assert self.recent_from is not None
+        rows_total = sum(p.rows for p in unread)
+        progress = ReadProgress(rows_total=rows_total, chunks_total=1,
+                                partition=max(p.partition for p in recent),
+                                recent_from=self.recent_from.isoformat())
+        self._append(recent, first=False, read_from=self.recent_from)
+        progress.chunks_read = 1
+        progress.finished = True
+        self.progress.tell(progress)
+        answered = f"{current}|from {self.recent_from.isoformat()}"
+        self._recent_read = (current, self.recent_from, answered)
+        return answered
 
     def _parts(self) -> list[Part]:
         tables = [layout.table for layout, _ in self.source.tables()]
@@ -394,11 +442,15 @@ class OtelReading(Store):
         ours = self.execute(sql_text("otel_events_days"), {"database": self.source.own_db})
         return sorted(d for d in ours["partition_id"] if d in was_read and d not in held)
 
-    def _append(self, unread: list[Part], *, first: bool, bulk: bool = False) -> None:
-        """The mapping of the unread parts' rows added to `events`, with the spans read
-        earlier that a new step child span makes executions (none on a first read, which
-        reads everything)."""
+    def _append(self, unread: list[Part], *, first: bool, bulk: bool = False,
+                read_from: datetime | None = None) -> None:
+        """The mapping of the unread parts' rows (from `read_from` on, where given) added
+        to `events`, with the spans read earlier that a new step child span makes
+        executions (none on a first read, which reads everything)."""
         own = self.source.own_db
+        self.command(statement("otel_window_clear", own=own))
+        if read_from is not None:
+            self.command(statement("otel_window_set", own=own), {"read_from": read_from})
         for layout, source in self.source.tables():
             parts, traces = f"{source}_parts", f"{source}_traces"
             for table in (parts, traces):
@@ -429,6 +481,8 @@ class OtelReading(Store):
         # takes seconds, which the first read pays better than the next small batch.
         for stage, _ in self.source.stages:
             self.command(statement("otel_stage_truncate", own=own, stage=stage))
+        if read_from is not None:
+            self.command(statement("otel_window_clear", own=own))
 
     def _fill(self, stages: list[tuple[str, str]]) -> None:
         for stage, view in stages:

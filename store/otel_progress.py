@@ -28,6 +28,8 @@ class ReadProgress:
     partition: str = ""
     started: float = field(default_factory=time.monotonic)
     finished: bool = False
+    #: Where a read of the recent rows first began (ISO 8601), its backlog left unread.
+    recent_from: str = ""
 
     def rate(self) -> float:
         """Rows a second so far."""
@@ -35,6 +37,11 @@ class ReadProgress:
         return self.rows_read / elapsed if elapsed > 0 else 0.0
 
     def describe(self) -> str:
+        if self.recent_from:
+            return (f"read the Collector's tables from {self.recent_from} on first (newest "
+                    f"day {self.partition}); the {self.rows_total:,} rows of the backlog are "
+                    "read whole by the next refresh: until then a key is judged by its rows "
+                    "from then on")
         share = 100.0 * self.rows_read / self.rows_total if self.rows_total else 100.0
         where = f"day {self.partition}, " if self.partition else ""
         state = "read" if self.finished else "reading"

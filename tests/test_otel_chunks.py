@@ -230,3 +230,89 @@ def test_a_read_killed_between_insert_and_index_fill_resumes_with_the_index_comp
     finally:
         resumed.close()
     assert len(got) > 100 and got == _plain_index_pairs(tmp_path, events)
+
+
+def _newer_day_start(rows: list[dict]) -> datetime:
+    """The first span start of the newer day of `_two_days` (its traces' first half)."""
+    newest = max(r["Timestamp"][:10] for r in rows)
+    first = min(r["Timestamp"] for r in rows if r["Timestamp"].startswith(newest))
+    return datetime.strptime(first[:26], "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=UTC)
+
+
+def _since_mid_newer_day(rows: list[dict]) -> datetime:
+    """A time inside the newer day, after some of its spans and before others."""
+    newest = max(r["Timestamp"][:10] for r in rows)
+    starts = sorted(r["Timestamp"] for r in rows if r["Timestamp"].startswith(newest))
+    middle = starts[len(starts) // 2]
+    return datetime.strptime(middle[:26], "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=UTC)
+
+
+def test_recent_rows_asked_for_are_read_first_and_alone(rows: list[dict],
+                                                         tmp_path: Path) -> None:
+    folder = _two_days(rows, tmp_path)
+    since = _since_mid_newer_day(rows)
+    store = OtelChdbStore(str(folder), OtelSource("otel"))
+    try:
+        store.chunk_rows = 250  # the backlog is more than a chunk
+        store.read_recent_first(since)
+        store.refresh()
+        first = store.arrow("SELECT min(ts) AS ts, count() AS n FROM events").to_pylist()[0]
+        recorded = store.arrow("SELECT (SELECT count() FROM otel_read) AS days, "
+                               "(SELECT count() FROM otel_read_parts) AS parts").to_pylist()[0]
+    finally:
+        store.close()
+    assert first["n"] > 0 and first["ts"] >= since
+    assert recorded == {"days": 0, "parts": 0}  # the backlog is still to read, whole
+
+
+def test_the_backlog_left_by_a_recent_read_is_read_next_and_derives_as_one_read(
+    rows: list[dict], tmp_path: Path
+) -> None:
+    folder = _two_days(rows, tmp_path)
+    recent = OtelChdbStore(str(folder), OtelSource("otel"))
+    try:
+        recent.chunk_rows = 250
+        recent.read_recent_first(_since_mid_newer_day(rows))
+        state(recent)  # derived over the recent rows alone
+    finally:
+        recent.close()
+    later = OtelChdbStore(str(folder), OtelSource("otel"))  # the next question, any process
+    fresh = OtelChdbStore(str(folder), OtelSource("otel", own_db="fresh"))
+    try:
+        assert state(later) == state(fresh)
+    finally:
+        later.close()
+        fresh.close()
+
+
+def test_a_backlog_within_a_chunk_is_read_whole_though_recent_rows_are_asked_for(
+    rows: list[dict], tmp_path: Path
+) -> None:
+    folder = _two_days(rows, tmp_path)
+    store = OtelChdbStore(str(folder), OtelSource("otel"))
+    try:
+        store.read_recent_first(_since_mid_newer_day(rows))  # a 2M-row chunk holds it all
+        store.refresh()
+        events = store.arrow("SELECT min(ts) AS ts FROM events").to_pylist()[0]["ts"]
+    finally:
+        store.close()
+    assert events < _newer_day_start(rows)  # the older day was read too
+
+
+def test_a_question_since_a_time_answers_from_those_rows_and_says_so(
+    rows: list[dict], tmp_path: Path, monkeypatch
+) -> None:
+    from store.otel import OtelReading
+
+    monkeypatch.setattr(OtelReading, "chunk_rows", 250)
+    folder = _two_days(rows, tmp_path)
+    since = _since_mid_newer_day(rows)
+    result = CliRunner().invoke(main, ["--store", f"chdb://{folder}?source=otel&database=otel",
+                                       "duplicates", "--format", "json",
+                                       "--since", since.isoformat()])
+    assert result.exit_code == 0, result.output
+    said = [line for line in result.stderr.splitlines() if "Collector's tables" in line]
+    assert said == [f"read the Collector's tables from {since.isoformat()} on first (newest "
+                    f"day {since:%Y%m%d}); the {len(rows):,} rows of the backlog are read "
+                    "whole by the next refresh: until then a key is judged by its rows from "
+                    "then on"]

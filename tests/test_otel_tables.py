@@ -544,3 +544,20 @@ def test_boto3sqs_spans_map_as_over_otlp(tmp_path: Path) -> None:
     assert [(r["event"], r["job_id"], r["delivery_attempt"]) for r in rows] == [
         ("deliver", "m-1", 2)
     ]
+
+
+def test_each_field_takes_its_first_spelling_present(tmp_path: Path) -> None:
+    """The canonical name before its `job.` form before the contract's aliases, as the
+    normaliser picks them; what no field takes stays in attrs."""
+    span = _span("charge process", "Consumer", {
+        "messaging.message.id": "m-9", "job.job_id": "j-9",
+        "messaging.destination.name": "q-alias", "job.queue": "q-job",
+        "aws.sqs.approximate_receive_count": "5", "job.delivery_attempt": " 3 ",
+        "job.lock_ttl_ms": "3000", "lock_ttl_ms": "4000", "tenant": "acme"},
+        events=[("2025-11-30 12:00:01.000000000", "side_effect", {"job.job_id": "j-10"})])
+    rows = _events_of(tmp_path, [span])
+    assert [(r["event"], r["job_id"], r["queue"], r["delivery_attempt"], r["lock_ttl_ms"])
+            for r in rows] == [("deliver", "j-9", "q-job", 3, 4000),
+                               ("side_effect", "j-10", "q-job", 3, 4000)]
+    assert json.loads(rows[0]["attrs"])["tenant"] == "acme"
+    assert "job.queue" not in json.loads(rows[0]["attrs"])

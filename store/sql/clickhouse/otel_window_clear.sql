@@ -1,0 +1,2 @@
+-- The next read takes every row of the parts it reads.
+TRUNCATE TABLE {own:Identifier}.otel_window
