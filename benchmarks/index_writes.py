@@ -5,7 +5,10 @@ Batches of the workload model's events are written into two chDB databases: a st
 per event is what the index costs a write; a derivation reads the index, so it must stay
 cheap for every batch.
 
-    python -m benchmarks index_writes [--batches 20] [--batch 10000]
+`--prefill N` writes N events into both first (in batches of a million), so that the
+batches are timed against an index of that size, as a live store's are.
+
+    python -m benchmarks index_writes [--batches 20] [--batch 10000] [--prefill N]
 """
 
 from __future__ import annotations
@@ -41,8 +44,10 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks index_writes")
     parser.add_argument("--batches", type=int, default=20)
     parser.add_argument("--batch", type=int, default=10_000, help="events a batch")
+    parser.add_argument("--prefill", type=int, default=0,
+                        help="events written into both before the timed batches")
     args = parser.parse_args(argv)
-    batches, offset = [], 0
+    batches, offset = [], args.prefill
     for batch in fast.arrow_batches(args.batches * args.batch, seed=17,
                                     batch_rows=args.batch):
         batches.append(canonical(batch, offset))
@@ -56,6 +61,15 @@ def main(argv: list[str]) -> int:
             indexed.command(statement)
         bare = _Bare.__new__(_Bare)
         bare.path, bare.database, bare._session = folder, bare_db, indexed._session
+        if args.prefill:
+            started, filled = time.perf_counter(), 0
+            for part in fast.arrow_batches(args.prefill, seed=16, batch_rows=1_000_000):
+                part = canonical(part, filled)
+                indexed.write(part)
+                bare.write(part)
+                filled += part.num_rows
+            print(f"prefilled {filled:,} events into both in "
+                  f"{time.perf_counter() - started:.1f} s", flush=True)
         # Alternate, so that load from elsewhere on the machine falls on both alike.
         with_index = without = 0.0
         for batch in batches:

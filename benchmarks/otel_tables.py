@@ -12,7 +12,11 @@ events those spans carry, in dupescope's own `events` table (database `own`). Fo
   the next `duplicates`: what a live store pays for new data; on the exporter's side the
   batch right after the first read, then a **steady batch** after that;
 - for the exporter's tables, the **first read** alone (chunked, newest day first:
-  `--chunk-rows`), its spans a second, and when the newest chunk was in `events`.
+  `--chunk-rows`), its spans a second, and when the newest chunk was in `events`;
+- **the last hour first**: on a database of dupescope's own of its own, a fresh store's
+  first `duplicates --since` the table's newest span less an hour, read that hour first
+  (`read_recent_first`) with the whole table as backlog: what a person asking about the
+  last hour waits on a table never read.
 
     python -m benchmarks otel_tables --spans 10000000 [--batch 10000] [--chunk-rows N]
 """
@@ -25,6 +29,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -59,6 +64,21 @@ def build(folder: Path, spans: int) -> tuple[int, int]:
         own.close()
         s.close()
     return made, events
+
+
+def last_hour_first(folder: Path) -> tuple[float, int, datetime]:
+    """Seconds from opening a fresh store to `duplicates` of the table's last hour, read
+    first; (seconds, duplicates, since)."""
+    started = time.perf_counter()
+    store = OtelChdbStore(str(folder), OtelSource("otel", own_db="otel_last_hour"))
+    try:
+        newest = store.arrow("SELECT max(Timestamp) AS t FROM otel.otel_traces")["t"][0]
+        since = newest.as_py() - timedelta(hours=1)
+        store.read_recent_first(since)
+        found = duplicates(store, since=since)
+        return time.perf_counter() - started, len(found), since
+    finally:
+        store.close()
 
 
 def new_batch(spans: int) -> tuple[pa.Table, pa.Table]:
@@ -110,6 +130,9 @@ def main(argv: list[str]) -> int:
         spans, events = build(folder, args.spans)
         print(f"{spans:,} spans ({events:,} events) built in "
               f"{time.perf_counter() - started:.1f} s", flush=True)
+        seconds, found, since = last_hour_first(folder)
+        print(f"the last hour first (since {since:%Y-%m-%d %H:%M:%S}): {found} duplicates "
+              f"after {seconds:.1f} s", flush=True)
         rows, carried = new_batch(args.batch)
         own = ChdbStore(str(folder), database="own")
         try:
