@@ -52,7 +52,7 @@ from store import otel_index
 from store.base import Store, StoreError
 from store.clickhouse import ChdbStore, ClickHouseStore, events_ddl
 from store.clickhouse import _identifier as identifier
-from store.otel_chunks import CHUNK_ROWS, Part, cutoff_day, plan, within
+from store.otel_chunks import CHUNK_ROWS, Part, cutoff_day, holding, plan, within
 from store.otel_progress import Progress, ReadProgress
 from store.refill_holder import Holder, this_host
 from store.sql_files import read, with_identifiers
@@ -276,6 +276,9 @@ class OtelSource:
 #: How long a refresh waits for another process's refill, and how long a lock may go
 #: unmarked (its holder marks it after each chunk it reads) before it is a dead one's.
 REFILL_WAIT_S = 300
+#: Reads of a chunk's parts, each after a merge took some of them while the last ran,
+#: before a refresh gives up (and the next one reads that chunk again).
+MERGE_ROUNDS = 10
 REFILL_STALE_S = 900
 
 
@@ -356,7 +359,7 @@ class OtelReading(Store):
         progress = ReadProgress(rows_total=rows_total, chunks_total=1,
                                 partition=max(p.partition for p in recent),
                                 recent_from=self.recent_from.isoformat())
-        self._append(recent, first=False, read_from=self.recent_from)
+        self._append_current(recent, first=False, read_from=self.recent_from)
         progress.chunks_read = 1
         progress.finished = True
         self.progress.tell(progress)
@@ -369,7 +372,8 @@ class OtelReading(Store):
         found = self.arrow(sql_text("otel_parts"),
                            {"database": self.source.source_db, "tables": tables}).to_pylist()
         return [Part(str(r["table"]), str(r["partition_id"]), str(r["name"]),
-                     int(r["max_block_number"]), int(r["rows"])) for r in found]
+                     int(r["max_block_number"]), int(r["rows"]), int(r["min_block_number"]))
+                for r in found]
 
     def _read(self) -> dict[tuple[str, str], int]:
         read = self.arrow(statement("otel_read", own=self.source.own_db)).to_pylist()
@@ -415,12 +419,14 @@ class OtelReading(Store):
         """One chunk into `events` (and, on a first read, the id index), recorded as read."""
         # A parent span and its step children may fall in different chunks: only a
         # read in one chunk may take the first read's shortcut.
-        self._append(chunk, first=first and alone, bulk=first)
+        read = self._append_current(chunk, first=first and alone, bulk=first)
         for part in chunk:
             left[(part.table, part.partition)] -= 1
         # By name only the parts of days not read whole yet: a day read whole is
         # recorded by its newest block, so the list stays as short as a read's backlog.
-        partial = [p for p in chunk if left[(p.table, p.partition)] > 0]
+        # The merged parts read in place of planned ones too: a read resumed after a kill
+        # finds those, not the parts planned.
+        partial = [p for p in chunk + read if left[(p.table, p.partition)] > 0]
         if partial:
             self.command(statement("otel_read_parts_add", own=self.source.own_db),
                          {"tables": [p.table for p in partial],
@@ -433,6 +439,34 @@ class OtelReading(Store):
         progress.rows_read += sum(p.rows for p in chunk)
         progress.partition = chunk[0].partition
         self.progress.tell(progress)
+
+    def _append_current(self, planned: list[Part], *, first: bool, bulk: bool = False,
+                        read_from: datetime | None = None) -> list[Part]:
+        """`_append` of the parts that hold the `planned` parts' rows now; returns them.
+
+        The exporter's server merges parts all the time, and a read of many chunks runs
+        for minutes: a part planned for a later chunk may be merged away before that chunk
+        reads it, and reading it by its old name would find nothing. So each chunk reads
+        the active parts that hold its planned ones (the merged part, whole, where one was
+        merged), and once more any of those a merge took while the chunk was read: the
+        chunk's statements each read the tables as they are when they start."""
+        reading = holding(planned, self._parts())
+        read: list[Part] = []
+        for _ in range(MERGE_ROUNDS):
+            if not reading:
+                return read
+            self._append(reading, first=first and not read, bulk=bulk, read_from=read_from)
+            read += reading
+            active = self._parts()
+            names = {(p.table, p.name) for p in active}
+            reading = holding([p for p in reading if (p.table, p.name) not in names], active)
+        if reading:  # not recorded as read: the next refresh reads this chunk again
+            raise StoreError(
+                f"parts of {self.source.source_db} were merged while each of "
+                f"{MERGE_ROUNDS} reads of them ran ({', '.join(p.name for p in reading)}); "
+                "the next refresh reads them again"
+            )
+        return read
 
     def _days_gone(self, parts: list[Part], read: dict[tuple[str, str], int]) -> list[str]:
         """Partitions `events` holds that were read and that no exporter table holds any

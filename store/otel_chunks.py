@@ -36,6 +36,30 @@ class Part:
     name: str
     max_block: int
     rows: int = 0
+    min_block: int = 0
+
+    def holds(self, other: Part) -> bool:
+        """Whether this part holds `other`'s rows: itself, or the part a merge made of it
+        (a merge spans its inputs' blocks)."""
+        return (self.table == other.table and self.partition == other.partition
+                and self.min_block <= other.min_block and self.max_block >= other.max_block)
+
+
+def holding(planned: list[Part], active: list[Part]) -> list[Part]:
+    """The active parts that hold the rows of the `planned` ones now, once each: a part
+    planned for a chunk may have been merged since, and then its rows are in the merged
+    part (read whole: a row read twice replaces itself). A planned part no active part
+    holds is gone (its partition dropped)."""
+    by_partition: dict[tuple[str, str], list[Part]] = {}
+    for part in active:
+        by_partition.setdefault((part.table, part.partition), []).append(part)
+    found: dict[tuple[str, str], Part] = {}
+    for part in planned:
+        for candidate in by_partition.get((part.table, part.partition), []):
+            if candidate.holds(part):
+                found[(candidate.table, candidate.name)] = candidate
+                break
+    return list(found.values())
 
 
 def partition_day(partition: str) -> date | None:

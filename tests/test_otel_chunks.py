@@ -63,6 +63,19 @@ def _two_days(rows: list[dict], tmp_path: Path) -> Path:
     return folder
 
 
+@pytest.fixture(scope="module")
+def whole_state(rows: list[dict], tmp_path_factory) -> dict:
+    """The derived state of one read of `_two_days` whole: what every chunked, resumed
+    or merged read of the same tables must derive."""
+    folder = _two_days(rows, tmp_path_factory.mktemp("whole"))
+    whole = OtelChdbStore(str(folder), OtelSource("otel", own_db="whole"))
+    try:
+        whole.chunk_rows = 10**9
+        return state(whole)
+    finally:
+        whole.close()
+
+
 def test_chunks_go_newest_day_first_and_hold_at_most_the_bound() -> None:
     parts = [Part("t", "20261201", "a", 1, 60), Part("t", "20261203", "b", 2, 60),
              Part("t", "20261203", "c", 5, 60), Part("t", "20261202", "d", 3, 500)]
@@ -87,20 +100,15 @@ def test_a_bad_since_on_the_store_url_says_where(tmp_path: Path) -> None:
         open_store(f"chdb://{tmp_path}?source=otel&since=soon")
 
 
-def test_a_read_in_chunks_derives_what_one_read_does(rows: list[dict], tmp_path: Path) -> None:
+def test_a_read_in_chunks_derives_what_one_read_does(rows: list[dict], tmp_path: Path,
+                                                    whole_state: dict) -> None:
     folder = _two_days(rows, tmp_path)
     chunked = OtelChdbStore(str(folder), OtelSource("otel", own_db="chunked"))
     try:
         chunked.chunk_rows = 250
         told: list[ReadProgress] = []
         chunked.progress.follow(lambda p: told.append(ReadProgress(**vars(p))))
-        got = state(chunked)
-        whole = OtelChdbStore(str(folder), OtelSource("otel", own_db="whole"))
-        whole.chunk_rows = 10**9
-        try:
-            assert got == state(whole)
-        finally:
-            whole.close()
+        assert state(chunked) == whole_state
     finally:
         chunked.close()
     assert told[-1].finished and told[-1].chunks_read == told[-1].chunks_total > 4
@@ -125,7 +133,7 @@ def test_since_reads_only_the_days_from_then_on(rows: list[dict], tmp_path: Path
 
 
 def test_a_chunked_read_killed_halfway_resumes_and_equals_one_read(
-    rows: list[dict], tmp_path: Path, monkeypatch
+    rows: list[dict], tmp_path: Path, monkeypatch, whole_state: dict
 ) -> None:
     import store.otel
 
@@ -140,14 +148,9 @@ def test_a_chunked_read_killed_halfway_resumes_and_equals_one_read(
     try:
         taken = resumed.execute("SELECT count() AS n FROM otel_dupescope.otel_read_parts")
         assert int(taken["n"][0]) > 0  # the chunks read before the kill were kept
-        got = state(resumed)
+        assert state(resumed) == whole_state
     finally:
         resumed.close()
-    fresh = OtelChdbStore(str(folder), OtelSource("otel", own_db="fresh"))
-    try:
-        assert got == state(fresh)
-    finally:
-        fresh.close()
 
 
 def test_the_cli_says_how_far_a_read_has_come(rows: list[dict], tmp_path: Path) -> None:
@@ -266,7 +269,7 @@ def test_recent_rows_asked_for_are_read_first_and_alone(rows: list[dict],
 
 
 def test_the_backlog_left_by_a_recent_read_is_read_next_and_derives_as_one_read(
-    rows: list[dict], tmp_path: Path
+    rows: list[dict], tmp_path: Path, whole_state: dict
 ) -> None:
     folder = _two_days(rows, tmp_path)
     recent = OtelChdbStore(str(folder), OtelSource("otel"))
@@ -277,12 +280,10 @@ def test_the_backlog_left_by_a_recent_read_is_read_next_and_derives_as_one_read(
     finally:
         recent.close()
     later = OtelChdbStore(str(folder), OtelSource("otel"))  # the next question, any process
-    fresh = OtelChdbStore(str(folder), OtelSource("otel", own_db="fresh"))
     try:
-        assert state(later) == state(fresh)
+        assert state(later) == whole_state
     finally:
         later.close()
-        fresh.close()
 
 
 def test_a_backlog_within_a_chunk_is_read_whole_though_recent_rows_are_asked_for(
@@ -316,3 +317,52 @@ def test_a_question_since_a_time_answers_from_those_rows_and_says_so(
                     f"day {since:%Y%m%d}); the {len(rows):,} rows of the backlog are read "
                     "whole by the next refresh: until then a key is judged by its rows from "
                     "then on"]
+
+
+def test_parts_merged_while_a_chunked_read_runs_lose_no_row(
+    rows: list[dict], tmp_path: Path, whole_state: dict
+) -> None:
+    """The exporter's server merges parts all the time: a part planned for a later chunk
+    may be merged away before that chunk reads it."""
+    folder = _two_days(rows, tmp_path)
+    merging = OtelChdbStore(str(folder), OtelSource("otel", own_db="merging"))
+    try:
+        merging.chunk_rows = 250
+        merged: list[int] = []
+
+        def merge_after_the_first_chunk(progress: ReadProgress) -> None:
+            if progress.chunks_read == 1 and not merged:
+                merging.command("OPTIMIZE TABLE otel.otel_traces FINAL")
+                merged.append(1)
+
+        merging.progress.follow(merge_after_the_first_chunk)
+        got = state(merging)
+    finally:
+        merging.close()
+    assert merged and got == whole_state
+
+
+def test_parts_merged_while_a_chunk_is_read_are_read_again(
+    rows: list[dict], tmp_path: Path, whole_state: dict
+) -> None:
+    """A merge while the last chunk is read: no later chunk reads the merged part."""
+    folder = _two_days(rows, tmp_path)
+    merging = OtelChdbStore(str(folder), OtelSource("otel", own_db="merging"))
+    try:
+        merging.chunk_rows = 250
+        told: list[ReadProgress] = []
+        merging.progress.follow(lambda p: told.append(ReadProgress(**vars(p))))
+        fill, merged = merging._fill, []
+
+        def fill_then_merge(stages: list[tuple[str, str]]) -> None:
+            last = bool(told) and told[-1].chunks_read == told[-1].chunks_total - 1
+            if last and not merged:
+                merging.command("OPTIMIZE TABLE otel.otel_traces FINAL")
+                merged.append(1)
+            fill(stages)
+
+        merging._fill = fill_then_merge  # type: ignore[method-assign]
+        got = state(merging)
+    finally:
+        merging.close()
+    assert merged and got == whole_state
