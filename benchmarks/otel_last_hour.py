@@ -10,7 +10,9 @@ table of a busy service, all of it in one day partition, so the last hour holds 
 - **last hour first**: `duplicates --since` (the newest span less an hour), read first
   (`read_recent_first`, store/otel.py), the whole table as backlog;
 - **backlog**: the next `duplicates` in the same process, which reads the table whole
-  and derives it; a whole read with no window first, for comparison.
+  and derives it;
+- **whole**: from another fresh store, the first read alone (its spans a second), then
+  the same `duplicates`: what the question waits without the last hour first.
 
     python -m benchmarks otel_last_hour --spans 11000000 [--one-day]
 """
@@ -89,6 +91,12 @@ def main(argv: list[str]) -> int:
                                       {"s": since})["n"][0].as_py()
                 if first:
                     store.read_recent_first(since)
+                else:  # the first read alone, timed
+                    read_started = time.perf_counter()
+                    store.refresh()
+                    figures["read"] = time.perf_counter() - read_started
+                    print(f"whole: first read of {spans:,} spans in {figures['read']:.1f} s, "
+                          f"{spans / figures['read']:,.0f} spans/s", flush=True)
                 found = len(duplicates(store, since=since))
                 answered = time.perf_counter() - started
                 figures[own_db] = answered
