@@ -301,6 +301,9 @@ class OtelReading(Store):
     #: The tables' signature and `recent_from` when the recent rows were read first, and
     #: what that refresh returned: asked again alike in this process, it reads nothing.
     _recent_read: tuple[str, datetime, str] | None = None
+    #: The parts (table, name) the read under way has read, whole or from its window (set
+    #: by each read as it starts).
+    _read_now: set[tuple[str, str]]
 
     def read_recent_first(self, since: datetime) -> None:
         """Let the next refresh answer from the rows at or after `since` alone when the
@@ -359,6 +362,7 @@ class OtelReading(Store):
         progress = ReadProgress(rows_total=rows_total, chunks_total=1,
                                 partition=max(p.partition for p in recent),
                                 recent_from=self.recent_from.isoformat())
+        self._read_now = set()
         self._append_current(recent, first=False, read_from=self.recent_from)
         progress.chunks_read = 1
         progress.finished = True
@@ -401,6 +405,7 @@ class OtelReading(Store):
             left[(part.table, part.partition)] = left.get((part.table, part.partition), 0) + 1
         newest = _newest(unread)
         own = self.source.own_db
+        self._read_now = set()
         if first:  # the index filled once a chunk, not by its view (store/otel_index.py)
             otel_index.pause(self.command, own)
         try:
@@ -449,17 +454,24 @@ class OtelReading(Store):
         reads it, and reading it by its old name would find nothing. So each chunk reads
         the active parts that hold its planned ones (the merged part, whole, where one was
         merged), and once more any of those a merge took while the chunk was read: the
-        chunk's statements each read the tables as they are when they start."""
-        reading = holding(planned, self._parts())
+        chunk's statements each read the tables as they are when they start. A part
+        already read whole by this read is not read again (a part's name names its rows):
+        a merged part holding several chunks' parts is read once."""
+        def unread(parts: list[Part]) -> list[Part]:
+            return [p for p in parts if (p.table, p.name) not in self._read_now]
+
+        reading = unread(holding(planned, self._parts()))
         read: list[Part] = []
         for _ in range(MERGE_ROUNDS):
             if not reading:
                 return read
             self._append(reading, first=first and not read, bulk=bulk, read_from=read_from)
             read += reading
+            self._read_now |= {(p.table, p.name) for p in reading}
             active = self._parts()
             names = {(p.table, p.name) for p in active}
-            reading = holding([p for p in reading if (p.table, p.name) not in names], active)
+            reading = unread(holding([p for p in reading if (p.table, p.name) not in names],
+                                     active))
         if reading:  # not recorded as read: the next refresh reads this chunk again
             raise StoreError(
                 f"parts of {self.source.source_db} were merged while each of "
