@@ -65,12 +65,12 @@ bullmq-lab:
 demo: $(STAMP)
 	$(BIN)/dupescope demo
 
-# Two pytest workers, a test file each at a time: many tests wait on real brokers, workers
-# and collector processes, so two share the 2 cores well (the suite takes about 12.5 min so).
+# Three pytest workers, a test file each at a time: many tests wait on real brokers, workers
+# and collector processes, so three keep 2 cores busier than two do.
 test: $(STAMP) browser sidekiq bullmq-lab labs
 	$(BIN)/ruff check .
 	$(BIN)/mypy --strict store derive queries
-	$(BIN)/pytest -q -n 2 --dist loadfile --ignore=tests/test_collect_footprint.py
+	$(BIN)/pytest -q -n 3 --dist loadfile --ignore=tests/test_collect_footprint.py
 	# Alone: it bounds a collector's peak memory, which a busy second core pushes up.
 	$(BIN)/pytest -q tests/test_collect_footprint.py
 

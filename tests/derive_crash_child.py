@@ -2,8 +2,9 @@
 
 `python derive_crash_child.py --serve` imports once, then for each line `STORE N` read on
 stdin (N < 0: never killed) forks a process that brings the store's derived state up to
-date, and answers with a line `STATUS PLACED`: the process's exit status (minus the
-signal that killed it) and how many files it placed (-1 when it did not live to say). A
+date, and answers with a line `STATUS PLACED...`: the process's exit status (minus the
+signal that killed it) and the names of the files it placed, in order (none when it did
+not live to say). A
 fresh interpreter a kill point spent 0.75 s importing before it derived anything; a fork
 starts with the imports done, and no thread yet.
 """
@@ -23,18 +24,17 @@ from queries import derived, lock_overruns  # noqa: E402
 from store.embedded import EmbeddedStore  # noqa: E402
 
 
-def derive(folder: str, kill_at: int) -> int:
-    """The files placed by a derivation of `folder` that is killed as it places its
-    `kill_at`-th (and kept answers computed and kept too)."""
-    placed = 0
+def derive(folder: str, kill_at: int) -> list[str]:
+    """The names of the files placed by a derivation of `folder` that is killed as it
+    places its `kill_at`-th (and kept answers computed and kept too)."""
+    placed: list[str] = []
     real_place = derived_state.place
 
     def place_or_die(temporary: Path, final: Path) -> None:
-        nonlocal placed
-        if placed == kill_at:
+        if len(placed) == kill_at:
             os.kill(os.getpid(), signal.SIGKILL)
         real_place(temporary, final)
-        placed += 1
+        placed.append(final.name)
 
     derived_state.place = place_or_die
     try:
@@ -54,14 +54,14 @@ def serve() -> None:
         if pid == 0:  # the child derives, says how many files it placed, and ends
             os.close(read)
             try:
-                os.write(write, str(derive(folder, int(kill_at))).encode())
+                os.write(write, " ".join(derive(folder, int(kill_at))).encode())
             except BaseException:
                 traceback.print_exc()
                 os._exit(1)
             os._exit(0)
         os.close(write)
         with os.fdopen(read, "rb") as answer:
-            placed = answer.read().decode() or "-1"
+            placed = answer.read().decode()
         _, status = os.waitpid(pid, 0)
         print(os.waitstatus_to_exitcode(status), placed, flush=True)
 

@@ -14,7 +14,7 @@ from queries import derived
 from store import memory
 from store.embedded import EmbeddedStore
 
-SMALL = "256MB"  # the build's DuckDB: 128 MB
+SMALL = "128MB"  # the build's DuckDB: 64 MB
 
 
 def _built(folder: Path, batches: list[pa.Table]) -> dict[str, list[tuple[str, ...]]]:
@@ -30,7 +30,7 @@ def _built(folder: Path, batches: list[pa.Table]) -> dict[str, list[tuple[str, .
 def test_a_build_larger_than_its_budget_gives_the_answers_of_a_large_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    batches = model_batches(560_000)
+    batches = model_batches(280_000)
     monkeypatch.setenv(memory.ENV, "4GB")
     expected = _built(tmp_path / "large", batches)
     monkeypatch.setenv(memory.ENV, SMALL)

@@ -383,10 +383,11 @@ def test_a_derivation_killed_while_folding_leaves_a_state_the_next_one_completes
     shutil.copytree(embedded.root, tmp_path / "whole")
     done = deriver(tmp_path / "whole", -1)
     assert done.returncode == 0
-    files = done.files
-    layer_files = 2 * len(derived_state.load(embedded).sizes) + 1  # a layer, the state
-    assert files > 2 * layer_files  # the batch's layer and state, then the fold's
-    for kill_at in range(layer_files - 1, files):  # from the batch's state on
+    commits = [n for n, name in enumerate(done.placed) if name == derived_state.STATE]
+    assert len(commits) >= 2  # the batch's layer and state, then the fold's
+    for kill_at in kill_points(done.placed):
+        if kill_at < commits[0]:
+            continue  # a kill before the batch's state is the next test's
         with _killed_at(embedded, tmp_path, deriver, kill_at) as after:
             assert state(after) == expected, f"killed at file {kill_at}"
 
@@ -394,10 +395,32 @@ def test_a_derivation_killed_while_folding_leaves_a_state_the_next_one_completes
 @dataclass(frozen=True)
 class Derived:
     """How a derivation in a child process ended: its exit status (minus the signal that
-    killed it) and the files it placed (-1 when it did not live to say)."""
+    killed it) and the names of the files it placed, in order (none when it did not live
+    to say)."""
 
     returncode: int
-    files: int
+    placed: list[str]
+
+
+def kill_points(placed: list[str]) -> list[int]:
+    """Where to kill a derivation that placed `placed`: at each commit of its state, and at
+    the first, middle and last file of each run of files between commits.
+
+    A run's files are named by no state until the commit after it, so a kill inside a run
+    differs from one at its ends only in how many of them are in place: each leaves the
+    state committed before the run, and files no state names."""
+    commits = {n for n, name in enumerate(placed) if name == derived_state.STATE}
+    points, start = set(commits), 0
+    for end in [*sorted(commits), len(placed)]:
+        if start < end:
+            points |= {start, (start + end - 1) // 2, end - 1}
+        start = end + 1
+    return sorted(points)
+
+
+def test_kill_points_are_each_commit_and_the_ends_and_middle_of_each_run_between() -> None:
+    placed = [*"abcdefg", derived_state.STATE, "h", derived_state.STATE]
+    assert kill_points(placed) == [0, 3, 6, 7, 8, 9]
 
 
 class Deriver:
@@ -415,8 +438,8 @@ class Deriver:
         assert self._server.stdin is not None and self._server.stdout is not None
         self._server.stdin.write(f"{folder} {kill_at}\n")
         self._server.stdin.flush()
-        status, files = self._server.stdout.readline().split()
-        return Derived(int(status), int(files))
+        status, *placed = self._server.stdout.readline().split()
+        return Derived(int(status), placed)
 
     def close(self) -> None:
         assert self._server.stdin is not None
@@ -448,7 +471,7 @@ def _killed_at(
         shutil.rmtree(copy)
 
 
-def test_a_derivation_killed_at_any_file_leaves_a_state_the_next_one_completes(
+def test_a_derivation_killed_as_it_places_its_files_leaves_a_state_the_next_one_completes(
     embedded, make_table, tmp_path, deriver
 ) -> None:
     embedded.write(make_table(acked("j1", "a") + locked("j3", 1, "w1", "o1", "00:00", 500,
@@ -459,9 +482,8 @@ def test_a_derivation_killed_at_any_file_leaves_a_state_the_next_one_completes(
     shutil.copytree(embedded.root, tmp_path / "whole")
     done = deriver(tmp_path / "whole", -1)
     assert done.returncode == 0
-    files = done.files
-    assert files > 10  # every layer file, the state, a kept answer
-    for kill_at in range(files):
+    assert len(done.placed) > 10  # every layer file, the state, a kept answer
+    for kill_at in kill_points(done.placed):
         with _killed_at(embedded, tmp_path, deriver, kill_at) as after:
             assert state(after) == expected, f"killed at file {kill_at}"
             assert list(duplicates(after)["key"]) == ["a"]
