@@ -37,6 +37,14 @@ class WorkerProcess:
         if self.alive():
             self.process.terminate()
 
+    def stop_group(self) -> None:
+        """SIGSTOP to the main process and its pool processes: they hold their broker
+        connections open but take and run nothing more until killed."""
+        try:
+            os.killpg(self.process.pid, signal.SIGSTOP)
+        except ProcessLookupError:
+            pass
+
     def kill_group(self) -> None:
         """SIGKILL to the main process and its pool processes at once (none are left:
         nothing)."""

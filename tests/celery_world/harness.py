@@ -517,8 +517,13 @@ class CeleryWorld:
         self._wait_for_runs("effect", keys, "crash tasks", lambda runs: len(runs) >= len(keys))
         holding = {e.node for e in self._entries("effect", keys)}
         victims = [w for w in self.workers if w.nodename in holding]
-        # All at once: a victim still alive when another dies could take (RabbitMQ hands
-        # it over at once) and finish the redelivery, then die before exporting it.
+        # All at once: a victim still running when another dies could take (RabbitMQ
+        # hands it over at once) and finish the redelivery, then die before exporting it.
+        # So every victim is stopped before any is killed: a stopped worker keeps its
+        # connection (nothing is redelivered yet) and runs nothing, however long the
+        # harness waits for a core between two kills.
+        for worker in victims:
+            worker.stop_group()
         for worker in victims:
             worker.kill()
         for worker in victims:
