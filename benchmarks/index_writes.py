@@ -61,8 +61,9 @@ def main(argv: list[str]) -> int:
             indexed.command(statement)
         bare = _Bare.__new__(_Bare)
         bare.path, bare.database, bare._session = folder, bare_db, indexed._session
+        filled = 0
         if args.prefill:
-            started, filled = time.perf_counter(), 0
+            started = time.perf_counter()
             for part in fast.arrow_batches(args.prefill, seed=16, batch_rows=1_000_000):
                 part = canonical(part, filled)
                 indexed.write(part)
@@ -82,7 +83,8 @@ def main(argv: list[str]) -> int:
         print(f"the index costs {per_event:.2f} us an event, "
               f"{(with_index - without) / len(batches) * 1000:.1f} ms a batch")
         rows = indexed.execute("SELECT count() AS n FROM indexed.events_ids")["n"][0]
-        print(f"index rows: {int(rows):,} ({int(rows) / events:.2f} an event)")
+        written = events + filled
+        print(f"index rows: {int(rows):,} ({int(rows) / written:.2f} an event written)")
         indexed.close()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
