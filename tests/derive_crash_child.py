@@ -4,9 +4,8 @@
 stdin (N < 0: never killed) forks a process that brings the store's derived state up to
 date, and answers with a line `STATUS PLACED...`: the process's exit status (minus the
 signal that killed it) and the names of the files it placed, in order (none when it did
-not live to say). A
-fresh interpreter a kill point spent 0.75 s importing before it derived anything; a fork
-starts with the imports done, and no thread yet.
+not live to say). A fresh interpreter a kill point spent 0.75 s importing before it
+derived anything; a fork starts with the imports done, and no thread yet.
 """
 
 from __future__ import annotations
@@ -51,7 +50,7 @@ def serve() -> None:
         folder, kill_at = line.split()
         read, write = os.pipe()
         pid = os.fork()
-        if pid == 0:  # the child derives, says how many files it placed, and ends
+        if pid == 0:  # the child derives, names the files it placed, and ends
             os.close(read)
             try:
                 os.write(write, " ".join(derive(folder, int(kill_at))).encode())
