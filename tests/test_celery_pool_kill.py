@@ -12,14 +12,15 @@ copy and it does. Either way the stream must report what the ledger shows."""
 from __future__ import annotations
 
 import pytest
-from celery_world.harness import CeleryWorld
+from celery_world.harness import POOL_KILL_VISIBILITY_S, CeleryWorld
 from support.scoring import score
 
 
 def _world(tmp_path_factory, broker: str, reject_on_worker_lost: bool) -> CeleryWorld:
     name = f"pool-kill-{broker}-{'reject' if reject_on_worker_lost else 'default'}"
     world = CeleryWorld(broker, tmp_path_factory.mktemp(name), sources=(),
-                        reject_on_worker_lost=reject_on_worker_lost)
+                        reject_on_worker_lost=reject_on_worker_lost,
+                        visibility_s=POOL_KILL_VISIBILITY_S)
     world.add_collector(
         "events", "--celery-broker", world.broker_url, "--celery-exchange",
         world.event_exchange, "--celery-key", "idempotency_key",

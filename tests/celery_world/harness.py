@@ -69,6 +69,11 @@ OUTLIVE_KEYS = 2
 #: process lives on and settles them), and the normal tasks around them.
 POOL_KILL_KEYS = 2
 POOL_NORMAL_TASKS = 6
+#: The pool-kill scenario's Redis visibility timeout. No task in it outlives one on
+#: purpose, and on a loaded machine the worker's main process may settle a lost pool
+#: process (and requeue its task) seconds late: a short timeout restored the task first,
+#: and its second run was then truly a visibility timeout's.
+POOL_KILL_VISIBILITY_S = 30.0
 #: How long the scenario may go without any progress (no run of a task began or ended, no
 #: worker logged a line) before it counts as stalled. A step waits as long as progress
 #: goes on: on a machine busy with other work the same step takes several times longer,
@@ -211,9 +216,11 @@ class CeleryWorld:
 
     def __init__(
         self, broker: str, folder: Path, sources: tuple[str, ...] = ("dupescope", "otel"),
-        reject_on_worker_lost: bool = False,
+        reject_on_worker_lost: bool = False, visibility_s: float = VISIBILITY_S,
     ) -> None:
         self.broker = broker
+        #: The Redis transport's visibility timeout in the workers.
+        self.visibility_s = visibility_s
         #: Celery's task_reject_on_worker_lost in the workers (with acks_late, always on).
         self.reject_on_worker_lost = reject_on_worker_lost
         self.folder = folder
@@ -306,7 +313,7 @@ class CeleryWorld:
             "WORLD_QUEUE": self.queue,
             "WORLD_EVENT_EXCHANGE": self.event_exchange,
             "WORLD_LEDGER": str(self.ledger),
-            "WORLD_VISIBILITY_S": str(VISIBILITY_S),
+            "WORLD_VISIBILITY_S": str(self.visibility_s),
             "WORLD_EFFECTS_LOG": str(self.effects_log),
             "WORLD_REJECT_ON_WORKER_LOST": "1" if self.reject_on_worker_lost else "0",
         }
