@@ -37,21 +37,22 @@ class WorkerProcess:
         if self.alive():
             self.process.terminate()
 
-    def stop_group(self) -> None:
-        """SIGSTOP to the main process and its pool processes: they hold their broker
-        connections open but take and run nothing more until killed."""
+    def _signal_group(self, signum: int) -> None:
+        """`signum` to the main process and its pool processes at once (none are left:
+        nothing)."""
         try:
-            os.killpg(self.process.pid, signal.SIGSTOP)
+            os.killpg(self.process.pid, signum)
         except ProcessLookupError:
             pass
 
+    def stop_group(self) -> None:
+        """SIGSTOP: the processes hold their broker connections open but take and run
+        nothing more until killed."""
+        self._signal_group(signal.SIGSTOP)
+
     def kill_group(self) -> None:
-        """SIGKILL to the main process and its pool processes at once (none are left:
-        nothing)."""
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        """SIGKILL to the main process and its pool processes at once."""
+        self._signal_group(signal.SIGKILL)
 
     def kill(self, wait_s: float = 10) -> None:
         """SIGKILL, all at once: no task finishes, nothing is acknowledged or exported."""
