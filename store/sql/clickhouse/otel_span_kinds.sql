@@ -109,7 +109,14 @@ WITH
         FROM based
     )
 -- Spans that name a job but record no event are kept too (otel_idle_spans_add.sql): a
--- step child span read later makes them executions.
-SELECT *
+-- step child span read later makes them executions. Only what otel_span_records.sql and
+-- the bookkeeping read is kept: the stage is written and read once per chunk, and the
+-- resource's and the merged attribute maps would be most of its bytes.
+SELECT
+    trace_id, span_id, start_ts, own_event, span_execution, delivered_at, span_attrs,
+    steps, step_ts, step_names, step_attrs, span_row, end_settle, end_ns, failure,
+    -- The worker spellings only the resource names: a producer event does not take them.
+    arrayFilter(k -> mapContains(base_attrs, k) AND NOT mapContains(own_attrs, k),
+        worker_keys) AS resource_worker_keys
 FROM named
 WHERE own_event != '' OR hasAny(mapKeys(span_attrs), job_id_keys)

@@ -3,10 +3,8 @@
 -- are picked out (otel_events.sql): the span's own event at its start (unless a `deliver`
 -- span event says when the execution was delivered), each step span event at its time,
 -- and a Celery run's settle at its end. Producer events take no worker_id from the
--- resource alone.
+-- resource alone (the stage names the spellings only the resource gives).
 WITH
-    ['worker_id', 'job.worker_id', 'resource.worker_id', 'service.instance.id']
-        AS worker_keys,
     recorded AS (
         SELECT
             trace_id,
@@ -16,9 +14,8 @@ WITH
                 if(delivered_at = 0,
                     [(-1, start_ts, mapUpdate(
                         if(own_event IN ('outbox_write', 'enqueue', 'enqueue_deduped'),
-                            mapFilter((k, v) -> NOT (k IN worker_keys
-                                AND mapContains(base_attrs, k)
-                                AND NOT mapContains(own_attrs, k)), span_attrs),
+                            mapFilter((k, v) -> NOT has(resource_worker_keys, k),
+                                span_attrs),
                             span_attrs),
                         mapUpdate(map('event', own_event), span_row)))],
                     []),
