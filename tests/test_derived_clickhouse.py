@@ -396,33 +396,57 @@ def test_derived_tables_on_a_cluster_are_made_on_every_node_and_replicated() -> 
                            for s in created)
 
 
-def _child(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(CHILD), *args], capture_output=True,
-                          text=True, timeout=300)
+class Steps:
+    """The steps of a chDB derivation killed mid-way, each in a process forked from one
+    that imported dupescope once (`derive_crash_child_chdb.py --serve`): chDB serves one
+    folder per process."""
+
+    def __init__(self) -> None:
+        self._server = subprocess.Popen([sys.executable, str(CHILD), "--serve"],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        text=True)
+
+    def __call__(self, *request: str) -> tuple[int, str]:
+        """(exit status, what the step answered) of one step: `prepare FOLDER`,
+        `derive FOLDER N` (killed at statement N; never if negative), `check FOLDER`."""
+        assert self._server.stdin is not None and self._server.stdout is not None
+        self._server.stdin.write(" ".join(request) + "\n")
+        self._server.stdin.flush()
+        status, _, answer = self._server.stdout.readline().rstrip("\n").partition(" ")
+        return int(status), answer
+
+    def close(self) -> None:
+        assert self._server.stdin is not None
+        self._server.stdin.close()
+        self._server.wait(timeout=60)
+
+
+@pytest.fixture
+def steps() -> Iterator[Steps]:
+    server = Steps()
+    yield server
+    server.close()
 
 
 def test_a_derivation_killed_at_any_statement_leaves_what_the_next_one_completes(
-    tmp_path: Path,
+    tmp_path: Path, steps: Steps,
 ) -> None:
     prepared = tmp_path / "prepared"
     prepared.mkdir()
-    made = _child("prepare", str(prepared))
-    assert made.returncode == 0, made.stderr
+    assert steps("prepare", str(prepared)) == (0, "prepared")
     whole = tmp_path / "whole"
     shutil.copytree(prepared, whole, symlinks=True)
-    done = _child("derive", str(whole), "-1")
-    assert done.returncode == 0, done.stderr
-    statements = int(done.stdout.split()[-1])
+    status, ran = steps("derive", str(whole), "-1")
+    assert status == 0
+    statements = int(ran)
     assert statements > 30  # every work table, every kept table's rows, the status
     # Four statements spread over the derivation and the last one (the status): each
-    # child costs seconds, so not every statement is a kill point.
+    # step costs seconds, so not every statement is a kill point.
     for kill_at in sorted({*range(3, statements, statements // 4), statements - 1}):
         copy = tmp_path / f"killed-{kill_at}"
         shutil.copytree(prepared, copy, symlinks=True)
-        killed = _child("derive", str(copy), str(kill_at))
-        assert killed.returncode == -signal.SIGKILL, killed.stderr
-        checked = _child("check", str(copy))
-        assert checked.stdout.split()[-1:] == ["same"], f"killed at {kill_at}: {checked}"
+        assert steps("derive", str(copy), str(kill_at)) == (-signal.SIGKILL, "")
+        assert steps("check", str(copy)) == (0, "same"), f"killed at {kill_at}"
 
 
 def test_a_batch_may_hold_events_of_more_than_a_hundred_days(chdb, make_table) -> None:
