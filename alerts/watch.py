@@ -6,10 +6,11 @@ the watermark minus the allowed lateness, so late events inside that bound still
 alerts while old history is not re-examined forever. A first round (no watermark kept
 yet) takes the same window behind the newest event, so starting `watch` on a store that
 already holds weeks of history pages about what is happening now, not about every
-incident of those weeks (`history=True` alerts on all of them). Nothing is re-evaluated
-while the store's content is unchanged, and on an embedded store a round after the first
-asks the per-key rules about the keys batches touched since the last round only
-(`queries.derived.touched_since`). Exactly-once firing comes from the alert ids and the
+incident of those weeks (`history=True` alerts on all of them); over the Collector's
+tables never read, that window is read first and the backlog by the next round. Nothing
+is re-evaluated while the store's content is unchanged, and on an embedded store a round
+after the first asks the per-key rules about the keys batches touched since the last round
+only (`queries.derived.touched_since`). Exactly-once firing comes from the alert ids and the
 state, not from the watermark: the same incident found again is simply already known.
 """
 
@@ -83,6 +84,7 @@ class Watcher:
         delivered before the next rule runs, so an alert about the keys a batch touched
         (a lock that expired under its holder) does not wait for the rules that judge a
         job type's whole history."""
+        window_first = self._read_window_first()
         version = content_version(self.store)
         if version == self._seen_version:
             return []
@@ -114,7 +116,29 @@ class Watcher:
         self.metrics.evaluation_seconds.observe(time.perf_counter() - started)
         self._seen_version = version
         self._seen_mark = mark
+        if window_first:
+            self._read_newest_first(None)  # the rest of the backlog, next round
         return new
+
+    def _read_window_first(self) -> bool:
+        """Before a first round (no watermark kept, not `history`), let a store over the
+        Collector's tables read the window it looks at first (store/otel.py
+        `read_newest_first`): on a table never read, the first alerts then come in
+        seconds, not after the whole history; whether it was asked to."""
+        if self._seen_version is not None or self.history or self.state.watermark():
+            return False
+        if not self._read_newest_first(self.lateness):
+            return False
+        log.info("first round on %s: reading the last %s of its tables first; the rest "
+                 "of the backlog is read next round", self.store.describe(), self.lateness)
+        return True
+
+    def _read_newest_first(self, window: timedelta | None) -> bool:
+        read = getattr(self.store, "read_newest_first", None)
+        if read is None:
+            return False
+        read(window)
+        return True
 
     def _newest(self) -> datetime | None:
         newest = newest_event(self.store)

@@ -316,6 +316,35 @@ class OtelReading(Store):
         from `since` on, as under `?since=`."""
         self.recent_from = since.astimezone(UTC)
 
+    def read_newest_first(self, window: timedelta | None) -> None:
+        """`read_recent_first` from the exporter's newest row less `window`, or (None) read
+        the backlog whole again from the next refresh on.
+
+        `watch`'s first round looks only at the last `--lateness` behind the newest event:
+        on a table never read, that window read first gives its first alerts in seconds,
+        and the next round reads the rest."""
+        if window is None:
+            self.recent_from = None
+            return
+        newest = self._newest_row()
+        if newest is not None:
+            self.read_recent_first(newest - window)
+
+    def _newest_row(self) -> datetime | None:
+        """The newest row time of the exporter's tables, from each one's newest day."""
+        newest: dict[str, str] = {}
+        for part in self._parts():
+            newest[part.table] = max(newest.get(part.table, ""), part.partition)
+        found: list[int] = []
+        for table, partition in newest.items():
+            row = self.arrow(statement("otel_newest", source_db=self.source.source_db,
+                                       table=table), {"partition": partition}).to_pylist()[0]
+            if int(row["n"]) > 0:
+                found.append(int(row["newest_us"]))
+        if not found:
+            return None
+        return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=max(found))
+
     def refresh(self) -> str:
         """Add the mapping of the exporter's new rows to `events`; returns a signature
         of what has been read (it changes when the exporter's tables do)."""

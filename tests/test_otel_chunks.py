@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from alert_receiver import make_watcher
 from click.testing import CliRunner
 from support.derived_rows import state
 from support.otel_exporter_tables import exporter_tables
@@ -366,3 +367,61 @@ def test_parts_merged_while_a_chunk_is_read_are_read_again(
     finally:
         merging.close()
     assert merged and got == whole_state
+
+
+# ---- watch's first round on a table never read -----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def lock_trouble() -> list[dict]:
+    """An hour of spans with locks expiring under their holders, duplicates and crashes:
+    incidents inside a watch's first window and before it."""
+    workload = sample_data.generate(seed=21, target_events=1200, hours=1.0, lock_expiry=0.3,
+                                    worker_crash=0.05, producer_retry=0.1)
+    exporter = CollectingExporter()
+    export_spans(workload, exporter)
+    return span_rows(exporter.requests)
+
+
+def _events_read(store: OtelChdbStore) -> dict:
+    return store.arrow("SELECT min(ts) AS ts, count() AS n FROM events").to_pylist()[0]
+
+
+def test_watch_reads_the_window_of_its_first_round_first_and_the_backlog_next_round(
+    rows: list[dict], tmp_path: Path
+) -> None:
+    folder = _two_days(rows, tmp_path)
+    store = OtelChdbStore(str(folder), OtelSource("otel"))
+    try:
+        store.chunk_rows = 250  # the backlog is more than a chunk
+        watcher = make_watcher(store, [], lateness_s=600)
+        watcher.tick()
+        first = _events_read(store)
+        watcher.tick()
+        second = _events_read(store)
+    finally:
+        store.close()
+    newest = max(datetime.strptime(r["Timestamp"][:26], "%Y-%m-%d %H:%M:%S.%f")
+                 for r in rows).replace(tzinfo=UTC)
+    assert first["n"] > 0 and first["ts"] >= newest - timedelta(seconds=600)
+    assert second["n"] > first["n"] and second["ts"] < _newer_day_start(rows)
+
+
+def test_watch_fires_over_a_window_read_first_what_it_fires_over_the_table_read_whole(
+    lock_trouble: list[dict], tmp_path: Path
+) -> None:
+    fired: dict[str, tuple[set[str], set[str]]] = {}
+    for name, chunk_rows in (("whole", 10**9), ("window_first", 250)):
+        folder = _two_days(lock_trouble, tmp_path / name)
+        store = OtelChdbStore(str(folder), OtelSource("otel"))
+        try:
+            store.chunk_rows = chunk_rows  # one chunk holds it all: read whole at once
+            watcher = make_watcher(store, [], lateness_s=900)
+            rounds = [{a.id for a in watcher.tick()} for _ in range(2)]
+            fired[name] = (rounds[0], rounds[1])
+        finally:
+            store.close()
+    whole, window_first = fired["whole"], fired["window_first"]
+    assert whole[0] and not whole[1]  # the whole table's incidents, all in the first round
+    assert window_first[0]  # the window's own incidents, before the backlog is read
+    assert window_first[0] | window_first[1] == whole[0]
