@@ -183,6 +183,8 @@ class OtelSource:
         self.logs_table = identifier(logs_table)
         self.traces: Layout | None = None
         self.logs: Layout | None = None
+        #: Whether the server fuses a filter into an ARRAY JOIN, which the append turns off.
+        self.fuses_array_join_filters = False
         #: (table, the view it is refilled from), in the order a refresh refills them.
         self.stages: list[tuple[str, str]] = []
 
@@ -208,6 +210,9 @@ class OtelSource:
                 f"{self.source_db!r}: is that where the Collector's ClickHouse exporter "
                 "writes?"
             )
+        self.fuses_array_join_filters = not query(
+            sql_text("otel_setting_known"),
+            {"name": "query_plan_fuse_filter_into_array_join"}).empty
         own = self.own_db
         command(statement("otel_database_create", own=own))
         use(own)
@@ -549,7 +554,9 @@ class OtelReading(Store):
             self.command(statement("otel_idle_spans_add", own=own))
         if bulk:
             otel_index.mark(self.command, own)
-        self.command(statement("otel_events_append", own=own))
+        self.command(statement("otel_events_append_unfused"
+                               if self.source.fuses_array_join_filters
+                               else "otel_events_append", own=own))
         if bulk:
             otel_index.fill(self.command, own)
         # Emptied now, not by the next refresh: dropping a first read's millions of rows
