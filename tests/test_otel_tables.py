@@ -292,6 +292,23 @@ def test_a_table_that_is_not_the_exporters_is_refused(tmp_path: Path) -> None:
         OtelChdbStore(str(tmp_path), OtelSource("otel"))
 
 
+def test_a_log_record_spelling_no_field_gives_the_otlp_decoders_row(tmp_path: Path) -> None:
+    """A worker's start logged with no job, host, trace or span: no key of it spells a
+    field, and the read takes it as the decoder does."""
+    request = ExportLogsServiceRequest()
+    logs = request.resource_logs.add()
+    logs.resource.attributes.append(KeyValue(key="service.name",
+                                             value=AnyValue(string_value="worker")))
+    logs.scope_logs.add().log_records.append(_log({"event": "worker_start"},
+                                                  1_764_504_000_000_000_000))
+    expected = to_frame(rows_to_table(decode_logs(request, Normaliser(), "otlp").rows))
+    folder = exporter_tables(tmp_path / "otel", json_attrs=False, logs="current",
+                             logs_rows=log_rows([request], json=False))
+    got = _derived(folder, "SELECT * FROM events")
+    assert list(got["event"]) == ["worker_start"]
+    assert canonical(got) == canonical(expected)
+
+
 def _span(name: str, kind: str, attrs: dict, *, start: str = "2025-11-30 12:00:00.000000000",
           duration_ns: int = 2_000_000_000, span_id: str = "00000000000000a1",
           events: list[tuple[str, str, dict]] = ()) -> dict:
