@@ -4,8 +4,8 @@
 stdin (N < 0: never killed) forks a process that brings the store's derived state up to
 date, and answers with a line `STATUS PLACED...`: the process's exit status (minus the
 signal that killed it) and the names of the files it placed, in order (none when it did
-not live to say). A fresh interpreter a kill point spent 0.75 s importing before it
-derived anything; a fork starts with the imports done, and no thread yet.
+not live to say; tests/support/fork_server.py). A fresh interpreter a kill point spent
+0.75 s importing before it derived anything.
 """
 
 from __future__ import annotations
@@ -13,10 +13,12 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from support.fork_server import serve  # noqa: E402
 
 from derive.embedded import state as derived_state  # noqa: E402
 from queries import derived, lock_overruns  # noqa: E402
@@ -45,25 +47,5 @@ def derive(folder: str, kill_at: int) -> list[str]:
     return placed
 
 
-def serve() -> None:
-    for line in sys.stdin:
-        folder, kill_at = line.split()
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child derives, names the files it placed, and ends
-            os.close(read)
-            try:
-                os.write(write, " ".join(derive(folder, int(kill_at))).encode())
-            except BaseException:
-                traceback.print_exc()
-                os._exit(1)
-            os._exit(0)
-        os.close(write)
-        with os.fdopen(read, "rb") as answer:
-            placed = answer.read().decode()
-        _, status = os.waitpid(pid, 0)
-        print(os.waitstatus_to_exitcode(status), placed, flush=True)
-
-
 if __name__ == "__main__":
-    serve()
+    serve(lambda words: " ".join(derive(words[0], int(words[1]))))

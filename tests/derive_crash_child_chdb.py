@@ -2,10 +2,9 @@
 folder per process, so each step runs in a process of its own).
 
 `python derive_crash_child_chdb.py --serve` imports once, then for each line read on stdin
-forks a process that runs one step, and answers with a line `STATUS ANSWER`: the
-process's exit status (minus the signal that killed it) and what the step answered (empty
-when it did not live to say). A fresh interpreter spent about 1.5 s importing before its
-step began; a fork starts with the imports done, and no chDB session yet.
+forks a process that runs one step, and answers with a line `STATUS ANSWER`
+(tests/support/fork_server.py). A fresh interpreter spent about 1.5 s importing before its
+step began; a fork starts with no chDB session open yet.
 
     prepare FOLDER    # derived, then a batch not yet
     derive FOLDER N   # killed at statement N (N < 0: never; answers how many it ran)
@@ -18,7 +17,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from support.derived_rows import state  # noqa: E402
+from support.fork_server import serve  # noqa: E402
 
 import sample_data  # noqa: E402
 from collectors.files import ingest_files  # noqa: E402
@@ -72,35 +71,16 @@ def check(folder: Path) -> str:
     return "same" if state(live) == state(fresh) else "different"
 
 
-def step(mode: str, where: Path, *rest: str) -> str:
+def step(words: list[str]) -> str:
     """One step, by its request line's words; what it answers."""
+    mode, where = words[0], Path(words[1])
     if mode == "prepare":
         prepare(where)
         return "prepared"
     if mode == "derive":
-        return derive(where, int(rest[0]))
+        return derive(where, int(words[2]))
     return check(where)
 
 
-def serve() -> None:
-    for line in sys.stdin:
-        mode, where, *rest = line.split()
-        read, write = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # the child runs the step, says what it found, and ends
-            os.close(read)
-            try:
-                os.write(write, step(mode, Path(where), *rest).encode())
-            except BaseException:
-                traceback.print_exc()
-                os._exit(1)
-            os._exit(0)
-        os.close(write)
-        with os.fdopen(read, "rb") as answer:
-            found = answer.read().decode()
-        _, status = os.waitpid(pid, 0)
-        print(os.waitstatus_to_exitcode(status), found, flush=True)
-
-
 if __name__ == "__main__":
-    serve()
+    serve(step)

@@ -7,9 +7,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import signal
-import subprocess
-import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ from forensics_cases import (
     run,
 )
 from support.derived_rows import state
+from support.fork_server import ForkServer
 
 from derive.clickhouse import kept as clickhouse_derived
 from queries import derived, duplicates
@@ -396,40 +395,18 @@ def test_derived_tables_on_a_cluster_are_made_on_every_node_and_replicated() -> 
                            for s in created)
 
 
-class Steps:
-    """The steps of a chDB derivation killed mid-way, each in a process forked from one
-    that imported dupescope once (`derive_crash_child_chdb.py --serve`): chDB serves one
-    folder per process."""
-
-    def __init__(self) -> None:
-        self._server = subprocess.Popen([sys.executable, str(CHILD), "--serve"],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        text=True)
-
-    def __call__(self, *request: str) -> tuple[int, str]:
-        """(exit status, what the step answered) of one step: `prepare FOLDER`,
-        `derive FOLDER N` (killed at statement N; never if negative), `check FOLDER`."""
-        assert self._server.stdin is not None and self._server.stdout is not None
-        self._server.stdin.write(" ".join(request) + "\n")
-        self._server.stdin.flush()
-        status, _, answer = self._server.stdout.readline().rstrip("\n").partition(" ")
-        return int(status), answer
-
-    def close(self) -> None:
-        assert self._server.stdin is not None
-        self._server.stdin.close()
-        self._server.wait(timeout=60)
-
-
 @pytest.fixture
-def steps() -> Iterator[Steps]:
-    server = Steps()
-    yield server
+def steps() -> Iterator[Callable[..., tuple[int, str]]]:
+    """The steps of a chDB derivation killed mid-way, each in a process forked from one
+    that imported dupescope once: `prepare FOLDER`, `derive FOLDER N` (killed at statement
+    N; never if negative), `check FOLDER`; each gives (exit status, what it answered)."""
+    server = ForkServer(CHILD)
+    yield server.ask
     server.close()
 
 
 def test_a_derivation_killed_at_any_statement_leaves_what_the_next_one_completes(
-    tmp_path: Path, steps: Steps,
+    tmp_path: Path, steps: Callable[..., tuple[int, str]],
 ) -> None:
     prepared = tmp_path / "prepared"
     prepared.mkdir()

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,6 +25,7 @@ from forensics_cases import (
     run,
 )
 from support.derived_rows import state
+from support.fork_server import ForkServer
 
 from derive import base as derive_base
 from derive.embedded import incremental
@@ -428,23 +427,16 @@ class Deriver:
     dupescope once (`derive_crash_child.py --serve`)."""
 
     def __init__(self) -> None:
-        child = Path(__file__).with_name("derive_crash_child.py")
-        self._server = subprocess.Popen([sys.executable, str(child), "--serve"],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self._server = ForkServer(Path(__file__).with_name("derive_crash_child.py"))
 
     def __call__(self, folder: Path, kill_at: int) -> Derived:
         """A derivation of `folder` killed (SIGKILL) as it places its `kill_at`-th file
         (never if negative)."""
-        assert self._server.stdin is not None and self._server.stdout is not None
-        self._server.stdin.write(f"{folder} {kill_at}\n")
-        self._server.stdin.flush()
-        status, *placed = self._server.stdout.readline().split()
-        return Derived(int(status), placed)
+        status, placed = self._server.ask(str(folder), str(kill_at))
+        return Derived(status, placed.split())
 
     def close(self) -> None:
-        assert self._server.stdin is not None
-        self._server.stdin.close()
-        self._server.wait(timeout=60)
+        self._server.close()
 
 
 @pytest.fixture(scope="module")
