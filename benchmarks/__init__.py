@@ -11,6 +11,7 @@ HARNESSES = {
     "freshness": "a new batch at N events: its derivation cost, and until duplicates shows it",
     "otel_tables": "timeline and duplicates on the Collector's ClickHouse tables vs own schema",
     "otel_last_hour": "the Collector's tables never read: the last hour's first answer vs whole",
+    "otel_read_statements": "a first read of the Collector's tables, statement by statement",
     "queue_labs": "the Sidekiq and SQS labs at --scale N, each source scored against its ledger",
     "bullmq_lab": "the BullMQ lab at a larger size: score, scenario time, replay entries/s",
     "rq_worker_lost": "RQ: a whole worker SIGKILLed; its job run again once abandoned, scored",
