@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from store.sql_files import SqlNotFound, read
+from store.sql_files import with_includes as _with_includes
 
 DERIVE_SQL_DIR = Path(__file__).parent / "sql"
 QUESTIONS_DIR = Path(__file__).parents[1] / "queries" / "sql"
@@ -27,7 +28,6 @@ FRAGMENTS = QUESTIONS_DIR / "fragments"
 FOLDERS: tuple[Path, ...] = (DERIVE_SQL_DIR, QUESTIONS_DIR)
 _PLACEHOLDER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 _DECLARED = re.compile(r"^[ \t]*--\s*param\s+(\w+)\s*:\s*(.+?)\s*$", re.MULTILINE)
-_INCLUDE = re.compile(r"^([ \t]*)--\s*include:\s*(\w+)\s*$", re.MULTILINE)
 
 
 def text(name: str, dialect: str) -> str:
@@ -41,14 +41,8 @@ def text(name: str, dialect: str) -> str:
 
 
 def with_includes(sql: str, dialect: str) -> str:
-    """`sql` with each `-- include: <name>` line replaced by that fragment's text."""
-
-    def fragment(match: re.Match[str]) -> str:
-        indent, name = match.groups()
-        text = read(FRAGMENTS, name, dialect).rstrip("\n")
-        return "\n".join(indent + line if line else line for line in text.splitlines())
-
-    return _INCLUDE.sub(fragment, sql)
+    """`sql` with each `-- include: <name>` line replaced by that question fragment's text."""
+    return _with_includes(sql, FRAGMENTS, dialect)
 
 
 def _clickhouse_type(value: Any) -> str:

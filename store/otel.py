@@ -55,7 +55,7 @@ from store.clickhouse import _identifier as identifier
 from store.otel_chunks import CHUNK_ROWS, Part, cutoff_day, holding, plan, within
 from store.otel_progress import Progress, ReadProgress
 from store.refill_holder import Holder, this_host
-from store.sql_files import read, with_identifiers
+from store.sql_files import read, with_identifiers, with_includes
 
 DEFAULT_TRACES = "otel_traces"
 DEFAULT_LOGS = "otel_logs"
@@ -69,9 +69,9 @@ _SQL = Path(__file__).parent / "sql"
 
 
 def sql_text(name: str) -> str:
-    """A statement or mapping stage of store/sql/clickhouse/, without its comment lines
-    (a view keeps its SELECT as given)."""
-    text = read(_SQL, name, "clickhouse")
+    """A statement or mapping stage of store/sql/clickhouse/, its fragments taken in, without
+    its comment lines (a view keeps its SELECT as given)."""
+    text = with_includes(read(_SQL, name, "clickhouse"), _SQL / "fragments", "clickhouse")
     return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
 
 
@@ -155,6 +155,7 @@ def _log_steps(json: bool) -> list[tuple[str, str, bool]]:
     """(relation, query file, kept as a table?) in build order, for otel_logs."""
     return [
         ("otel_logs_rows", "otel_logs_json" if json else "otel_logs", json),
+        ("otel_log_attrs", "otel_log_attrs", False),
         ("otel_log_records", "otel_log_records", False),
     ]
 

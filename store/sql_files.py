@@ -22,6 +22,11 @@ named at run time), which no engine binds in DDL, go into the text: a file write
 `{name:Identifier}`, ClickHouse's own spelling of an identifier parameter (so the file
 parses as it stands), and `with_identifiers` puts in names checked to be plain
 identifiers.
+
+Text several files share (a condition, a table of constants) is written once as a
+fragment, in a `fragments/` folder beside them, and a file takes it in with a line of its
+own, `-- include: <name>` (`with_includes`): the questions' fragments are
+queries/sql/fragments/, the store's store/sql/fragments/.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from pathlib import Path
 DIALECTS = ("duckdb", "clickhouse", "sqlite")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _IDENTIFIER_SLOT = re.compile(r"\{(\w+):Identifier\}")
+_INCLUDE = re.compile(r"^([ \t]*)--\s*include:\s*(\w+)\s*$", re.MULTILINE)
 
 
 class SqlNotFound(LookupError):
@@ -46,6 +52,18 @@ def read(folder: Path, name: str, dialect: str) -> str:
         if path.exists():
             return path.read_text()
     raise SqlNotFound(f"no SQL file named {name!r} for {dialect} in {folder}")
+
+
+def with_includes(sql: str, fragments: Path, dialect: str) -> str:
+    """`sql` with each `-- include: <name>` line replaced by that fragment's text from
+    `fragments` (its dialect subfolder first), indented as the line is."""
+
+    def fragment(match: re.Match[str]) -> str:
+        indent, name = match.groups()
+        text = read(fragments, name, dialect).rstrip("\n")
+        return "\n".join(indent + line if line else line for line in text.splitlines())
+
+    return _INCLUDE.sub(fragment, sql)
 
 
 def with_identifiers(sql: str, **names: str) -> str:

@@ -361,6 +361,24 @@ def test_a_deliver_span_event_is_the_executions_one_delivery(tmp_path: Path) -> 
     assert {r["delivery_attempt"] for r in rows} == {2}  # arrived as '2'
 
 
+def test_a_step_spelling_wins_where_it_comes_first_or_is_the_same(tmp_path: Path) -> None:
+    """A step's attributes lie over its span's, and each field takes the first spelling
+    present in both: the step's canonical name before the span's `job.` form, the span's
+    canonical name before the step's `job.` form, the step's value for the same name."""
+    span = _span("charge process", "Consumer", {
+        "job_id": "j-1", "job.lock_owner": "span-job-form", "lock_key": "span-canonical",
+        "job.queue": "q-span"},
+        events=[("2025-11-30 12:00:01.000000000", "lock_acquire", {
+            "lock_owner": "step-canonical", "job.lock_key": "step-job-form",
+            "job.queue": "q-step", "tenant": "acme"})])
+    rows = _events_of(tmp_path, [span])
+    assert [(r["event"], r["lock_owner"], r["lock_key"], r["queue"]) for r in rows] == [
+        ("deliver", "span-job-form", "span-canonical", "q-span"),
+        ("lock_acquire", "step-canonical", "span-canonical", "q-step")]
+    assert json.loads(rows[1]["attrs"])["tenant"] == "acme"
+    assert "tenant" not in json.loads(rows[0]["attrs"])
+
+
 def test_a_refill_waits_for_another_process_and_says_so(requests: list, tmp_path: Path,
                                                         monkeypatch) -> None:
     import store.otel

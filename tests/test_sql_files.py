@@ -5,7 +5,8 @@ A file `<folder>/<name>.sql` serves each dialect its folder's code runs on, unle
 that dialect (store/sql_files.py). Query files are parsed as the loader sends them, their
 `-- include:` lines filled in and `:name` placeholders rewritten for the dialect; the others
 are in their engine's syntax. A fragment (queries/sql/fragments/) is no statement of its
-own: it is parsed inside each query that includes it, and must be included by one.
+own: it is parsed inside each query that includes it, and must be included by one; so is
+a fragment of the store's statements (store/sql/fragments/).
 """
 
 from __future__ import annotations
@@ -26,14 +27,17 @@ from queries.loader import (
     with_includes,
 )
 from store.sql_files import DIALECTS, SqlNotFound, with_identifiers
+from store.sql_files import with_includes as with_store_includes
 
 ROOT = Path(__file__).resolve().parents[1]
+STORE_SQL = ROOT / "store" / "sql"
+STORE_FRAGMENTS = STORE_SQL / "fragments"
 
 #: Folder of named SQL -> the dialects its shared (top-level) files serve.
 FOLDERS: dict[Path, tuple[str, ...]] = {
     SQL_DIR: ("duckdb", "clickhouse"),
     DERIVE_SQL_DIR: ("duckdb", "clickhouse"),
-    ROOT / "store" / "sql": ("duckdb", "clickhouse"),
+    STORE_SQL: ("duckdb", "clickhouse"),
     ROOT / "alerts" / "sql": (),  # SQLite and ClickHouse have a file each, no shared one
 }
 
@@ -54,7 +58,8 @@ def claims() -> list[tuple[Path, str]]:
 
 
 def _dialect_folder(path: Path) -> bool:
-    return path.is_dir() and path.name != "__pycache__" and path != FRAGMENTS
+    return path.is_dir() and path.name != "__pycache__" and path not in (FRAGMENTS,
+                                                                          STORE_FRAGMENTS)
 
 
 def sent_text(path: Path, dialect: str) -> str:
@@ -63,6 +68,8 @@ def sent_text(path: Path, dialect: str) -> str:
     if path.is_relative_to(SQL_DIR) or path.is_relative_to(DERIVE_SQL_DIR):
         text = with_includes(text, dialect)
         text = render(text, dialect, {name: None for name in placeholders(text)})
+    elif path.is_relative_to(STORE_SQL):
+        text = with_store_includes(text, STORE_FRAGMENTS, dialect)
     return with_identifiers(text, **{name: "some_name" for name in _identifiers(text)})
 
 
@@ -77,17 +84,25 @@ def test_every_sql_file_is_claimed_by_some_dialect():
     packages = ("collectors", "store", "derive", "queries", "alerts", "dashboard", "dupescope",
                 "sample_data")
     everywhere = {p for package in packages for p in (ROOT / package).rglob("*.sql")}
-    fragments = set(FRAGMENTS.rglob("*.sql"))
+    fragments = set(FRAGMENTS.rglob("*.sql")) | set(STORE_FRAGMENTS.rglob("*.sql"))
     assert everywhere - fragments == {path for path, _ in CLAIMS}
 
 
-def test_every_fragment_is_included_by_some_query():
-    included = {
-        name for path, _ in CLAIMS
-        if path.is_relative_to(SQL_DIR) or path.is_relative_to(DERIVE_SQL_DIR)
+def _included(within: tuple[Path, ...]) -> set[str]:
+    return {
+        name for path, _ in CLAIMS if any(path.is_relative_to(folder) for folder in within)
         for name in re.findall(r"^\s*--\s*include:\s*(\w+)\s*$", path.read_text(), re.M)
     }
+
+
+def test_every_fragment_is_included_by_some_query():
+    included = _included((SQL_DIR, DERIVE_SQL_DIR))
     assert {path.stem for path in FRAGMENTS.rglob("*.sql")} == included
+
+
+def test_every_store_fragment_is_included_by_some_store_statement():
+    included = _included((STORE_SQL,))
+    assert {path.stem for path in STORE_FRAGMENTS.rglob("*.sql")} == included
 
 
 def test_an_include_fills_in_the_fragment_at_the_line_s_indent():

@@ -1,5 +1,6 @@
 -- Spans of otel_traces -> what each says of a job: its own event, its steps, its execution
--- (otel_span_records.sql then makes one record per lifecycle event). The same rules as dupescope's OTLP decoder
+-- (otel_span_records.sql then makes one record per lifecycle event, its fields picked).
+-- The same rules as dupescope's OTLP decoder
 -- (collectors/otlp.py), so the exporter's tables give the rows an OTLP collector would:
 -- - a span whose `job.event` / `event` attribute or name is an event kind records it;
 --   a PRODUCER span naming a job, or Celery's publish span, is an `enqueue`;
