@@ -8,18 +8,16 @@ SELECT
     idempotency_key,
     job_id,
     day,
-    min(inserted) AS first_ingested
+    first_ingested
 FROM (
     SELECT
-        value,
         ifNull(idempotency_key, '') AS idempotency_key,
         ifNull(job_id, '') AS job_id,
         toDate(ts) AS day,
-        ingested_at AS inserted
+        min(ingested_at) AS first_ingested
     FROM {own:Identifier}.events
-    ARRAY JOIN arrayDistinct(arrayFilter(v -> v != '',
-        [ifNull(job_id, ''), ifNull(idempotency_key, '')])) AS value
     WHERE ingested_at >= (SELECT min(at) FROM {own:Identifier}.otel_ids_pending)
+    GROUP BY idempotency_key, job_id, day
 )
-GROUP BY value, idempotency_key, job_id, day
+ARRAY JOIN arrayDistinct(arrayFilter(v -> v != '', [job_id, idempotency_key])) AS value
 SETTINGS max_partitions_per_insert_block = 0
