@@ -24,13 +24,19 @@ FAVICON = str(Path(__file__).with_name("assets") / "favicon.svg")
 st.set_page_config(page_title="dupescope", page_icon=FAVICON, layout="wide")
 
 # The default page is always served at "/", never at its own path; a hidden default that
-# forwards to the overview keeps "/overview" a stable link.
+# forwards to the overview keeps "/overview" a stable link. It forwards the query too,
+# before the sidebar's filters bind it: "/?window=1h" opens the overview on the last hour.
 OVERVIEW = "app_pages/overview.py"
 
+
+def _home() -> None:
+    st.switch_page(OVERVIEW, query_params=st.query_params.to_dict())
+
+
+home = st.Page(_home, title="dupescope", default=True, visibility="hidden", url_path="home")
 page = st.navigation(
     [
-        st.Page(lambda: st.switch_page(OVERVIEW), title="dupescope", default=True,
-                visibility="hidden", url_path="home"),
+        home,
         st.Page(OVERVIEW, title="Overview", url_path="overview", icon=":material/dashboard:"),
         st.Page("app_pages/timeline.py", title="Key timeline", url_path="timeline",
                 icon=":material/timeline:"),
@@ -46,5 +52,7 @@ page = st.navigation(
                 icon=":material/description:", visibility="hidden"),
     ]
 )
+if page is home:
+    page.run()  # switches to the overview: nothing below runs
 filters.sidebar()
 page.run()

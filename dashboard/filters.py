@@ -15,7 +15,7 @@ import streamlit as st
 
 from dashboard import loaders
 from dashboard.escape import md
-from dashboard.source import snapshot, store_url
+from dashboard.source import snapshot, store_url, unread_backlog
 
 #: Windows end at the store's newest event, not at the wall clock: a store loaded from
 #: yesterday's logs still answers "the last hour" with that hour's events.
@@ -37,6 +37,8 @@ WINDOW_LABELS = {
     "7d": "Last 7 days",
     "custom": "Custom range",
 }
+#: The URL names a time range by its label ("?window=Last+hour"), as the selectbox binds it.
+_WINDOW_OF_LABEL = {label: window for window, label in WINDOW_LABELS.items()}
 REFRESH_SECONDS = 10
 
 
@@ -85,6 +87,19 @@ def window_bounds(
     return newest - span, None
 
 
+def window_span() -> timedelta | None:
+    """How far back from the newest event the chosen time range reaches (None: everything,
+    or a custom range); read before the sidebar draws its selectbox, from the URL then."""
+    window = st.session_state.get("window") or st.query_params.get("window") or "all"
+    return WINDOWS.get(_WINDOW_OF_LABEL.get(window, window))
+
+
+def shown_snapshot(url: str) -> str:
+    """The store's snapshot for the chosen time range: over the Collector's tables, a window
+    never read is read first, before the backlog (dashboard/source.py)."""
+    return snapshot(url, window_span())
+
+
 def _choice(label: str, key: str, values: list[str]) -> str | None:
     options: list[str | None] = [None, *values]
     current = st.session_state.get(key)
@@ -104,7 +119,7 @@ def sidebar() -> None:
     """Draw the shared filters in the sidebar (the entry script calls this once per run)."""
     url = store_url()
     try:
-        snap = snapshot(url)
+        snap = shown_snapshot(url)
         summary = loaders.store_summary(url, snap)
         values = loaders.filter_values(url, snap)
     except Exception as exc:  # a store that cannot be opened still gets a page
@@ -142,6 +157,15 @@ def sidebar() -> None:
         )
         events = int(summary.get("events") or 0)
         st.caption(f"{events:,} events · {md(loaders.describe_store(url))}")
+        backlog = unread_backlog(url)
+        if backlog is not None:
+            since, rows = backlog
+            st.info(
+                f"Read from {md(since)} on first. The {rows:,} rows of the Collector's tables "
+                "before that are read when the time range is Everything or a page needs a "
+                "key's whole history; until then a key is judged by its rows in the window.",
+                icon=":material/hourglass_top:",
+            )
 
 
 def current() -> Filters:
@@ -151,7 +175,7 @@ def current() -> Filters:
     window = state.get("window") or "all"
     if WINDOWS.get(window) is not None:
         url = store_url()
-        newest = _to_datetime(loaders.store_summary(url, snapshot(url)).get("last_ts"))
+        newest = _to_datetime(loaders.store_summary(url, shown_snapshot(url)).get("last_ts"))
     custom = state.get("custom_range") if window == "custom" else None
     since, until = window_bounds(window, newest, tuple(custom) if custom else None)
     return Filters(

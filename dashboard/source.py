@@ -3,6 +3,11 @@
 A collector may be adding segments while the dashboard runs, so every loader takes the
 store's current snapshot id as an argument: the cached answer is reused only while the
 store holds the same data, and the snapshot itself is re-read every few seconds.
+
+Over the Collector's tables a first read of a large table takes minutes, so a page that
+shows the last hour asks for that hour's rows first (`snapshot(url, recent)`): the
+store reads the window behind its newest row and leaves the backlog for a page that asks
+about everything (store/otel.py `read_newest_first`).
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
+from datetime import timedelta
 from typing import TypeVar
 
 import streamlit as st
@@ -40,7 +46,10 @@ def with_store(url: str, work: Callable[[Store], T]) -> T:
         return work(store)
 
 
-def _snapshot_of(store: Store) -> str:
+def _snapshot_of(store: Store, recent: timedelta | None) -> str:
+    read_newest_first = getattr(store, "read_newest_first", None)
+    if read_newest_first is not None:
+        read_newest_first(recent)
     snapshot_id = store.snapshot_id()
     if snapshot_id is not None:
         return snapshot_id
@@ -50,9 +59,26 @@ def _snapshot_of(store: Store) -> str:
 
 
 @st.cache_data(ttl=SNAPSHOT_TTL_SECONDS, show_spinner=False)
-def snapshot(url: str) -> str:
-    """Changes whenever the store's data changes; every loader's cache key includes it."""
-    return with_store(url, _snapshot_of)
+def snapshot(url: str, recent: timedelta | None = None) -> str:
+    """Changes whenever the store's data changes; every loader's cache key includes it.
+
+    `recent`: the page shows only the last `recent` before the newest event, so a store
+    over the Collector's tables with a backlog of more than a chunk may read that window
+    alone first (None: the page needs everything, the backlog is read)."""
+    return with_store(url, lambda store: _snapshot_of(store, recent))
+
+
+def unread_backlog(url: str) -> tuple[str, int] | None:
+    """Where the store's last read began and the rows of the backlog it left unread, when
+    it read a recent window first; None when it holds everything."""
+    def left(store: Store) -> tuple[str, int] | None:
+        progress = getattr(store, "progress", None)
+        last = getattr(progress, "last", None)
+        if last is None or not last.recent_from:
+            return None
+        return last.recent_from, int(last.rows_total)
+
+    return with_store(url, left)
 
 
 def close(url: str) -> None:
@@ -62,4 +88,3 @@ def close(url: str) -> None:
         store.close()
     _opened.clear()
     snapshot.clear()
-

@@ -9,8 +9,8 @@ import streamlit as st
 
 from dashboard import links, loaders
 from dashboard.escape import md
-from dashboard.filters import REFRESH_SECONDS, Filters, current, live
-from dashboard.source import snapshot, store_url
+from dashboard.filters import REFRESH_SECONDS, Filters, current, live, shown_snapshot
+from dashboard.source import store_url
 
 T = TypeVar("T")
 
@@ -79,7 +79,7 @@ def store_page(question: str) -> tuple[str, str, Filters] | None:
     forensic `question`; None, said in the page, when the store holds no events yet or
     this build's query library lacks the question."""
     url, chosen = store_url(), current()
-    snap = snapshot(url)
+    snap = shown_snapshot(url)
     if not loaders.store_summary(url, snap).get("events"):
         nothing(EMPTY_STORE.format(where=md(loaders.describe_store(url))))
         return None

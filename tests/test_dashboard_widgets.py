@@ -67,6 +67,19 @@ def test_time_window_ends_at_the_newest_event(filled) -> None:
     assert {m.label: m.value for m in app.metric}["Duplicate keys"] == "2"
 
 
+def test_a_link_to_the_root_with_filters_opens_the_overview_with_them(filled) -> None:
+    from dashboard_app import APP
+    from streamlit.testing.v1 import AppTest
+
+    app = AppTest.from_file(str(APP), default_timeout=60)
+    app.query_params.update(window="Last 15 minutes", queue="billing")
+    app.run()
+    assert not app.exception
+    assert app.selectbox(key="window").value == "15m"
+    assert app.selectbox(key="queue").value == "billing"
+    assert {m.label: m.value for m in app.metric}["Duplicate keys"] == "2"
+
+
 def test_service_filter_is_offered_from_attrs_and_named_when_not_applied(filled) -> None:
     app = open_page("overview")
     assert app.selectbox(key="service").options == ["All", "billing", "mailer"]

@@ -425,3 +425,36 @@ def test_watch_fires_over_a_window_read_first_what_it_fires_over_the_table_read_
     assert whole[0] and not whole[1]  # the whole table's incidents, all in the first round
     assert window_first[0]  # the window's own incidents, before the backlog is read
     assert window_first[0] | window_first[1] == whole[0]
+
+
+def test_the_dashboard_reads_the_window_it_shows_first_and_the_backlog_for_everything(
+    rows: list[dict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dashboard_app import APP, texts
+    from streamlit.testing.v1 import AppTest
+
+    from dashboard import source
+    from store.otel import OtelReading
+
+    folder = _two_days(rows, tmp_path)
+    monkeypatch.setattr(OtelReading, "chunk_rows", 250)  # the backlog is more than a chunk
+    url = f"chdb://{folder}?source=otel"
+    monkeypatch.setenv("DUPESCOPE_STORE", url)
+    left = "are read when the time range is Everything"
+    try:
+        app = AppTest.from_file(str(APP), default_timeout=60)
+        app.query_params["window"] = "Last hour"  # a link to /?window=Last+hour
+        app.run()
+        assert not app.exception
+        first = source.with_store(url, _events_read)
+        assert any(left in text for text in texts(app.sidebar.info))
+        app.sidebar.selectbox(key="window").set_value("all").run()
+        assert not app.exception
+        second = source.with_store(url, _events_read)
+        assert not any(left in text for text in texts(app.sidebar.info))
+    finally:
+        source.close(url)
+    newest = max(datetime.strptime(r["Timestamp"][:26], "%Y-%m-%d %H:%M:%S.%f")
+                 for r in rows).replace(tzinfo=UTC)
+    assert first["n"] > 0 and first["ts"] >= newest - timedelta(hours=1)
+    assert second["n"] > first["n"] and second["ts"] < _newer_day_start(rows)
