@@ -53,6 +53,7 @@ page = st.navigation(
     ]
 )
 if page is home:
-    page.run()  # switches to the overview: nothing below runs
-filters.sidebar()
-page.run()
+    page.run()  # forwards to the overview
+else:
+    filters.sidebar()
+    page.run()

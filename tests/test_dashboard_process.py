@@ -151,3 +151,15 @@ def test_streamlit_dies_with_the_dashboard_command(tmp_path, signum) -> None:
         process.wait(timeout=GONE_SECONDS)
         assert _wait(lambda: not _alive(child), GONE_SECONDS), "Streamlit outlived its parent"
         assert not _listening(port)
+
+
+def test_the_entry_script_runs_bare_without_error(tmp_path: Path) -> None:
+    """A process whose main module was the entry script runs it again bare, without
+    Streamlit's runtime (a multiprocessing fork server or spawn child does, after an
+    in-process AppTest): the script must not fail there."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "dashboard" / "app.py")],
+        env={**os.environ, "DUPESCOPE_STORE": str(tmp_path / "store")},
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
