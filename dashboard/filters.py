@@ -16,6 +16,7 @@ import streamlit as st
 from dashboard import loaders
 from dashboard.escape import md
 from dashboard.source import snapshot, store_url, unread_backlog
+from store.otel_progress import ReadProgress
 
 #: Windows end at the store's newest event, not at the wall clock: a store loaded from
 #: yesterday's logs still answers "the last hour" with that hour's events.
@@ -96,8 +97,18 @@ def window_span() -> timedelta | None:
 
 def shown_snapshot(url: str) -> str:
     """The store's snapshot for the chosen time range: over the Collector's tables, a window
-    never read is read first, before the backlog (dashboard/source.py)."""
-    return snapshot(url, window_span())
+    never read is read first, before the backlog (dashboard/source.py). A read of the
+    Collector's tables shows its progress at the top of the page while it runs."""
+    bar = st.empty()
+
+    def show(progress: ReadProgress) -> None:
+        share = progress.rows_read / progress.rows_total if progress.rows_total else 1.0
+        bar.progress(min(share, 1.0), text=md(progress.describe()))
+
+    try:
+        return snapshot(url, window_span(), show)
+    finally:
+        bar.empty()
 
 
 def _choice(label: str, key: str, values: list[str]) -> str | None:

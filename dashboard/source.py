@@ -2,7 +2,10 @@
 
 A collector may be adding segments while the dashboard runs, so every loader takes the
 store's current snapshot id as an argument: the cached answer is reused only while the
-store holds the same data, and the snapshot itself is re-read every few seconds.
+store holds the same data, and the snapshot itself is re-read every few seconds. It is
+kept here rather than in Streamlit's cache: re-reading it may read the Collector's tables
+for minutes, and the page shows that read's progress as it goes, which an element drawn
+from inside a cached function cannot.
 
 Over the Collector's tables a first read of a large table takes minutes, so a page that
 shows the last hour asks for that hour's rows first (`snapshot(url, recent)`): the
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import TypeVar
@@ -22,6 +26,7 @@ import streamlit as st
 
 from queries.loader import run
 from store import DEFAULT_STORE, Store, open_store
+from store.otel_progress import Listener
 
 SNAPSHOT_TTL_SECONDS = 5
 T = TypeVar("T")
@@ -46,11 +51,18 @@ def with_store(url: str, work: Callable[[Store], T]) -> T:
         return work(store)
 
 
-def _snapshot_of(store: Store, recent: timedelta | None) -> str:
+def _snapshot_of(store: Store, recent: timedelta | None, show: Listener | None) -> str:
     read_newest_first = getattr(store, "read_newest_first", None)
     if read_newest_first is not None:
         read_newest_first(recent)
-    snapshot_id = store.snapshot_id()
+    progress = getattr(store, "progress", None) if show is not None else None
+    if progress is not None:
+        progress.follow(show)
+    try:
+        snapshot_id = store.snapshot_id()
+    finally:
+        if progress is not None:
+            progress.unfollow(show)
     if snapshot_id is not None:
         return snapshot_id
     summary = run(store, "store_summary")
@@ -58,14 +70,33 @@ def _snapshot_of(store: Store, recent: timedelta | None) -> str:
     return f"{row['events']}:{row['last_ts']}"
 
 
-@st.cache_data(ttl=SNAPSHOT_TTL_SECONDS, show_spinner=False)
-def snapshot(url: str, recent: timedelta | None = None) -> str:
+_kept: dict[tuple[str, timedelta | None], tuple[float, str]] = {}
+_kept_lock = threading.Lock()
+
+
+def snapshot(url: str, recent: timedelta | None = None, show: Listener | None = None) -> str:
     """Changes whenever the store's data changes; every loader's cache key includes it.
+    Kept SNAPSHOT_TTL_SECONDS per (url, recent).
 
     `recent`: the page shows only the last `recent` before the newest event, so a store
     over the Collector's tables with a backlog of more than a chunk may read that window
-    alone first (None: the page needs everything, the backlog is read)."""
-    return with_store(url, lambda store: _snapshot_of(store, recent))
+    alone first (None: the page needs everything, the backlog is read). `show` is told
+    the progress of a read of the Collector's tables, chunk by chunk."""
+    key = (url, recent)
+    with _kept_lock:
+        kept = _kept.get(key)
+    if kept is not None and time.monotonic() - kept[0] < SNAPSHOT_TTL_SECONDS:
+        return kept[1]
+    snapshot_id = with_store(url, lambda store: _snapshot_of(store, recent, show))
+    with _kept_lock:
+        _kept[key] = (time.monotonic(), snapshot_id)
+    return snapshot_id
+
+
+def forget_snapshots() -> None:
+    """Re-read every snapshot on its next use (what the few-second ttl does on its own)."""
+    with _kept_lock:
+        _kept.clear()
 
 
 def unread_backlog(url: str) -> tuple[str, int] | None:
@@ -87,4 +118,4 @@ def close(url: str) -> None:
     with lock:
         store.close()
     _opened.clear()
-    snapshot.clear()
+    forget_snapshots()

@@ -63,6 +63,11 @@ class Progress:
     def follow(self, listener: Listener) -> None:
         self.listeners.append(listener)
 
+    def unfollow(self, listener: Listener) -> None:
+        """Stop telling `listener` (a page that showed one read's progress)."""
+        if listener in self.listeners:
+            self.listeners.remove(listener)
+
     def tell(self, progress: ReadProgress) -> None:
         self.last = progress
         for listener in self.listeners:

@@ -107,6 +107,6 @@ def test_a_store_written_while_open_is_read_again(filled, make_table) -> None:
         if e.get("idempotency_key") == HARMFUL_KEY
     ]
     EmbeddedStore(filled).write(make_table(more))
-    source.snapshot.clear()  # what the snapshot's few-second ttl does on its own
+    source.forget_snapshots()  # what the snapshot's few-second ttl does on its own
     app.run()
     assert {m.label: m.value for m in app.metric}["Duplicate keys"] == "3"

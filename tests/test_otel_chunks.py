@@ -458,3 +458,25 @@ def test_the_dashboard_reads_the_window_it_shows_first_and_the_backlog_for_every
                  for r in rows).replace(tzinfo=UTC)
     assert first["n"] > 0 and first["ts"] >= newest - timedelta(hours=1)
     assert second["n"] > first["n"] and second["ts"] < _newer_day_start(rows)
+
+
+def test_the_dashboard_is_told_each_chunk_of_a_read_it_waits_for(
+    rows: list[dict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dashboard import source
+    from store.otel import OtelReading
+
+    folder = _two_days(rows, tmp_path)
+    monkeypatch.setattr(OtelReading, "chunk_rows", 250)
+    url = f"chdb://{folder}?source=otel"
+    told: list[tuple[int, int, bool]] = []
+    try:
+        source.snapshot(url, None, lambda p: told.append((p.chunks_read, p.chunks_total,
+                                                          p.finished)))
+        listeners = source.with_store(url, lambda store: list(store.progress.listeners))
+    finally:
+        source.close(url)
+    chunks = told[-1][1]
+    assert chunks > 1 and told[-1] == (chunks, chunks, True)
+    assert [c for c, _, _ in told[:-1]] == list(range(1, chunks + 1))
+    assert not listeners  # the page stops listening once its read is done
