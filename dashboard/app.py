@@ -52,8 +52,6 @@ page = st.navigation(
                 icon=":material/description:", visibility="hidden"),
     ]
 )
-if page is home:
-    page.run()  # forwards to the overview
-else:
+if page is not home:  # the root page only forwards to the overview
     filters.sidebar()
-    page.run()
+page.run()

@@ -21,7 +21,7 @@ from sample_data.clickhouse_exporter import CollectingExporter, insert, span_row
 from sample_data.otlp import export_spans
 from store.base import StoreError
 from store.open import open_store
-from store.otel import OtelChdbStore, OtelSource
+from store.otel import OtelChdbStore, OtelReading, OtelSource
 from store.otel_chunks import Part, parse_since, plan
 from store.otel_progress import ReadProgress
 
@@ -304,8 +304,6 @@ def test_a_backlog_within_a_chunk_is_read_whole_though_recent_rows_are_asked_for
 def test_a_question_since_a_time_answers_from_those_rows_and_says_so(
     rows: list[dict], tmp_path: Path, monkeypatch
 ) -> None:
-    from store.otel import OtelReading
-
     monkeypatch.setattr(OtelReading, "chunk_rows", 250)
     folder = _two_days(rows, tmp_path)
     since = _since_mid_newer_day(rows)
@@ -434,7 +432,6 @@ def test_the_dashboard_reads_the_window_it_shows_first_and_the_backlog_for_every
     from streamlit.testing.v1 import AppTest
 
     from dashboard import source
-    from store.otel import OtelReading
 
     folder = _two_days(rows, tmp_path)
     monkeypatch.setattr(OtelReading, "chunk_rows", 250)  # the backlog is more than a chunk
@@ -464,7 +461,6 @@ def test_the_dashboard_is_told_each_chunk_of_a_read_it_waits_for(
     rows: list[dict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from dashboard import source
-    from store.otel import OtelReading
 
     folder = _two_days(rows, tmp_path)
     monkeypatch.setattr(OtelReading, "chunk_rows", 250)
