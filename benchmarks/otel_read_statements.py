@@ -1,17 +1,21 @@
 """Where a first read of the Collector's tables spends its time, statement by statement.
 
 Builds `--spans` spans in the exporter's Map layout (benchmarks/otel_spans.py), reads them
-from a fresh store in one chunk, and prints the whole read's time, its spans a second, and
-the statements that took longest (each timed as the store runs it): the span stage, the
-append into `events`, the id index. `--runs` reads copies of the same tables again.
+from a fresh store (in one chunk, or in chunks of `--chunk-rows` as a first read does),
+and prints the whole read's time, its spans a second, the CPU seconds it took (user and
+system: on a shared virtual machine the same read's wall time varies by a fifth, mostly in
+system time) and the statements that took longest (each timed as the store runs it): the
+span stage, the append into `events`, the id index. `--runs` reads copies of the same
+tables again, which gives the spread of one machine's figures.
 
-    python -m benchmarks otel_read_statements --spans 2000000 [--runs 2]
+    python -m benchmarks otel_read_statements --spans 2000000 [--runs 2] [--chunk-rows N]
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -22,8 +26,10 @@ from typing import Any
 from chdb import session
 
 from benchmarks import otel_spans
+from benchmarks.common import CpuSpent
 from sample_data.clickhouse_exporter import traces_ddl
 from store.otel import OtelChdbStore, OtelSource
+from store.otel_chunks import CHUNK_ROWS
 
 
 def build(folder: Path, spans: int) -> int:
@@ -41,10 +47,12 @@ def build(folder: Path, spans: int) -> int:
     return made
 
 
-def read_once(folder: Path) -> tuple[float, dict[str, float]]:
-    """A first read of `folder` in one chunk: (seconds, seconds by statement)."""
+def read_once(folder: Path, chunk_rows: int,
+              cpu: CpuSpent) -> tuple[float, dict[str, float]]:
+    """A first read of `folder` in chunks of `chunk_rows`: (seconds, seconds by
+    statement), its CPU in `cpu`."""
     store = OtelChdbStore(str(folder), OtelSource("otel"))
-    store.chunk_rows = 10**12
+    store.chunk_rows = chunk_rows
     spent: dict[str, float] = defaultdict(float)
     command = store.command
 
@@ -57,7 +65,8 @@ def read_once(folder: Path) -> tuple[float, dict[str, float]]:
     store.command = timed  # type: ignore[method-assign]
     try:
         started = time.perf_counter()
-        store.refresh()
+        with cpu:
+            store.refresh()
         return time.perf_counter() - started, spent
     finally:
         store.close()
@@ -68,20 +77,33 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--spans", type=int, default=2_000_000)
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--top", type=int, default=5, help="statements listed per run")
+    parser.add_argument("--chunk-rows", type=int, default=10**12,
+                        help=f"rows a chunk holds at most (a first read's: {CHUNK_ROWS:,}); "
+                             "by default the read is one chunk")
     args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="dupescope-otel-statements-"))
     try:
         built = root / "built"
         spans = build(built, args.spans)
-        print(f"{spans:,} spans in one chunk", flush=True)
+        chunks = ("one chunk" if args.chunk_rows >= 10**12
+                  else f"chunks of at most {args.chunk_rows:,} rows")
+        print(f"{spans:,} spans in {chunks}", flush=True)
+        walls: list[float] = []
         for run in range(1, args.runs + 1):
             copy = root / f"run-{run}"
             shutil.copytree(built, copy, symlinks=True)
-            seconds, spent = read_once(copy)
-            print(f"\nrun {run}: {seconds:.1f} s, {spans / seconds:,.0f} spans/s")
+            cpu = CpuSpent()
+            seconds, spent = read_once(copy, args.chunk_rows, cpu)
+            walls.append(seconds)
+            print(f"\nrun {run}: {seconds:.1f} s, {spans / seconds:,.0f} spans/s; "
+                  f"{cpu.describe(spans, 'spans')}")
             for sql, took in sorted(spent.items(), key=lambda kv: -kv[1])[:args.top]:
                 print(f"  {took:7.2f} s  {sql}")
             shutil.rmtree(copy, ignore_errors=True)
+        if len(walls) > 1:
+            middle = statistics.median(walls)
+            print(f"\n{len(walls)} runs: {min(walls):.1f} to {max(walls):.1f} s, median "
+                  f"{middle:.1f} s = {spans / middle:,.0f} spans/s")
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return 0

@@ -36,6 +36,7 @@ import pyarrow as pa
 from chdb import session
 
 from benchmarks import otel_spans
+from benchmarks.common import CpuSpent
 from benchmarks.forensics_speed import canonical
 from queries import duplicates, timeline
 from sample_data.clickhouse_exporter import traces_ddl
@@ -94,12 +95,15 @@ def timed(call: Callable[[], object]) -> float:
 
 
 def measure(store: Store, key: str | None, add: Callable[[], None],
-            steady: Callable[[], None] | None = None) -> tuple[dict[str, float], str]:
-    """Figures of `store` (the timeline of `key`, else of its first duplicated key)."""
+            steady: Callable[[], None] | None = None,
+            read_cpu: CpuSpent | None = None) -> tuple[dict[str, float], str]:
+    """Figures of `store` (the timeline of `key`, else of its first duplicated key); the
+    CPU of a first read in `read_cpu`."""
     started = time.perf_counter()
     figures: dict[str, float] = {}
     if isinstance(store, OtelReading):
-        store.refresh()
+        with read_cpu or CpuSpent():
+            store.refresh()
         figures["first read"] = time.perf_counter() - started
     found = duplicates(store)
     figures["cold"] = time.perf_counter() - started
@@ -145,6 +149,7 @@ def main(argv: list[str]) -> int:
         exporter = OtelChdbStore(str(folder), OtelSource("otel"))
         exporter.chunk_rows = args.chunk_rows
         chunks: list[tuple[float, ReadProgress]] = []
+        read_cpu = CpuSpent()
         opened = time.perf_counter()
         exporter.progress.follow(lambda p: chunks.append(
             (time.perf_counter() - opened, ReadProgress(**vars(p)))))
@@ -152,7 +157,8 @@ def main(argv: list[str]) -> int:
             figures, _ = measure(
                 exporter, key,
                 lambda: otel_spans.insert(exporter._session, "otel.otel_traces", rows),
-                lambda: otel_spans.insert(exporter._session, "otel.otel_traces", steady_rows))
+                lambda: otel_spans.insert(exporter._session, "otel.otel_traces", steady_rows),
+                read_cpu)
         finally:
             exporter.close()
         print(f"\n{'':16}" + "".join(f"{k:>15}" for k in figures))
@@ -167,7 +173,8 @@ def main(argv: list[str]) -> int:
             print(f"first read: {spans:,} spans in {figures['first read']:.1f} s = "
                   f"{spans / figures['first read']:,.0f} spans/s, {p.chunks_total} chunk(s) "
                   f"of at most {args.chunk_rows:,} rows; the newest chunk (from day "
-                  f"{p.partition}) in events after {at:.1f} s")
+                  f"{p.partition}) in events after {at:.1f} s; "
+                  f"{read_cpu.describe(spans, 'spans')}")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return 0
