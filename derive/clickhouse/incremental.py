@@ -243,11 +243,10 @@ def absorb(store: ClickHouseEngine, status: kept.Status) -> kept.Status:
     started = time.perf_counter()
     version = _version(store, status)
     days = kept.partitions(store)
-    _run(store, "derive_work_read", high=status.high, window=WINDOW_SECONDS)
-    summary = _ask(store, "derive_work_read_summary", high=status.high,
-                   window=WINDOW_SECONDS)
-    # The window before `high` was derived as it was then; again only if it moved.
+    summary = _ask(store, "derive_window_summary", high=status.high, window=WINDOW_SECONDS)
+    # The window before `high` was derived as it was then; read again only if it moved.
     back = 0 if summary["before"] == status.recent else WINDOW_SECONDS
+    _run(store, "derive_work_read", high=status.high, window=back)
     _run(store, "derive_work_batch", since=status.high, back=back)
     batch_rows = int(_ask(store, "derive_work_batch_size")["batch_rows"])
     # Only a large batch is weighed against the executions (a count of every kept row).
@@ -256,12 +255,12 @@ def absorb(store: ClickHouseEngine, status: kept.Status) -> kept.Status:
     )):
         return build(store)
     _run(store, "derive_work_jobs")
-    _history(store, "derive_work_jobs", WORK + "own", status)
+    _history(store, "derive_work_jobs", WORK + "own", status, back)
     _run(store, "derive_work_keys")
     _run(store, "derive_work_keyed_units")
-    _history(store, "derive_work_keyed_units", WORK + "keyed", status)
+    _history(store, "derive_work_keyed_units", WORK + "keyed", status, back)
     _run(store, "derive_work_rest_units")
-    _history(store, "derive_work_rest_units", WORK + "rest", status)
+    _history(store, "derive_work_rest_units", WORK + "rest", status, back)
     for step in ("derive_work_found", "derive_work_all_jobs", "derive_work_batch_events"):
         _run(store, step)
     _chain(store, WORK + "found", SMALL)
@@ -304,10 +303,12 @@ def _write_units(store: ClickHouseEngine, version: int) -> None:
             store.command(render(_named(statement, **names), "clickhouse", params), params)
 
 
-def _history(store: ClickHouseEngine, units: str, target: str, status: kept.Status) -> None:
+def _history(store: ClickHouseEngine, units: str, target: str, status: kept.Status,
+             back: int) -> None:
     """Every row of the listed units into `target`, however old: the history from before
-    the read through the id index (`events_ids`), the rest from the read."""
-    params = {"high": status.high, "window": WINDOW_SECONDS}
+    the read (`back` seconds before `high`) through the id index (`events_ids`), the rest
+    from the read."""
+    params = {"high": status.high, "window": back}
     text = _named("derive_work_older", units=units)
     store.command(render(text, "clickhouse", params), params)
     store.command(_named("derive_work_history", units=units, target=target))
