@@ -2,18 +2,16 @@
 
 A first read of a large table takes minutes: a person watching it wants the day being
 read, how much is left and how fast it goes, and a scraper the same as numbers. The store
-reports each chunk here; whoever shows it subscribes (`follow`), and a listener's error is
-logged, never raised into the read.
+reports each chunk here (store/followed.py).
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-log = logging.getLogger("dupescope.store.otel")
+from store.followed import Followed
 
 
 @dataclass
@@ -53,25 +51,5 @@ class ReadProgress:
 Listener = Callable[[ReadProgress], None]
 
 
-class Progress:
+class Progress(Followed[ReadProgress]):
     """The listeners of a store's reads, and the last state they were told."""
-
-    def __init__(self) -> None:
-        self.listeners: list[Listener] = []
-        self.last: ReadProgress | None = None
-
-    def follow(self, listener: Listener) -> None:
-        self.listeners.append(listener)
-
-    def unfollow(self, listener: Listener) -> None:
-        """Stop telling `listener` (a page that showed one read's progress)."""
-        if listener in self.listeners:
-            self.listeners.remove(listener)
-
-    def tell(self, progress: ReadProgress) -> None:
-        self.last = progress
-        for listener in self.listeners:
-            try:
-                listener(progress)
-            except Exception:  # a display's failure must not stop the read
-                log.exception("a read progress listener failed")
