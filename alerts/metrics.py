@@ -6,9 +6,14 @@ keeps the default process collectors' noise out of what an operator scrapes here
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from alerts.model import Alert
+
+if TYPE_CHECKING:
+    from store import Store
 
 OVERRUN_BUCKETS = (0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900, 3600)
 
@@ -97,6 +102,24 @@ class AlertMetrics:
             rate.set(p.rate())
 
         progress.follow(show)
+
+    def follow_builds(self, store: Store) -> None:
+        """Gauges of a build of the derived tables from nothing (minutes on a large
+        ClickHouse store), where the store's deriver tells one (derive/progress.py)."""
+        from queries.derived import BuildProgress, builds
+
+        r = self.registry
+        left = Gauge("dupescope_derived_build_steps_left", "Steps the current build of the "
+                     "derived tables from nothing has still to run (0 when none runs).",
+                     registry=r)
+        seconds = Gauge("dupescope_derived_build_seconds", "Seconds the current (or last) "
+                        "build of the derived tables from nothing has run.", registry=r)
+
+        def show(p: BuildProgress) -> None:
+            left.set(p.steps_total - p.steps_done)
+            seconds.set(p.seconds())
+
+        builds(store).follow(show)
 
     def fired(self, alert: Alert) -> None:
         job_type = alert.job_type or ""

@@ -15,7 +15,8 @@ import streamlit as st
 
 from dashboard import loaders
 from dashboard.escape import md
-from dashboard.source import snapshot, store_url, unread_backlog
+from dashboard.source import derived, snapshot, store_url, unread_backlog
+from queries.derived import BuildProgress
 from store.otel_progress import ReadProgress
 
 #: Windows end at the store's newest event, not at the wall clock: a store loaded from
@@ -96,17 +97,25 @@ def window_span() -> timedelta | None:
 
 
 def shown_snapshot(url: str) -> str:
-    """The store's snapshot for the chosen time range: over the Collector's tables, a window
-    never read is read first, before the backlog (dashboard/source.py). A read of the
-    Collector's tables shows its progress at the top of the page while it runs."""
+    """The store's snapshot for the chosen time range, its derived tables brought up to
+    it (every question reads them). Over the Collector's tables a window never read is
+    read first, before the backlog (dashboard/source.py). A read of the Collector's tables
+    and a build of the derived tables from nothing each take minutes on a large store:
+    either shows its progress at the top of the page while it runs."""
     bar = st.empty()
 
-    def show(progress: ReadProgress) -> None:
+    def show_read(progress: ReadProgress) -> None:
         share = progress.rows_read / progress.rows_total if progress.rows_total else 1.0
         bar.progress(min(share, 1.0), text=md(progress.describe()))
 
+    def show_build(progress: BuildProgress) -> None:
+        share = progress.steps_done / progress.steps_total if progress.steps_total else 1.0
+        bar.progress(min(share, 1.0), text=md(progress.describe()))
+
     try:
-        return snapshot(url, window_span(), show)
+        snap = snapshot(url, window_span(), show_read)
+        derived(url, snap, show_build)
+        return snap
     finally:
         bar.empty()
 

@@ -24,11 +24,13 @@ from typing import TypeVar
 
 import streamlit as st
 
+from queries.derived import BuildProgress, ensure, following_builds
 from queries.loader import run
 from store import DEFAULT_STORE, Store, open_store
 from store.otel_progress import Listener
 
 SNAPSHOT_TTL_SECONDS = 5
+BuildListener = Callable[[BuildProgress], None]
 T = TypeVar("T")
 
 
@@ -97,6 +99,32 @@ def forget_snapshots() -> None:
     """Re-read every snapshot on its next use (what the few-second ttl does on its own)."""
     with _kept_lock:
         _kept.clear()
+        _derived.clear()
+
+
+#: The snapshot each store's derived tables were last brought up to here.
+_derived: dict[str, str] = {}
+
+
+def derived(url: str, snapshot_id: str, show: BuildListener | None = None) -> None:
+    """Bring the derived tables of the store at `url` up to `snapshot_id` before a page
+    asks its questions, telling `show` each step of a build from nothing: on a large
+    ClickHouse store that build takes minutes, and a loader (a cached function) cannot
+    draw its progress. Once a snapshot: a loader brings the state up to date anyway."""
+    with _kept_lock:
+        if _derived.get(url) == snapshot_id:
+            return
+
+    def bring_up_to_date(store: Store) -> None:
+        if show is None:
+            ensure(store)
+            return
+        with following_builds(store, show):
+            ensure(store)
+
+    with_store(url, bring_up_to_date)
+    with _kept_lock:
+        _derived[url] = snapshot_id
 
 
 def unread_backlog(url: str) -> tuple[str, int] | None:

@@ -18,6 +18,8 @@ from typing import BinaryIO, Generic, Protocol, TypeVar
 
 import pyarrow as pa
 
+from derive.progress import Builds
+
 #: A batch of more rows than this, and larger than the store's executions twice over, is
 #: derived by a build from nothing: fetching the history of most keys one lookup at a
 #: time costs more than reading everything once (a file ingested into a young store).
@@ -45,6 +47,8 @@ class HoldsStore(Generic[StoreT]):
     def __init__(self, store: StoreT) -> None:
         self._store = weakref.ref(store)
         self.lock = threading.Lock()
+        #: Told each step of a build from nothing (derive/progress.py).
+        self.builds = Builds()
 
     @property
     def store(self) -> StoreT:
@@ -92,6 +96,8 @@ class Deriver(Protocol):
     own (a file lock beside the embedded state, the store's derivation lock)."""
 
     lock: threading.Lock
+    #: Told each step of a build from nothing, where the deriver reports one.
+    builds: Builds
 
     def ensure(self) -> None:
         """Bring the derived tables up to date with the events (absorb what arrived since,

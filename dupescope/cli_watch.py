@@ -129,6 +129,7 @@ def watch(
     state = open_state(store)
     metrics = AlertMetrics()
     metrics.follow_reads(store)
+    metrics.follow_builds(store)
     stop = threading.Event()
     server = None
     if metrics_port is not None:

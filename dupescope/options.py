@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 import click
 from click.core import ParameterSource
 
 from dupescope.output import FORMATS
+
+if TYPE_CHECKING:
+    from queries.derived import BuildProgress
+    from store import Store
 
 STORE_ENV = "DUPESCOPE_STORE"
 STORE_HELP = (
@@ -136,6 +142,7 @@ def open_store_or_exit(url: str | None, *, existing: bool = False, writable: boo
     except StoreError as exc:
         raise click.ClickException(str(exc)) from exc
     _show_reads(store)
+    _show_builds(store)
     read_recent_first = getattr(store, "read_recent_first", None)
     if since is not None and read_recent_first is not None:
         read_recent_first(since)
@@ -150,6 +157,41 @@ def _show_reads(store: object) -> None:
     progress = getattr(store, "progress", None)
     if isinstance(progress, Progress):
         progress.follow(lambda p: click.echo(p.describe(), err=True))
+
+
+#: Seconds a build of the derived tables from nothing runs before the CLI says where it
+#: stands, and between two such lines: a small store's build says nothing.
+BUILD_NOTE_SECONDS = 10.0
+
+
+def _show_builds(store: Store) -> None:
+    """A build of the derived tables from nothing takes minutes on a large ClickHouse
+    store (after a first read of the Collector's tables, say): name its step on stderr
+    now and then (derive/progress.py). An embedded store's derivation tells nothing."""
+    if store.segmented() is not None:
+        return
+    from queries.derived import builds
+
+    builds(store).follow(BuildLines())
+
+
+class BuildLines:
+    """A build's steps as lines on stderr, one at a step's start once BUILD_NOTE_SECONDS
+    passed since the build began or since the last line, and the build's end where a
+    line was said."""
+
+    def __init__(self) -> None:
+        self.said_at: float | None = None
+
+    def __call__(self, progress: BuildProgress) -> None:
+        now = time.monotonic()
+        if progress.finished:
+            if self.said_at is not None:
+                click.echo(progress.describe(), err=True)
+            self.said_at = None
+        elif now - (self.said_at or progress.started) >= BUILD_NOTE_SECONDS:
+            click.echo(progress.describe(), err=True)
+            self.said_at = now
 
 
 # ---- times --------------------------------------------------------------------------

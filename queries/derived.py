@@ -14,7 +14,7 @@ import logging
 import re
 import threading
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -25,6 +25,7 @@ from derive import catalogue
 from derive.base import AnswerChanges, Deriver, Mark, Touched
 from derive.library import CLICKHOUSE_SETTINGS
 from derive.open import open_deriver
+from derive.progress import BuildProgress, Builds
 from derive.rename import renamed
 from queries.duplicates_shape import shaped
 from queries.json_lines import json_lines
@@ -34,8 +35,9 @@ from store.base import Store, to_frame
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["AnswerChanges", "BUILT_TABLES", "KEPT_TABLES", "Mark", "Touched", "answer_changes",
-           "answer_of_keys", "deriver", "ensure", "narrowed", "only", "query", "query_arrow",
+__all__ = ["AnswerChanges", "BUILT_TABLES", "BuildProgress", "KEPT_TABLES", "Mark", "Touched",
+           "answer_changes", "answer_of_keys", "builds", "deriver", "ensure", "following_builds",
+           "narrowed", "only", "query", "query_arrow",
            "query_live", "reads_events",
            "rebuild", "table", "tables", "touched_since", "write_duplicates_listing"]
 
@@ -71,6 +73,25 @@ def deriver(store: Store) -> Deriver:
 def ensure(store: Store) -> None:
     """Build (or rebuild) the derived relations if the store changed since the last build."""
     deriver(store).ensure()
+
+
+def builds(store: Store) -> Builds:
+    """Where a build of `store`'s derived tables from nothing stands, step by step: minutes
+    on a large ClickHouse store (derive/progress.py). A process that shows every build
+    follows it here."""
+    return deriver(store).builds
+
+
+@contextmanager
+def following_builds(store: Store, listener: Callable[[BuildProgress], None]) -> Iterator[None]:
+    """Tell `listener` each step of a build from nothing that runs within the block (a
+    page that shows the build it waits for)."""
+    told = builds(store)
+    told.follow(listener)
+    try:
+        yield
+    finally:
+        told.unfollow(listener)
 
 
 def rebuild(store: Store) -> None:

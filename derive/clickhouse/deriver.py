@@ -39,7 +39,7 @@ class ClickHouseDeriver(HoldsStore[ClickHouseEngine]):
         with self.lock:
             self.store.snapshot_id()
             with self.store.derivation_lock():
-                self.status = incremental.build(self.store)
+                self.status = incremental.build(self.store, self.builds)
 
     def _ensure(self) -> kept.Status:
         """Bring the derived tables up to date with `events`; returns where they stand."""
@@ -57,10 +57,10 @@ class ClickHouseDeriver(HoldsStore[ClickHouseEngine]):
             status = kept.status(store)  # another process may have derived meanwhile
             if (status is None or status.format != kept.FORMAT
                     or incremental.days_gone(store, status)):
-                return incremental.build(store)
+                return incremental.build(store, self.builds)
             if not incremental.moved(store, status):
                 return status
-            return incremental.absorb(store, status)
+            return incremental.absorb(store, status, self.builds)
 
     def _upgrade(self) -> kept.Status | None:
         with self.store.derivation_lock():
@@ -81,12 +81,12 @@ class ClickHouseDeriver(HoldsStore[ClickHouseEngine]):
         with store.derivation_lock():
             status = kept.status(store)
             if always and self._lacks_evidence():
-                return incremental.build(store)
+                return incremental.build(store, self.builds)
             if (status is not None and status.format == kept.FORMAT
                     and not incremental.days_gone(store, status)
                     and not incremental.moved(store, status)):
                 return status  # another process built it meanwhile
-            return incremental.build(store)
+            return incremental.build(store, self.builds)
 
     def tables(self, names: Iterable[str]) -> dict[str, pa.Table]:
         self.ensure()

@@ -38,6 +38,7 @@ from derive import answers, base, catalogue
 from derive.clickhouse import kept
 from derive.library import literal, render
 from derive.library import text as sql_text
+from derive.progress import Builds, BuildSteps
 from derive.rename import inlined, renamed
 from store.clickhouse import ClickHouseEngine
 from store.sql_files import with_identifiers
@@ -157,17 +158,21 @@ def _version(store: ClickHouseEngine, status: kept.Status | None) -> int:
     return max(now, status.version + 1) if status is not None else now
 
 
-def build(store: ClickHouseEngine) -> kept.Status:
-    """Every derived table from nothing, each swapped in whole. Call with the lock held."""
+def build(store: ClickHouseEngine, builds: Builds | None = None) -> kept.Status:
+    """Every derived table from nothing, each swapped in whole, each step told to `builds`
+    as it begins (derive/progress.py). Call with the lock held."""
     started = time.perf_counter()
+    steps = BuildSteps(builds, _build_steps())
     previous = kept.status(store)
     version = _version(store, previous)
     days = kept.partitions(store)
+    steps.begin("events")
     summary = _ask(store, "derive_events_summary", window=WINDOW_SECONDS)
     store.command(_named("derive_work_everything"))
-    _chain(store, "derive_work_everything")
+    _chain(store, "derive_work_everything", steps=steps)
     for table in catalogue.kept("clickhouse"):
         name, unit = table.name, str(table.unit)
+        steps.begin(f"kept {name}")
         built = kept.rows_table(name) + "_next"
         kept.create_rows_table(store, built, kept.columns(store, WORK + name), unit,
                                table.lookup)
@@ -177,13 +182,21 @@ def build(store: ClickHouseEngine) -> kept.Status:
         kept.replace_table(store, kept.rows_table(name), built)
         kept.create_view(store, name)
     _keep_answers(store, WORK + "derived_duplicate_runs", WORK + "derived_lock_incidents",
-                  version)
+                  version, steps)
     _drop_work(store)
     status = kept.Status(kept.FORMAT, uuid.uuid4().hex, 0, version,
                          summary["high"] or "1970-01-01 00:00:00", summary["recent"], days)
     kept.set_status(store, status)
+    steps.finish()
     log.debug("derived tables built from nothing in %.2f s", time.perf_counter() - started)
     return status
+
+
+def _build_steps() -> int:
+    """The steps of a build: `events`, the two views over it, each chained table, each
+    kept table written, each answer kept by key."""
+    return (1 + len(_VIEWS) + len(catalogue.chained("clickhouse"))
+            + len(catalogue.kept("clickhouse")) + len(by_key()))
 
 
 def _answer_sql(query: str, runs: str, incidents: str) -> str:
@@ -193,10 +206,13 @@ def _answer_sql(query: str, runs: str, incidents: str) -> str:
                                         "derived_lock_incidents": incidents})
 
 
-def _keep_answers(store: ClickHouseEngine, runs: str, incidents: str, version: int) -> None:
+def _keep_answers(store: ClickHouseEngine, runs: str, incidents: str, version: int,
+                  steps: BuildSteps | None = None) -> None:
     """The answers kept by key (`by_key`) from nothing, over every duplicate run and lock
     incident (the tables named), each swapped in whole."""
     for table, query in by_key().items():
+        if steps is not None:
+            steps.begin(f"answer {table}")
         _work_table(store, WORK + table, _answer_sql(query, runs, incidents))
         built = kept.rows_table(table) + "_next"
         kept.create_rows_table(store, built, kept.columns(store, WORK + table), "key")
@@ -207,14 +223,23 @@ def _keep_answers(store: ClickHouseEngine, runs: str, incidents: str, version: i
         kept.create_view(store, table, numbered=catalogue.by_key()[table])
 
 
-def _chain(store: ClickHouseEngine, source: str, engine: str = LARGE) -> None:
+#: The views a derivation makes work tables of before the chained tables.
+_VIEWS = ("unique_events", "event_facts")
+
+
+def _chain(store: ClickHouseEngine, source: str, engine: str = LARGE,
+           steps: BuildSteps | None = None) -> None:
     """Every derived table as a work table of `engine`, over the events of `source`."""
     store.command(_named("derive_work_source", source=source))
-    for view in ("unique_events", "event_facts"):
+    for view in _VIEWS:
+        if steps is not None:
+            steps.begin(view)
         select = work_sql(sql_text(view, "clickhouse"))
         store.command(inlined(_named("derive_work_view", table=WORK + view), "clickhouse",
                               {"query_rows": select}))
     for table in catalogue.chained("clickhouse"):
+        if steps is not None:
+            steps.begin(table.name)
         _work_table(store, WORK + table.name, work_sql(sql_text(table.file, "clickhouse")),
                     engine)
 
@@ -237,9 +262,11 @@ def _drop_work(store: ClickHouseEngine) -> None:
         store.command(_named("derive_work_drop", table=WORK + name))
 
 
-def absorb(store: ClickHouseEngine, status: kept.Status) -> kept.Status:
+def absorb(store: ClickHouseEngine, status: kept.Status,
+           builds: Builds | None = None) -> kept.Status:
     """The units the rows inserted since `status` touch, derived again under a new
-    version. Call with the lock held."""
+    version (a batch too large for that is built from nothing, told to `builds`). Call
+    with the lock held."""
     started = time.perf_counter()
     version = _version(store, status)
     days = kept.partitions(store)
@@ -253,7 +280,7 @@ def absorb(store: ClickHouseEngine, status: kept.Status) -> kept.Status:
     if batch_rows > base.LARGE_BATCH_ROWS and base.too_large(batch_rows, int(
         _ask(store, "derived_executions_count")["executions"]
     )):
-        return build(store)
+        return build(store, builds)
     _run(store, "derive_work_jobs")
     _history(store, "derive_work_jobs", WORK + "own", status, back)
     _run(store, "derive_work_keys")
