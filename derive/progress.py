@@ -1,10 +1,11 @@
 """Where a build of the derived tables from nothing stands, for the CLI, the dashboard and
 `/metrics`.
 
-On ClickHouse a build reads every event and writes every derived table: minutes on a
-store of tens of millions of events, the wait between a first read of the Collector's
-tables and the first answer. A deriver tells each step of a build as it begins, and the
-build's end (store/followed.py); an absorbed batch takes seconds and tells nothing.
+A build reads every event and writes every derived table: minutes on a store of tens of
+millions of events (on ClickHouse, the wait between a first read of the Collector's tables
+and the first answer; on the embedded store at 100M events, twenty). A deriver tells each
+step of a build as it begins, and the build's end (store/followed.py); an absorbed batch
+takes seconds and tells nothing.
 """
 
 from __future__ import annotations
@@ -44,11 +45,17 @@ class Builds(Followed[BuildProgress]):
 
 
 class BuildSteps:
-    """A build's steps, told to `builds` as each begins."""
+    """A build's steps, told to `builds` as each begins. Where the steps depend on what a
+    build finds (the parts of an embedded build), each stage `expect`s its own before the
+    first begins."""
 
-    def __init__(self, builds: Builds | None, total: int) -> None:
+    def __init__(self, builds: Builds | None, total: int = 0) -> None:
         self.builds = builds
         self.state = BuildProgress(steps_total=total)
+
+    def expect(self, steps: int) -> None:
+        """`steps` more steps to come."""
+        self.state.steps_total += steps
 
     def begin(self, step: str) -> None:
         """Step `step` begins (the steps before it are done)."""

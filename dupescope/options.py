@@ -142,7 +142,8 @@ def open_store_or_exit(url: str | None, *, existing: bool = False, writable: boo
     except StoreError as exc:
         raise click.ClickException(str(exc)) from exc
     _show_reads(store)
-    _show_builds(store)
+    if not writable:  # a question: it may wait for a build of the derived tables
+        _show_builds(store)
     read_recent_first = getattr(store, "read_recent_first", None)
     if since is not None and read_recent_first is not None:
         read_recent_first(since)
@@ -165,11 +166,9 @@ BUILD_NOTE_SECONDS = 10.0
 
 
 def _show_builds(store: Store) -> None:
-    """A build of the derived tables from nothing takes minutes on a large ClickHouse
-    store (after a first read of the Collector's tables, say): name its step on stderr
-    now and then (derive/progress.py). An embedded store's derivation tells nothing."""
-    if store.segmented() is not None:
-        return
+    """A build of the derived tables from nothing takes minutes on a large store (after a
+    first read of the Collector's tables, a first question over a large load): name its
+    step on stderr now and then (derive/progress.py)."""
     from queries.derived import builds
 
     builds(store).follow(BuildLines())

@@ -1,6 +1,6 @@
-"""A build of the derived tables from nothing on ClickHouse and chDB tells each step as it
-begins, and its end: the CLI names the steps of a long build on stderr, `/metrics` counts
-the steps left, and the dashboard draws a bar while a page waits for one."""
+"""A build of the derived tables from nothing tells each step as it begins, and its end, on
+chDB and on the embedded store: the CLI names the steps of a long build on stderr,
+`/metrics` counts the steps left, and the dashboard draws a bar while a page waits for one."""
 
 from __future__ import annotations
 
@@ -12,11 +12,13 @@ from click.testing import CliRunner
 from forensics_cases import run
 
 from alerts.metrics import AlertMetrics
+from derive.embedded import partitioned
 from derive.progress import BuildProgress
 from dupescope import options
 from dupescope.cli import main
 from queries import derived, duplicates
 from store.clickhouse import ChdbStore
+from store.embedded import EmbeddedStore
 
 
 def acked(job: str, key: str, start: str = "00:01") -> list[dict]:
@@ -33,7 +35,16 @@ def chdb(tmp_path: Path, make_table) -> Iterator[ChdbStore]:
     opened.close()
 
 
-def told_while(store: ChdbStore, work) -> list[BuildProgress]:  # type: ignore[no-untyped-def]
+@pytest.fixture
+def embedded(tmp_path: Path, make_table) -> Iterator[EmbeddedStore]:
+    """An embedded store holding one duplicated key, its derived state not built yet."""
+    opened = EmbeddedStore(tmp_path / "embedded")
+    opened.write(make_table(acked("j1", "a") + acked("j2", "a", "00:05")))
+    yield opened
+    opened.close()
+
+
+def told_while(store, work) -> list[BuildProgress]:  # type: ignore[no-untyped-def]
     told: list[BuildProgress] = []
     with derived.following_builds(store, told.append):
         work()
@@ -49,6 +60,39 @@ def test_a_build_tells_each_step_as_it_begins_then_its_end(chdb) -> None:
     assert "derived_executions" in [p.step for p in steps]
     assert not any(p.finished for p in steps)
     assert end.finished and end.steps_done == total
+
+
+def in_order(told: list[BuildProgress]) -> bool:
+    """Each step told once, in order, of one total, then the build's end."""
+    *steps, end = told
+    return ([p.steps_done for p in steps] == list(range(end.steps_total))
+            and all(p.steps_total == end.steps_total and not p.finished for p in steps)
+            and end.finished and end.steps_done == end.steps_total)
+
+
+def test_an_embedded_build_tells_each_step_then_its_end(embedded) -> None:
+    told = told_while(embedded, lambda: duplicates(embedded))
+    assert in_order(told)
+    names = [p.step for p in told[:-1]]
+    assert names[0] == "unique_events" and "derived_executions" in names
+    assert names[-1] == "duplicates listing"
+
+
+def test_an_embedded_build_in_parts_tells_each_part(
+    embedded, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(partitioned, "parts_for", lambda events: 3)
+    told = told_while(embedded, lambda: duplicates(embedded))
+    assert in_order(told)
+    names = [p.step for p in told[:-1]]
+    assert names[:4] == ["events split into 3 parts", "part 1 of 3", "part 2 of 3",
+                         "part 3 of 3"]
+
+
+def test_an_embedded_batch_absorbed_tells_nothing(embedded, make_table) -> None:
+    duplicates(embedded)
+    embedded.write(make_table(acked("j3", "b", "00:07")))
+    assert told_while(embedded, lambda: duplicates(embedded)) == []
 
 
 def test_a_batch_absorbed_tells_nothing(chdb, make_table) -> None:

@@ -16,6 +16,7 @@ import duckdb
 from derive import answers, catalogue
 from derive.embedded import state as derived_state
 from derive.library import render, text
+from derive.progress import BuildSteps
 from store import memory
 
 log = logging.getLogger("dupescope.queries")
@@ -64,7 +65,7 @@ def within_budget(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
         con.execute("RESET preserve_insertion_order")
 
 
-def build_tables(con: duckdb.DuckDBPyConnection) -> None:
+def build_tables(con: duckdb.DuckDBPyConnection, steps: BuildSteps | None = None) -> None:
     """event_facts and every chained derived table on `con`, over its `unique_events`
     (a build stage, a table without a unit, is dropped once the others are built).
 
@@ -72,8 +73,12 @@ def build_tables(con: duckdb.DuckDBPyConnection) -> None:
     ~40 aggregates of `derived_outcomes` and the statement could not spill (a build of
     560k events under 128 MB of DuckDB ran out of memory); held as a table, it spills to
     the temp directory and every table that reads it reads it once made."""
+    if steps is not None:
+        steps.begin("event_facts")
     create_on(con, "event_facts", text("event_facts", "duckdb"))
     for table in catalogue.chained("duckdb"):
+        if steps is not None:
+            steps.begin(table.name)
         create_on(con, table.name, text(table.file, "duckdb"))
         retype_hugeints(con, table.name, "BIGINT")
     for table in catalogue.TABLES:

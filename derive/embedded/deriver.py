@@ -22,6 +22,7 @@ from derive.embedded import incremental, layers, listing
 from derive.embedded import state as derived_state
 from derive.embedded.build import create_answer, exists
 from derive.library import render, text
+from derive.progress import BuildSteps
 from store import materialised
 from store.base import SegmentedStore
 from store.lineage import Changes, commits
@@ -65,7 +66,7 @@ class EmbeddedDeriver(HoldsStore[SegmentedStore]):
             try:
                 if not derived_state.writable(store):
                     con, current = store.pinned_connection()
-                    layers.build_in_memory(store, con)
+                    self._build_in_memory(con)
                 else:
                     current = self._derive_and_keep(con, current, read)
             except (duckdb.IOException, FileNotFoundError):
@@ -85,13 +86,21 @@ class EmbeddedDeriver(HoldsStore[SegmentedStore]):
             read = self._read_now()
             con, current = store.pinned_connection()
             if not derived_state.writable(store):
-                layers.build_in_memory(store, con)
+                self._build_in_memory(con)
             else:
                 with derived_state.exclusive(store):
-                    state = layers.base(store, con, current, read, self.rendered)
+                    state = layers.base(store, con, current, read, self.rendered,
+                                        self.builds)
                     self._commit(con, state)
                     derived_state.remove_stale(store, state)
             self.built = current
+
+    def _build_in_memory(self, con: duckdb.DuckDBPyConnection) -> None:
+        """Everything built on `con` alone (a store this process cannot write), each step
+        told to the deriver's listeners."""
+        steps = BuildSteps(self.builds)
+        layers.build_in_memory(self.store, con, steps=steps)
+        steps.finish()
 
     def _read_now(self) -> dict[str, int]:
         """The segments and log frames there are now (listed before the reader's snapshot
@@ -116,7 +125,7 @@ class EmbeddedDeriver(HoldsStore[SegmentedStore]):
                 changes = store.changes_since(state.read)
             if state is None or changes is None or self._too_large(changes, state):
                 con, current = store.pinned_connection()
-                state = layers.base(store, con, current, read, self.rendered)
+                state = layers.base(store, con, current, read, self.rendered, self.builds)
             else:
                 state = self._absorb(con, state, changes, current)
             self._commit(con, state)

@@ -25,6 +25,7 @@ from derive.embedded.build import (
     layered_answers,
     within_budget,
 )
+from derive.progress import Builds, BuildSteps
 from store import materialised
 from store.base import SegmentedStore
 from store.lineage import Changes
@@ -45,16 +46,22 @@ def _order(name: str, built: bool) -> str:
 
 
 def build_in_memory(store: SegmentedStore, con: duckdb.DuckDBPyConnection,
-                    answers: bool = True) -> None:
+                    answers: bool = True, steps: BuildSteps | None = None) -> None:
     """Everything built on the reader's connection (`answers`: every kept answer, as a
-    read-only store needs; else only those kept in layers)."""
+    read-only store needs; else only those kept in layers), each stage told to `steps`
+    (the caller says when the build is done)."""
+    steps = steps or BuildSteps(None)
+    steps.expect(1)  # the answers, last
     with within_budget(con):
         parts = partitioned.parts_for(partitioned.event_count(con))
         if parts > 1:
-            partitioned.build_tables(con, parts)
+            partitioned.build_tables(con, parts, steps)
         else:
+            steps.expect(2 + len(catalogue.chained("duckdb")))
+            steps.begin("unique_events")
             _hold_unique_events(con, materialised.unique_events(store, con))
-            build_tables(con)
+            build_tables(con, steps)
+        steps.begin("answers")
         incremental.count_segments(con, store.segments())
         if answers:
             every_answer(con)
@@ -70,22 +77,28 @@ def _hold_unique_events(con: duckdb.DuckDBPyConnection, deduplicated: str) -> No
 
 
 def base(store: SegmentedStore, con: duckdb.DuckDBPyConnection, snapshot: str,
-         read: dict[str, int], rendered: Rendered) -> derived_state.State:
+         read: dict[str, int], rendered: Rendered,
+         builds: Builds | None = None) -> derived_state.State:
     """Everything from nothing, kept as a base layer (the other kept answers are computed
-    when first asked for)."""
+    when first asked for), each step told to `builds` as it begins."""
     started = time.perf_counter()
-    build_in_memory(store, con, answers=False)
+    steps = BuildSteps(builds)
+    steps.expect(len(incremental.layered()) + 1)  # each table written, the listing
+    build_in_memory(store, con, answers=False, steps=steps)
     log.debug("derived tables built in %.2f s", time.perf_counter() - started)
     layer = derived_state.new_id()
     sizes = {}
     with within_budget(con):
         for table in incremental.layered():
+            steps.begin(f"kept {table}")
             written = time.perf_counter()
             sizes[table] = [derived_state.write(
                 con, f"SELECT * FROM {table}{_order(table, built=True)}",
                 derived_state.rows_path(store, table, layer))]
             log.debug("kept %s in %.2f s", table, time.perf_counter() - written)
+    steps.begin("duplicates listing")
     rendered(store, layer)
+    steps.finish()
     return derived_state.State(snapshot, read, [layer], derived_state.new_id(), sizes,
                                epoch=layer)
 

@@ -24,6 +24,7 @@ from derive.embedded import build
 from derive.embedded import state as derived_state
 from derive.embedded.build import create_on, retype_hugeints
 from derive.library import text
+from derive.progress import BuildSteps
 from derive.rename import renamed
 from store import materialised, memory
 from store.spill import spill_folder
@@ -56,13 +57,19 @@ def event_count(con: duckdb.DuckDBPyConnection) -> int:
     return int(row[0]) if row else 0
 
 
-def build_tables(con: duckdb.DuckDBPyConnection, parts: int) -> None:
+def build_tables(con: duckdb.DuckDBPyConnection, parts: int,
+                 steps: BuildSteps | None = None) -> None:
     """Every chained derived table on `con`, as `build.build_tables` makes them from
     `events` with repeats of an event_uid collapsed, built in `parts` parts of the keys
-    (each part collapses its own repeats: an event's repeats are in its part)."""
+    (each part collapses its own repeats: an event's repeats are in its part), each
+    stage told to `steps`."""
+    cross = [t for t in catalogue.chained("duckdb") if t.unit in catalogue.CROSS_KEY_UNITS]
+    steps = steps or BuildSteps(None)
+    steps.expect(1 + parts + 1 + len(cross))
     folder = Path(spill_folder())
     try:
         started = time.perf_counter()
+        steps.begin(f"events split into {parts} parts")
         # Rows a part's writer holds before it writes them: the default (524288 rows a
         # part) is more than a small budget holds for a few parts at once.
         con.execute("SET partitioned_write_flush_threshold = $rows",
@@ -75,6 +82,7 @@ def build_tables(con: duckdb.DuckDBPyConnection, parts: int) -> None:
                 if t.unit is not None and t.unit not in catalogue.CROSS_KEY_UNITS]
         appended: set[str] = set()
         for part in range(parts):
+            steps.begin(f"part {part + 1} of {parts}")
             files = sorted((folder / f"build_part={part}").glob("*.parquet"))
             if files:
                 _build_part(con, files, kept, appended)
@@ -84,6 +92,7 @@ def build_tables(con: duckdb.DuckDBPyConnection, parts: int) -> None:
             create_on(con, "unique_events", materialised.ALL_EVENTS, view=True)
             build.build_tables(con)
             return
+        steps.begin("parts gathered")
         _gather(con, kept)
     finally:
         con.execute("RESET partitioned_write_flush_threshold")
@@ -91,10 +100,10 @@ def build_tables(con: duckdb.DuckDBPyConnection, parts: int) -> None:
                      "build_part_rows"):
             derived_state.drop(con, name)
         shutil.rmtree(folder, ignore_errors=True)
-    for table in catalogue.chained("duckdb"):
-        if table.unit in catalogue.CROSS_KEY_UNITS:
-            create_on(con, table.name, text(table.file, "duckdb"))
-            retype_hugeints(con, table.name, "BIGINT")
+    for table in cross:
+        steps.begin(table.name)
+        create_on(con, table.name, text(table.file, "duckdb"))
+        retype_hugeints(con, table.name, "BIGINT")
 
 
 def _build_part(con: duckdb.DuckDBPyConnection, files: list[Path],
