@@ -31,6 +31,9 @@ from sample_data.clickhouse_exporter import traces_ddl
 from store.otel import OtelChdbStore, OtelSource
 from store.otel_chunks import CHUNK_ROWS
 
+#: `--chunk-rows` of a read in one chunk, whatever the table's size.
+ONE_CHUNK = 10**12
+
 
 def build(folder: Path, spans: int) -> int:
     """The exporter's table with at least `spans` spans; how many."""
@@ -77,7 +80,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--spans", type=int, default=2_000_000)
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--top", type=int, default=5, help="statements listed per run")
-    parser.add_argument("--chunk-rows", type=int, default=10**12,
+    parser.add_argument("--chunk-rows", type=int, default=ONE_CHUNK,
                         help=f"rows a chunk holds at most (a first read's: {CHUNK_ROWS:,}); "
                              "by default the read is one chunk")
     args = parser.parse_args(argv)
@@ -85,7 +88,7 @@ def main(argv: list[str]) -> int:
     try:
         built = root / "built"
         spans = build(built, args.spans)
-        chunks = ("one chunk" if args.chunk_rows >= 10**12
+        chunks = ("one chunk" if args.chunk_rows >= ONE_CHUNK
                   else f"chunks of at most {args.chunk_rows:,} rows")
         print(f"{spans:,} spans in {chunks}", flush=True)
         walls: list[float] = []
