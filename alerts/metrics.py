@@ -105,7 +105,7 @@ class AlertMetrics:
 
     def follow_builds(self, store: Store) -> None:
         """Gauges of a build of the derived tables from nothing (minutes on a large
-        ClickHouse store), where the store's deriver tells one (derive/progress.py)."""
+        store), as the store's deriver tells its steps (derive/progress.py)."""
         from queries.derived import BuildProgress, builds
 
         r = self.registry

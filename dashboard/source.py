@@ -109,8 +109,8 @@ _derived: dict[str, str] = {}
 def derived(url: str, snapshot_id: str, show: BuildListener | None = None) -> None:
     """Bring the derived tables of the store at `url` up to `snapshot_id` before a page
     asks its questions, telling `show` each step of a build from nothing: on a large
-    ClickHouse store that build takes minutes, and a loader (a cached function) cannot
-    draw its progress. Once a snapshot: a loader brings the state up to date anyway."""
+    store that build takes minutes, and a loader (a cached function) cannot draw its
+    progress. Once a snapshot: a loader brings the state up to date anyway."""
     with _kept_lock:
         if _derived.get(url) == snapshot_id:
             return

@@ -96,7 +96,7 @@ class Deriver(Protocol):
     own (a file lock beside the embedded state, the store's derivation lock)."""
 
     lock: threading.Lock
-    #: Told each step of a build from nothing, where the deriver reports one.
+    #: Told each step of a build from nothing (derive/progress.py).
     builds: Builds
 
     def ensure(self) -> None:
