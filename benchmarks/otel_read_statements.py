@@ -6,7 +6,8 @@ and prints the whole read's time, its spans a second, the CPU seconds it took (u
 system: on a shared virtual machine the same read's wall time varies by a fifth, mostly in
 system time) and the statements that took longest (each timed as the store runs it): the
 span stage, the append into `events`, the id index. `--runs` reads copies of the same
-tables again, which gives the spread of one machine's figures.
+tables again, which gives the spread of one machine's figures; the copies are deleted
+after the last run (about 2.8 GB each at 11.1M spans).
 
     python -m benchmarks otel_read_statements --spans 2000000 [--runs 2] [--chunk-rows N]
 """
@@ -102,7 +103,12 @@ def main(argv: list[str]) -> int:
                   f"{cpu.describe(spans, 'spans')}")
             for sql, took in sorted(spent.items(), key=lambda kv: -kv[1])[:args.top]:
                 print(f"  {took:7.2f} s  {sql}")
-            shutil.rmtree(copy, ignore_errors=True)
+            # Each run's copy stays until every run is done: an ext4 file system without a
+            # journal (this machine's) skips, at a buffer-cache lookup each, the inodes
+            # deleted in the last minute or more when it allocates one, so a read right
+            # after deleting the last run's tens of thousands of files took twice the
+            # system time of a read on an undisturbed disk (21-40 s against 15 s at 11.1M
+            # spans), which no store deleting its own merged parts sees at that scale.
         if len(walls) > 1:
             middle = statistics.median(walls)
             print(f"\n{len(walls)} runs: {min(walls):.1f} to {max(walls):.1f} s, median "
