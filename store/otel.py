@@ -548,8 +548,9 @@ class OtelReading(Store):
                 self._fill(spans)
             self.command(statement("otel_step_children_add", own=own))
             self.command(statement("otel_step_parents_truncate", own=own))
-            fill = "otel_step_parents_fill_read" if first else "otel_step_parents_fill"
-            self.command(statement(fill, own=own))
+            fill = "otel_step_parents_fill_read" if first else self._parents_fill(unread)
+            if fill is not None:
+                self.command(statement(fill, own=own))
         self._fill(rest)
         if self.source.traces is not None:
             self.command(statement("otel_idle_spans_add", own=own))
@@ -566,6 +567,24 @@ class OtelReading(Store):
             self.command(statement("otel_stage_truncate", own=own, stage=stage))
         if read_from is not None:
             self.command(statement("otel_window_clear", own=own))
+
+    def _parents_fill(self, reading: list[Part]) -> str | None:
+        """How a read that is not a first read in one chunk finds the spans it reads that
+        have a kept step child span: not at all where none is kept (an exporter whose steps
+        are span events), through a set of the kept children's parents where they are no
+        more than the spans read (a first read in chunks, where a set of each chunk's two
+        million span ids cost ten times as long), else through a set of the spans read,
+        looked up by the kept children's sort key (a batch of new spans over a long
+        history of step child spans)."""
+        assert self.source.traces is not None
+        traces = self.source.traces.table
+        spans = sum(p.rows for p in reading if p.table == traces)
+        kept = int(self.execute(statement("otel_reading_count", own=self.source.own_db,
+                                          table="otel_step_children"))["n"].iloc[0])
+        if kept == 0:
+            return None
+        return ("otel_step_parents_fill_few_children" if kept <= spans
+                else "otel_step_parents_fill")
 
     def _fill(self, stages: list[tuple[str, str]]) -> None:
         for stage, view in stages:

@@ -493,14 +493,14 @@ def test_a_day_the_exporter_dropped_is_dropped_from_events(requests: list,
         store.close()
 
 
-def _job_with_step_spans(json_attrs: bool = False) -> list[dict]:
+def _job_with_step_spans(json_attrs: bool = False, job_id: str = "j-steps") -> list[dict]:
     """A job's run whose span is an execution only by its children: lifecycle steps as
     child spans, the run span itself naming no event and no attempt."""
     exporter = CollectingExporter()
     provider = TracerProvider(resource=Resource.create({"host.name": "w1", "process.pid": 7}))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("worker")
-    job = {"job_id": "j-steps", "job_type": "mail.send", "idempotency_key": "mail-steps"}
+    job = {"job_id": job_id, "job_type": "mail.send", "idempotency_key": f"mail-{job_id}"}
     start = 1_764_504_000_000_000_000
     run = tracer.start_span("mail.send run", attributes=job, start_time=start)
     context = trace.set_span_in_context(run)
@@ -559,6 +559,16 @@ def test_a_span_read_before_its_children_is_read_again_with_them(tmp_path: Path,
                                                                   json_attrs: bool) -> None:
     children, parent = _children_and_parent(json_attrs)
     _read_in_two_inserts(tmp_path / "otel", parent, children, json_attrs=json_attrs)
+
+
+def test_a_span_read_after_more_kept_children_than_spans_read_is_an_execution_by_them(
+        tmp_path: Path) -> None:
+    """The parents of a refresh's spans are found through the kept children's sort key
+    where those outnumber the spans read, through a set of the kept parents otherwise:
+    either way the run span read alone after two jobs' children is an execution."""
+    children, parent = _children_and_parent(False)
+    other = [r for r in _job_with_step_spans(job_id="j-other") if r["ParentSpanId"]]
+    _read_in_two_inserts(tmp_path / "otel", children + other, parent, json_attrs=False)
 
 
 def test_a_database_read_before_step_children_were_kept_is_read_again(tmp_path: Path) -> None:
