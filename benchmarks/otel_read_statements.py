@@ -106,9 +106,8 @@ def main(argv: list[str]) -> int:
             # Each run's copy stays until every run is done: an ext4 file system without a
             # journal (this machine's) skips, at a buffer-cache lookup each, the inodes
             # deleted in the last minute or more when it allocates one, so a read right
-            # after deleting the last run's tens of thousands of files took twice the
-            # system time of a read on an undisturbed disk (21-40 s against 15 s at 11.1M
-            # spans), which no store deleting its own merged parts sees at that scale.
+            # after deleting the last run's tens of thousands of files paid for each in
+            # system time (up to 40 s at 11.1M spans, against 23-31 s with the copies kept).
         if len(walls) > 1:
             middle = statistics.median(walls)
             print(f"\n{len(walls)} runs: {min(walls):.1f} to {max(walls):.1f} s, median "
