@@ -10,6 +10,7 @@ tables again, which gives the spread of one machine's figures; the copies are de
 after the last run (about 2.8 GB each at 11.1M spans).
 
     python -m benchmarks otel_read_statements --spans 2000000 [--runs 2] [--chunk-rows N]
+        [--resource sdk]
 """
 
 from __future__ import annotations
@@ -34,16 +35,18 @@ from store.otel_chunks import CHUNK_ROWS
 
 #: `--chunk-rows` of a read in one chunk, whatever the table's size.
 ONE_CHUNK = 10**12
+#: `--resource`: what each span's ResourceAttributes hold.
+RESOURCES = {"service": otel_spans.SERVICE_RESOURCE, "sdk": otel_spans.SDK_RESOURCE}
 
 
-def build(folder: Path, spans: int) -> int:
-    """The exporter's table with at least `spans` spans; how many."""
+def build(folder: Path, spans: int, resource: dict[str, str] | None = None) -> int:
+    """The exporter's table with at least `spans` spans, each with `resource`; how many."""
     s = session.Session(str(folder))
     s.query("CREATE DATABASE otel")
     s.query(traces_ddl("otel"))
     made = 0
     try:
-        for rows, _ in otel_spans.batches(spans):
+        for rows, _ in otel_spans.batches(spans, resource=resource):
             otel_spans.insert(s, "otel.otel_traces", rows)
             made += rows.num_rows
     finally:
@@ -84,14 +87,19 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--chunk-rows", type=int, default=ONE_CHUNK,
                         help=f"rows a chunk holds at most (a first read's: {CHUNK_ROWS:,}); "
                              "by default the read is one chunk")
+    parser.add_argument("--resource", choices=RESOURCES, default="service",
+                        help="each span's resource: the service's name alone, or the 15 "
+                             "keys an OpenTelemetry Python SDK with its process and OS "
+                             "detectors gives (every one of them kept in each event's attrs)")
     args = parser.parse_args(argv)
     root = Path(tempfile.mkdtemp(prefix="dupescope-otel-statements-"))
     try:
         built = root / "built"
-        spans = build(built, args.spans)
+        resource = RESOURCES[args.resource]
+        spans = build(built, args.spans, resource)
         chunks = ("one chunk" if args.chunk_rows >= ONE_CHUNK
                   else f"chunks of at most {args.chunk_rows:,} rows")
-        print(f"{spans:,} spans in {chunks}", flush=True)
+        print(f"{spans:,} spans in {chunks}, a resource of {len(resource)} keys", flush=True)
         walls: list[float] = []
         for run in range(1, args.runs + 1):
             copy = root / f"run-{run}"

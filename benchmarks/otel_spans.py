@@ -31,6 +31,23 @@ SPAN_FIELDS = ["job_id", "job_type", "idempotency_key", "resource_key", "queue",
                "delivery_attempt", "worker_id", "visibility_timeout_ms", "service_version"]
 #: A step's own attributes.
 STEP_FIELDS = ["lock_key", "lock_owner", "lock_ttl_ms"]
+#: The resource of every span unless told otherwise: the service's name alone.
+SERVICE_RESOURCE = {"service.name": "worker"}
+#: The resource an OpenTelemetry Python SDK with its process and OS detectors gives a
+#: worker (15 keys, every value as text, as the exporter writes them): what a real
+#: exporter's table holds on every span, and what its first read maps into every event's
+#: attrs. `service.instance.id` is a worker_id spelling, taken where a span names none.
+SDK_RESOURCE = {
+    "telemetry.sdk.language": "python", "telemetry.sdk.name": "opentelemetry",
+    "telemetry.sdk.version": "1.45.2", "service.name": "worker",
+    "service.instance.id": "796c027d-c498-4f9e-8798-dc17cfe2a15d",
+    "process.runtime.description": "3.11.7 (main, May  9 2026, 07:35:25) [GCC 12.2.0]",
+    "process.runtime.name": "cpython", "process.runtime.version": "3.11.7",
+    "process.pid": "4168", "process.executable.name": "python",
+    "process.executable.path": "/srv/worker/.venv/bin/python",
+    "process.command": "/srv/worker/.venv/bin/celery", "process.parent_pid": "4164",
+    "os.type": "linux", "os.version": "6.18.44",
+}
 _MAP = pa.map_(pa.string(), pa.string())
 
 
@@ -66,8 +83,10 @@ def _ids(column: pl.Expr, length: int) -> pl.Expr:
     return (first + second).str.slice(0, length)
 
 
-def exporter_rows(events: pl.DataFrame) -> pa.Table:
-    """`otel_traces` rows (Map layout) for contract `events` of the workload model."""
+def exporter_rows(events: pl.DataFrame, resource: dict[str, str] | None = None) -> pa.Table:
+    """`otel_traces` rows (Map layout) for contract `events` of the workload model, each
+    span's resource `resource` (SERVICE_RESOURCE by default)."""
+    resource_columns = {k: pl.lit(v) for k, v in (resource or SERVICE_RESOURCE).items()}
     events = events.with_row_index("i").with_columns(
         pl.concat_str([pl.col("job_id"), pl.col("delivery_attempt").cast(pl.String),
                        pl.col("worker_id")], separator="|").alias("execution"))
@@ -105,8 +124,8 @@ def exporter_rows(events: pl.DataFrame) -> pa.Table:
                          .otherwise(pl.lit("Internal")).alias("k"))])["k"].to_arrow(),
         "ServiceName": pa.array(["worker"] * (executions.height + alone.height)),
         "ResourceAttributes": pa.concat_arrays([
-            _maps(executions, [], {"service.name": pl.lit("worker")}),
-            _maps(alone, [], {"service.name": pl.lit("worker")})]),
+            _maps(executions, [], resource_columns),
+            _maps(alone, [], resource_columns)]),
         "ScopeName": pa.array(["dupescope.bench"] * (executions.height + alone.height)),
         "ScopeVersion": pa.array([""] * (executions.height + alone.height)),
         "SpanAttributes": pa.concat_arrays([
@@ -125,13 +144,13 @@ def exporter_rows(events: pl.DataFrame) -> pa.Table:
     return pa.table(spans)
 
 
-def batches(spans: int, *, chunk_events: int = 3_000_000, seed: int = 5
-            ) -> Iterator[tuple[pa.Table, pa.Table]]:
+def batches(spans: int, *, chunk_events: int = 3_000_000, seed: int = 5,
+            resource: dict[str, str] | None = None) -> Iterator[tuple[pa.Table, pa.Table]]:
     """(`otel_traces` rows, the contract events they carry), chunk after chunk of the
     model's events, until at least `spans` spans (whole chunks: a chunk's jobs are whole)."""
     made = 0
     for events in fast.arrow_batches(10**12, seed=seed, batch_rows=chunk_events):
-        rows = exporter_rows(pl.from_arrow(events))
+        rows = exporter_rows(pl.from_arrow(events), resource)
         made += rows.num_rows
         yield rows, events
         if made >= spans:
