@@ -329,6 +329,20 @@ def _events_of(tmp_path: Path, spans: list[dict]) -> list[dict]:
     return _derived(folder, "SELECT * FROM events ORDER BY ts, event").to_dict("records")
 
 
+def test_attrs_keep_any_text_of_keys_and_values_as_json(tmp_path: Path) -> None:
+    """Quotes, backslashes, slashes, control characters, non-ASCII text and empty strings
+    in the attributes no field takes come back as they were, from the span and its step."""
+    odd = {'say "hi"\\': "a/b\n\t\x01 é ✓", "": "", "plain": 'it\'s "x"'}
+    span = _span("charge process", "Consumer",
+                 {"job_id": "j-odd", "delivery_attempt": "1", **odd},
+                 events=[("2025-11-30 12:00:01.000000000", "side_effect", {"step\\": '"'})])
+    deliver, effect = _events_of(tmp_path, [span])
+    for row in (deliver, effect):
+        attrs = json.loads(row["attrs"])
+        assert {k: attrs[k] for k in odd} == odd
+    assert json.loads(effect["attrs"])["step\\"] == '"'
+
+
 def test_a_producer_span_naming_a_job_is_its_enqueue(tmp_path: Path) -> None:
     rows = _events_of(tmp_path, [_span("send charge", "Producer",
                                        {"messaging.message.id": "j-1", "job_type": "charge"})])
